@@ -1,0 +1,78 @@
+"""The ``voicesnap`` command line.
+
+Each subcommand lives in its own module here (``voicesnap.cli.<name>``) with
+``configure(parser)`` and ``run(args) -> int``; a module is imported only when
+its command runs, so a missing audio library never breaks ``simulate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from typing import Sequence
+
+from .. import __version__
+from ..errors import UserError
+
+# command -> (module, one-line help). Order is the order shown in --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "play": ("play", "play a hands-free game around the table"),
+    "simulate": ("simulate", "play many games with bots and print statistics"),
+    "listen": ("listen", "show what the game hears (calls, commands, players)"),
+    "enroll": ("enroll", "enroll a player's voice"),
+    "players": ("players", "list, rename, re-enroll, forget or identify players"),
+    "models": ("models", "find, download or install speech models"),
+    "replay": ("replay", "re-judge a recorded game from its audio"),
+    "devices": ("devices", "list audio inputs and outputs"),
+    "doctor": ("doctor", "check the set-up and print the fix for each problem"),
+}
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    found = {}
+    for name, (module, text) in COMMANDS.items():
+        if importlib.util.find_spec(f"{__name__}.{module}") is not None:
+            found[name] = (module, text)
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="voicesnap",
+        description="Snap, the card game, played hands-free by voice.",
+    )
+    parser.add_argument("--version", action="version", version=f"voicesnap {__version__}")
+    parser.add_argument(
+        "--data-dir",
+        help="where profiles, models and caches live (default: $VOICESNAP_DATA_DIR, "
+        "else the user data folder)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, text) in _available().items():
+        mod = importlib.import_module(f"{__name__}.{module}")
+        cmd = sub.add_parser(name, help=text, description=(mod.__doc__ or text).strip())
+        mod.configure(cmd)
+        cmd.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        print(f"voicesnap {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"voicesnap {args.command}: stopped.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
