@@ -7,6 +7,9 @@ and the enrolled-template spotter (needs only the players' own enrollment).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
+
+from ..audio import AudioChunk
 
 from ..events import event
 
@@ -30,3 +33,18 @@ class Detection:
     score: float | None = None  # attribution score for ``player``
     engine: str = ""  # "vosk", "enrolled", "combined", ...
     detected_at: float | None = None  # clock position when the engine emitted it (latency)
+
+
+class Spotter(Protocol):
+    """What every engine offers: feed chunks in clock order, collect detections.
+
+    ``accept`` must be cheap enough to keep up with real time; it returns the
+    detections that became certain with this chunk (possibly for earlier
+    audio: onsets are on the clock, not "now"). ``flush`` ends the stream.
+    """
+
+    name: str
+
+    def accept(self, chunk: AudioChunk) -> list[Detection]: ...
+
+    def flush(self) -> list[Detection]: ...
