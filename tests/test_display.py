@@ -1,0 +1,66 @@
+"""The table display: every face-up card, counts, the pool and rulings, within 80 columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from voicesnap.display import PlayerView, TableView, card_text, render
+
+
+def _view(**kw) -> TableView:
+    players = (
+        PlayerView("Alice", 20, 3, "QS", active=True, wins=1),
+        PlayerView("Bob", 12, 1, "QH"),
+        PlayerView("Cara", 0, 0, None, out=True),
+        PlayerView("Dev", 5, 0, None),
+    )
+    base = dict(players=players, pool=7, pool_top="8D", rulings=("Bob snapped: won 4 cards", "tie: pool of 6"),
+                title="Classic Snap, game 2 of best-of-3", clock=61.25, matches=("Alice", "Bob"))
+    base.update(kw)
+    return TableView(**base)
+
+
+def test_every_seat_shows_its_counts_and_showing_card() -> None:
+    lines = render(_view(), ascii_only=True)
+    text = "\n".join(lines)
+    alice = next(l for l in lines if "Alice" in l)
+    assert alice.startswith(" >") and "20" in alice and "QS" in alice and "match" in alice
+    bob = next(l for l in lines if "Bob" in l and "snapped" not in l)
+    assert "12" in bob and "QH" in bob and not bob.startswith(" >")
+    assert "out" in next(l for l in lines if "Cara" in l)
+    assert "--" in next(l for l in lines if "Dev" in l)
+    assert "pool: 7 cards, top 8D" in text
+    assert "Bob snapped: won 4 cards" in text and "tie: pool of 6" in text
+    assert "61.2" in lines[0] or "61.3" in lines[0]
+
+
+def test_unicode_suits_by_default() -> None:
+    text = "\n".join(render(_view()))
+    assert "Q\u2660" in text and "8\u2666" in text
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_lines_fit_the_terminal_even_with_long_names(width: int) -> None:
+    long = tuple(PlayerView("Maximilian-Alexander " * 3, 52, 52, "10H") for _ in range(6))
+    view = _view(players=long, notice="input device lost: plug it back in; the game resumes " * 3,
+                 rulings=("a very long ruling " * 10,) * 6)
+    lines = render(view, width=width)
+    assert all(len(l) <= width for l in lines), [l for l in lines if len(l) > width]
+    assert len([l for l in lines if "Maximilian" in l]) == 6
+    assert any(l.startswith("!!") for l in lines)
+    assert sum(1 for l in lines if l.startswith("   - ")) == 4  # only the latest rulings
+
+
+def test_card_text_accepts_engine_like_cards_and_words() -> None:
+    @dataclass
+    class Card:
+        rank: int
+        suit: str
+
+    assert card_text(Card(12, "spades"), ascii_only=True) == "QS"
+    assert card_text(Card(10, "hearts")) == "10\u2665"
+    assert card_text("ten of clubs", ascii_only=True) == "10C"
+    assert card_text("cat") == "cat"  # picture decks show the picture's name
+    assert card_text(None) == "--"
