@@ -1,0 +1,222 @@
+"""Check the set-up (PortAudio, espeak-ng, pyttsx3 voices, models, profiles, audio devices) and print the exact fix for each problem."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..files import data_dir
+
+VOSK_ENV = "VOICESNAP_VOSK_MODEL"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: what was checked, whether it is fine, and the fix if not.
+
+    ``needed`` says whether play is impossible without it (an error) or only
+    poorer (a warning: e.g. no Vosk model means enrolled calls only).
+    """
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    needed: bool = True
+
+
+def check_portaudio() -> Check:
+    try:
+        import sounddevice as sd  # noqa: F401
+    except OSError as exc:
+        return Check("PortAudio", False, f"the PortAudio library cannot be loaded ({exc})",
+                     "install it: sudo apt-get install libportaudio2 (macOS: brew install portaudio)")
+    except ImportError as exc:
+        return Check("PortAudio", False, f"the sounddevice package is missing ({exc})",
+                     'install it: python3 -m pip install "sounddevice>=0.4.6"')
+    return Check("PortAudio", True, f"sounddevice {sd.__version__}, {sd.get_portaudio_version()[1]}")
+
+
+def check_espeak() -> Check:
+    exe = shutil.which("espeak-ng") or shutil.which("espeak")
+    if exe is None:
+        return Check("espeak-ng", False, "espeak-ng is not on PATH, so the announcer cannot speak",
+                     "install it: sudo apt-get install espeak-ng (the game still runs with --text)")
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+        version = (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else exe
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Check("espeak-ng", False, f"{exe} does not run ({exc})", "reinstall it: sudo apt-get install --reinstall espeak-ng")
+    return Check("espeak-ng", True, version)
+
+
+def check_pyttsx3() -> Check:
+    try:
+        version = importlib.metadata.version("pyttsx3")
+    except importlib.metadata.PackageNotFoundError:
+        return Check("pyttsx3 voices", False, "pyttsx3 is not installed",
+                     'install it: python3 -m pip install "pyttsx3==2.91"')
+    if not version.startswith("2.91"):
+        return Check("pyttsx3 voices", False, f"pyttsx3 {version} is installed; only 2.91 speaks reliably "
+                     "(2.99 returns before speaking and overwrites files)",
+                     'install the working version: python3 -m pip install "pyttsx3==2.91"')
+    if shutil.which("espeak-ng") is None and shutil.which("espeak") is None:
+        return Check("pyttsx3 voices", False, "pyttsx3 has no speech engine (espeak-ng is missing)",
+                     "install it: sudo apt-get install espeak-ng")
+    try:
+        import pyttsx3
+
+        engine = pyttsx3.init()
+        voices = engine.getProperty("voices") or []
+        engine.stop()
+    except Exception as exc:  # pyttsx3 raises many kinds when its driver fails
+        return Check("pyttsx3 voices", False, f"pyttsx3 cannot start its driver ({exc})",
+                     "install the speech library it drives: sudo apt-get install espeak-ng libespeak-ng1")
+    if not voices:
+        return Check("pyttsx3 voices", False, "pyttsx3 lists no voices",
+                     "install voices: sudo apt-get install espeak-ng-data")
+    return Check("pyttsx3 voices", True, f"pyttsx3 {version}, {len(voices)} voices")
+
+
+def _model_candidates(root: Path) -> list[Path]:
+    found = []
+    env = os.environ.get(VOSK_ENV)
+    if env:
+        found.append(Path(env))
+    models = root / "models"
+    if models.is_dir():
+        found.extend(sorted(p for p in models.iterdir() if p.is_dir()))
+    return found
+
+
+def check_vosk_model(root: Path) -> Check:
+    fix = (f"run: voicesnap models download   (or unpack vosk-model-small-en-us into {root / 'models'} "
+           f"or set {VOSK_ENV}=/path/to/model); without it the game uses enrolled calls only")
+    try:
+        from .. import models  # the listening engineer's module, when present
+    except ImportError:
+        models = None
+    if models is not None and hasattr(models, "find_model"):
+        try:
+            path = models.find_model("en", None, root)
+        except Exception as exc:  # a UserError naming what is missing and the fix
+            return Check("Vosk model", False, str(exc).splitlines()[0], fix, needed=False)
+        return Check("Vosk model", True, str(path), needed=False)
+    for candidate in _model_candidates(root):
+        if (candidate / "am" / "final.mdl").is_file() and (candidate / "conf").is_dir():
+            return Check("Vosk model", True, str(candidate), needed=False)
+        if candidate == Path(os.environ.get(VOSK_ENV, "\0")):
+            return Check("Vosk model", False, f"{VOSK_ENV}={candidate} is not a Vosk model folder "
+                         "(it needs am/final.mdl and conf/)", fix, needed=False)
+    return Check("Vosk model", False, "no Vosk English model is installed", fix, needed=False)
+
+
+def check_profiles(root: Path) -> Check:
+    try:
+        voices = importlib.import_module("voicesnap.voices")
+    except ImportError:
+        return Check("profiles", True, "voice profiles are not supported by this build", needed=False)
+    lister = getattr(voices, "list_profiles", None) or getattr(voices, "list_players", None)
+    loader = getattr(voices, "load_profile", None)
+    if lister is None:
+        return Check("profiles", True, "profile listing is not available", needed=False)
+    try:
+        names = list(lister(root))
+    except Exception as exc:
+        return Check("profiles", False, f"cannot read the profiles in {root}: {exc}",
+                     "run: voicesnap players   (it names the bad profile and how to re-enroll it)", needed=False)
+    bad = []
+    for entry in names:
+        name = getattr(entry, "name", entry)
+        if loader is None or not isinstance(name, str):
+            continue
+        try:
+            loader(root, name)
+        except TypeError:
+            break  # a different signature: listing worked, that is enough
+        except Exception as exc:
+            bad.append(f"{name} ({exc})")
+    if bad:
+        first = bad[0].split(" ")[0]
+        return Check("profiles", False, "unreadable profile(s): " + "; ".join(bad),
+                     f"re-enroll: voicesnap enroll {first}   (or forget it: voicesnap players forget {first})",
+                     needed=False)
+    if not names:
+        return Check("profiles", False, f"no players enrolled in {root}",
+                     "enroll each player once: voicesnap enroll NAME (or play; it offers enrollment)",
+                     needed=False)
+    shown = ", ".join(str(getattr(n, "name", n)) for n in names)
+    return Check("profiles", True, f"{len(names)} enrolled: {shown}", needed=False)
+
+
+def check_devices() -> list[Check]:
+    try:
+        import sounddevice as sd
+    except (OSError, ImportError):
+        return [Check("audio devices", False, "cannot list devices without PortAudio", "fix PortAudio first (above)")]
+    try:
+        devices = sd.query_devices()
+    except Exception as exc:
+        return [Check("audio devices", False, f"PortAudio cannot list devices ({exc})",
+                      "restart the sound server: pulseaudio --start (or reboot)")]
+    inputs = [d for d in devices if d["max_input_channels"] > 0]
+    outputs = [d for d in devices if d["max_output_channels"] > 0]
+    server = ("start the sound server: pulseaudio --start (Debian: sudo apt-get install pulseaudio "
+              "libasound2-plugins); then check: voicesnap devices")
+    out = []
+    if inputs:
+        out.append(Check("microphone", True, f"{len(inputs)} input(s), e.g. {inputs[0]['name']}"))
+    else:
+        out.append(Check("microphone", False, "no audio input device is visible", "plug in a microphone, or " + server + "; keyboard play "
+                         "still works: voicesnap play --players A,B --text"))
+    if outputs:
+        out.append(Check("speaker", True, f"{len(outputs)} output(s), e.g. {outputs[0]['name']}", needed=False))
+    else:
+        out.append(Check("speaker", False, "no audio output device is visible",
+                         "plug in speakers or headphones, or " + server + "; the game still runs with --text", needed=False))
+    return out
+
+
+def run_checks(root: Path) -> list[Check]:
+    steps: list[Callable[[], Check | list[Check]]] = [
+        check_portaudio, check_espeak, check_pyttsx3,
+        lambda: check_vosk_model(root), lambda: check_profiles(root), check_devices,
+    ]
+    results: list[Check] = []
+    for step in steps:
+        try:
+            got = step()
+        except Exception as exc:  # a checker must never crash the doctor
+            got = Check(getattr(step, "__name__", "check"), False, f"check failed: {exc}",
+                        "report this as a bug with the message above")
+        results.extend(got if isinstance(got, list) else [got])
+    return results
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = data_dir(getattr(args, "data_dir", None))
+    checks = run_checks(root)
+    if args.json:
+        print(json.dumps([asdict(c) for c in checks], indent=2))
+    else:
+        for c in checks:
+            mark = "ok  " if c.ok else ("FAIL" if c.needed else "warn")
+            print(f"{mark} {c.name}: {c.detail}")
+            if not c.ok and c.fix:
+                print(f"     fix: {c.fix}")
+        bad = [c for c in checks if not c.ok and c.needed]
+        print("ready to play" if not bad else f"{len(bad)} problem(s) stop voice play; keyboard play "
+              "(--text) may still work")
+    return 1 if any(not c.ok and c.needed for c in checks) else 0
