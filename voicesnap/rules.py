@@ -1,0 +1,702 @@
+"""The rules of Snap as a pure, deterministic state machine (seed in, events out).
+
+``Game`` is the table: face-down stacks, face-up piles, the Snap pool, whose
+turn it is and who is out. It changes only through ``flip(t)`` and through
+rulings the referee hands to ``apply(event)``; both return the typed events
+that describe the change, stamped with audio-clock time ``t``. Replaying a
+game's events through ``apply``/``flip`` rebuilds the same table (gamelog).
+
+Timing is the referee's business (voicesnap.referee). The game offers it a
+cheap ``view()`` of the table after each flip and judges a call against such a
+view (``judge``), so late calls are ruled on the table as it was at their
+onset. Every face-up pile keeps two counters of absolute positions: ``placed``
+(cards ever laid on it) and ``base`` (cards ever taken off its bottom). A view
+records each pile's ``placed``; a ruling made later takes only the cards that
+were there at the view ("the pile as it was"), and a top card is *gone* once
+a ruling has taken it (``ruled[p] >= view.pos[p]``).
+
+Variants (voicesnap.variants) subclass ``Game`` and override a few hooks:
+``_new_deck`` (what is dealt), ``_pile_count``/``pile_of`` (whose flips go
+where), ``flip`` (who flips), ``call_kind`` (which words are calls),
+``_judge_snap`` & co. (what counts as a match) and ``_after_snap`` (extra
+penalties).
+
+All the rule choices are listed in README.md, "Rules as implemented".
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Literal, NamedTuple, Sequence
+
+from .cards import Card, Rank, standard_deck
+from .errors import UserError
+from .events import event
+
+__all__ = [
+    "RulesError", "CallError", "Options", "View", "TableState", "Game",
+    "GameStarted", "Dealt", "Flipped", "Refreshed", "SnapWon", "TieToPool", "PoolTied",
+    "WrongCall", "PoolWon", "CallIgnored", "Forfeit", "Eliminated", "GameOver",
+    "MIN_PLAYERS", "MAX_PLAYERS", "CALL_KINDS",
+]
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 6
+
+# Canonical call kinds the rules judge (variants map spoken words onto these).
+SNAP, POOL, SLAP, SLAM = "snap", "pool", "slap", "slam"
+WRONG = "wrong"  # a word that is a call in this variant, but not this player's
+CALL_KINDS = (SNAP, POOL, SLAP, SLAM)
+# Words the referee accepts as Call.kind -> canonical kind in the classic game.
+_WORDS = {"snap": SNAP, "snap pool": POOL, "pool": POOL}
+
+
+class RulesError(UserError):
+    """An impossible game set-up or action (wrong player count, duplicate names, ...)."""
+
+
+class CallError(RulesError):
+    """A call the referee cannot accept: unknown player, or one already out."""
+
+
+# --------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True)
+class Options:
+    """Table rules a group can choose; defaults are the documented house rules."""
+
+    tie_window: float = 0.100  # seconds between call onsets that count as "the same time"
+    pool_claim: Literal["anyone", "flipper"] = "anyone"  # who may call "Snap pool!"
+    flipper_may_call: bool = True  # may a player call on a card they just flipped?
+    max_flips: int = 3000  # a game ends by the tiebreak after this many flips
+    detect_repeats: bool = True  # end a game whose whole table repeats at a refresh
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.tie_window <= 2.0):
+            raise RulesError(f"tie window {self.tie_window} s is impossible; use 0 to 2 seconds (default 0.1)")
+        if self.pool_claim not in ("anyone", "flipper"):
+            raise RulesError(f"pool claim {self.pool_claim!r} is unknown; use 'anyone' or 'flipper'")
+        if self.max_flips < 1:
+            raise RulesError(f"max flips {self.max_flips} is impossible; use a positive number")
+
+
+# --------------------------------------------------------------------------- events
+# Every event carries ``t``: seconds on the audio clock.
+
+
+@event("game-started")
+@dataclass(frozen=True, slots=True)
+class GameStarted:
+    t: float
+    players: tuple[str, ...]
+    seed: int
+    dealer: int
+    variant: str
+    options: Options
+    config: tuple[tuple[str, str], ...] = ()  # variant settings (deck theme, animals)
+
+
+@event("dealt")
+@dataclass(frozen=True, slots=True)
+class Dealt:
+    t: float
+    dealer: int
+    cards: tuple[int, ...]  # face-down cards per seat after the deal
+    first: int  # seat that flips first
+
+
+@event("flipped")
+@dataclass(frozen=True, slots=True)
+class Flipped:
+    t: float
+    seat: int
+    player: str
+    card: Card
+    flip: int  # 1-based serial of this flip in the game
+    match: bool  # the card shows the same face as another pile (a snap is on)
+    pool_match: bool  # the card matches the pool's top card
+
+
+@event("refreshed")
+@dataclass(frozen=True, slots=True)
+class Refreshed:
+    t: float
+    seat: int
+    player: str
+    cards: int  # face-up cards turned over as the new face-down stack
+
+
+@event("snap-won")
+@dataclass(frozen=True, slots=True)
+class SnapWon:
+    t: float  # onset of the winning call
+    player: str
+    kind: str  # "snap" (or "slap" in Slapjack, "slam" in Silent Snap)
+    piles: tuple[int, ...]  # piles collected
+    counts: tuple[int, ...]  # cards taken from each of them
+    cards: int
+
+
+@event("tie-to-pool")
+@dataclass(frozen=True, slots=True)
+class TieToPool:
+    t: float  # onset of the first of the tied calls
+    players: tuple[str, ...]
+    kind: str
+    piles: tuple[int, ...]
+    counts: tuple[int, ...]
+    pool: int  # pool size afterwards
+
+
+@event("pool-tied")
+@dataclass(frozen=True, slots=True)
+class PoolTied:
+    t: float
+    players: tuple[str, ...]
+    flip: int  # the flip whose pool match is spent
+
+
+@event("wrong-call")
+@dataclass(frozen=True, slots=True)
+class WrongCall:
+    t: float
+    player: str
+    kind: str
+    from_pile: int  # face-up cards moved to the pool
+    from_stack: int  # face-down cards moved to the pool (when the face-up pile was empty)
+    pool: int  # pool size afterwards
+
+
+@event("pool-won")
+@dataclass(frozen=True, slots=True)
+class PoolWon:
+    t: float
+    player: str
+    cards: int
+    flip: int
+
+
+@event("call-ignored")
+@dataclass(frozen=True, slots=True)
+class CallIgnored:
+    t: float
+    player: str
+    kind: str
+    reason: str
+
+
+@event("forfeit")
+@dataclass(frozen=True, slots=True)
+class Forfeit:
+    """Double Snap: the loser of a snap gives the winner a face-down card."""
+
+    t: float
+    player: str
+    to: str
+    cards: int
+
+
+@event("eliminated")
+@dataclass(frozen=True, slots=True)
+class Eliminated:
+    t: float
+    seat: int
+    player: str
+
+
+@event("game-over")
+@dataclass(frozen=True, slots=True)
+class GameOver:
+    t: float
+    winner: str
+    reason: str  # "last player", "flip cap", "repeat", "all out"
+    cards: tuple[int, ...]  # cards held per seat at the end
+
+
+RULINGS = (SnapWon, TieToPool, PoolTied, WrongCall, PoolWon, CallIgnored)
+
+
+# --------------------------------------------------------------------------- views
+
+
+class View(NamedTuple):
+    """The table after one flip, as the referee needs it to judge late calls."""
+
+    t: float
+    flip: int
+    tops: tuple[Card | None, ...]  # top card of each face-up pile
+    pos: tuple[int, ...]  # each pile's ``placed`` counter
+    flippers: tuple[int, ...]  # seats that flipped at this flip
+    below: tuple[Card | None, ...] = ()  # Single Pile Snap: the card under each top
+
+
+@dataclass(frozen=True)
+class TableState:
+    """A read-only snapshot of the table, for display, tests and bots."""
+
+    players: tuple[str, ...]
+    stacks: tuple[tuple[Card, ...], ...]  # face-down, top first
+    piles: tuple[tuple[Card, ...], ...]  # face-up, bottom first (top last)
+    pool: tuple[Card, ...]  # bottom first
+    active: int
+    eliminated: tuple[bool, ...]
+    flips: int
+    winner: str | None
+
+    @property
+    def total(self) -> int:
+        return sum(map(len, self.stacks)) + sum(map(len, self.piles)) + len(self.pool)
+
+    def held(self, seat: int) -> int:
+        """Cards a player holds: their stack and, in games with own piles, their pile."""
+        own_pile = len(self.piles[seat]) if len(self.piles) == len(self.players) else 0
+        return len(self.stacks[seat]) + own_pile
+
+
+# --------------------------------------------------------------------------- game
+
+
+class Game:
+    """One game of Snap. ``Game(players, seed, options, dealer)`` deals at once."""
+
+    variant = "classic"
+    words: dict[str, str] = _WORDS
+
+    def __init__(
+        self,
+        players: Sequence[str],
+        seed: int,
+        options: Options | None = None,
+        dealer: int = 0,
+        t: float = 0.0,
+    ) -> None:
+        players = tuple(players)
+        if not (MIN_PLAYERS <= len(players) <= MAX_PLAYERS):
+            raise RulesError(f"Snap needs {MIN_PLAYERS} to {MAX_PLAYERS} players, not {len(players)}")
+        for name in players:
+            if not isinstance(name, str) or not name.strip():
+                raise RulesError(f"player names must be non-empty text, not {name!r}")
+        folded = [p.casefold() for p in players]
+        dupes = sorted({p for p in players if folded.count(p.casefold()) > 1})
+        if dupes:
+            raise RulesError(f"every player needs a different name; {', '.join(dupes)} appears twice")
+        if not isinstance(dealer, int) or not (0 <= dealer < len(players)):
+            raise RulesError(f"dealer must be a seat from 0 to {len(players) - 1}, not {dealer!r}")
+        if not isinstance(seed, int):
+            raise RulesError(f"seed must be a whole number, not {seed!r}")
+        self.players = players
+        self.seat_of = {p: i for i, p in enumerate(players)}
+        self.seed = seed
+        self.options = options or Options()
+        self.dealer = dealer
+        n = len(players)
+        self.n = n
+        npiles = self._pile_count()
+        self.pile_of: list[int] = [self._pile_for(s) for s in range(n)]
+        self.down: list[deque[Card]] = [deque() for _ in range(n)]
+        self.piles: list[list[Card]] = [[] for _ in range(npiles)]
+        self.tops: list[Card | None] = [None] * npiles
+        self.top_flip: list[int] = [0] * npiles  # flip serial of each top card
+        self.placed: list[int] = [0] * npiles
+        self.base: list[int] = [0] * npiles
+        self.ruled: list[int] = [0] * npiles  # ``base`` after the last ruling on the pile
+        self.pool: list[Card] = []
+        self.pool_spent = -1  # flip whose pool match was already claimed
+        self.out: list[bool] = [False] * n
+        self.out_at: list[float | None] = [None] * n
+        self.flips = 0
+        self.flipped: tuple[int, ...] = ()  # seats that made the latest flip
+        self.t = t
+        self.over = False
+        self.winner: str | None = None
+        self.reason: str | None = None
+        self._seen: set[Any] = set()
+        self.events: list[Any] = []
+        deck = self._new_deck()
+        self.size = len(deck)
+        random.Random(seed).shuffle(deck)
+        for i, card in enumerate(deck):  # one at a time, clockwise from the dealer's left
+            self.down[(dealer + 1 + i) % n].appendleft(card)  # each new card lands on top
+        self.active = (dealer + 1) % n
+        self.events.append(
+            GameStarted(t, players, seed, dealer, self.variant, self.options, self.config())
+        )
+        self.events.append(Dealt(t, dealer, tuple(len(d) for d in self.down), self.active))
+
+    # ------------------------------------------------------------------ hooks
+
+    def _new_deck(self) -> list[Card]:
+        return standard_deck()
+
+    def _pile_count(self) -> int:
+        return self.n
+
+    def _pile_for(self, seat: int) -> int:
+        return seat
+
+    def config(self) -> tuple[tuple[str, str], ...]:
+        """Variant settings needed to rebuild this game from its log."""
+        return ()
+
+    def call_kind(self, seat: int, word: str) -> str | None:
+        """The canonical kind of a spoken call, ``WRONG`` for a call that is not this
+        player's, or None when the word is no call in this variant (ignored)."""
+        return self.words.get(word)
+
+    # ------------------------------------------------------------------ queries
+
+    def is_over(self) -> bool:
+        return self.over
+
+    def holds(self, seat: int) -> int:
+        """Cards a player holds (face-down stack and own face-up pile)."""
+        held = len(self.down[seat])
+        if len(self.piles) == self.n:
+            held += len(self.piles[seat])
+        return held
+
+    def total(self) -> int:
+        """Cards on the table: always the deck size (conservation)."""
+        return sum(map(len, self.down)) + sum(map(len, self.piles)) + len(self.pool)
+
+    def check(self) -> None:
+        """Assert the invariants: conservation and consistent counters."""
+        assert self.total() == self.size, f"{self.total()} cards on the table, expected {self.size}"
+        for p, pile in enumerate(self.piles):
+            assert self.placed[p] - self.base[p] == len(pile), "pile counters out of step"
+            assert self.tops[p] is (pile[-1] if pile else None), "top card out of step"
+        for s in range(self.n):
+            assert self.out[s] == (self.out_at[s] is not None)
+            if self.out[s]:
+                assert self.holds(s) == 0, f"{self.players[s]} is out but holds cards"
+
+    @property
+    def state(self) -> TableState:
+        return TableState(
+            players=self.players,
+            stacks=tuple(tuple(d) for d in self.down),
+            piles=tuple(tuple(p) for p in self.piles),
+            pool=tuple(self.pool),
+            active=self.active,
+            eliminated=tuple(self.out),
+            flips=self.flips,
+            winner=self.winner,
+        )
+
+    def view(self) -> View:
+        return View(self.t, self.flips, tuple(self.tops), tuple(self.placed), self.flipped)
+
+    def legal_calls(self, seat: int | None = None) -> set[str]:
+        """Canonical kinds that would win right now (live table, no timing)."""
+        view = self.view()
+        seat = self.active if seat is None else seat
+        return {k for k in (SNAP, POOL, SLAP) if self.judge(k, seat, view)[0] == "valid"}
+
+    def call_is_valid(self, player: str, word: str) -> bool:
+        """Would this call win (or tie) on the table as it is now?"""
+        seat = self._seat(player)
+        kind = self.call_kind(seat, word)
+        if kind is None or kind == WRONG or self.out[seat]:
+            return False
+        return self.judge(kind, seat, self.view())[0] == "valid"
+
+    def copy(self) -> "Game":
+        """An independent copy (cards are immutable and shared)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.down = [deque(d) for d in self.down]
+        new.piles = [list(p) for p in self.piles]
+        for name in ("tops", "top_flip", "placed", "base", "ruled", "pool", "out", "out_at", "events"):
+            setattr(new, name, list(getattr(self, name)))
+        new._seen = set(self._seen)
+        return new
+
+    def _seat(self, player: str) -> int:
+        try:
+            return self.seat_of[player]
+        except KeyError:
+            raise CallError(
+                f"{player!r} is not playing; the players are {', '.join(self.players)}"
+            ) from None
+
+    # ------------------------------------------------------------------ flipping
+
+    def flip(self, t: float) -> list[Any]:
+        """The active player turns their top card face up; play passes clockwise."""
+        if self.over:
+            raise RulesError("the game is over; start a new game to flip again")
+        self.t = t
+        seat = self.active
+        out: list[Any] = []
+        if self._flip_one(seat, t, out):
+            self.flipped = (seat,)
+            self._end_turn(t, out)
+        self.events.extend(out)
+        return out
+
+    def _flip_one(self, seat: int, t: float, out: list[Any]) -> bool:
+        """Flip one card for ``seat``; False when a repeat ended the game instead."""
+        stack = self.down[seat]
+        p = self.pile_of[seat]
+        pile = self.piles[p]
+        if not stack:
+            # Refresh: turn the face-up pile over, unshuffled, as the new stack.
+            count = len(pile)
+            stack.extend(pile)
+            pile.clear()
+            self.base[p] += count
+            self.tops[p] = None
+            out.append(Refreshed(t, seat, self.players[seat], count))
+            if self.options.detect_repeats and self._repeated(out):
+                return False
+        card = stack.popleft()
+        face = card.face
+        match = False
+        for q, top in enumerate(self.tops):
+            if q != p and top is not None and top.face == face:
+                match = True
+                break
+        pile.append(card)
+        self.tops[p] = card
+        self.placed[p] += 1
+        self.flips += 1
+        self.top_flip[p] = self.flips
+        pool = self.pool
+        ev = Flipped(t, seat, self.players[seat], card, self.flips, match,
+                     bool(pool) and pool[-1].face == face)
+        out.append(ev)
+        return True
+
+    def _end_turn(self, t: float, out: list[Any]) -> None:
+        if self.over:
+            return
+        if len(self.piles) != self.n:  # no own piles: a player who flipped their last card is out
+            gone = [s for s in self.flipped if not self.out[s] and not self.down[s]]
+            if gone:
+                self._eliminate(gone, t, out)
+            if self.over:
+                return
+        self.active = self._next_seat(self.active)
+        if self.flips >= self.options.max_flips:
+            self._finish(t, "flip cap", out)
+
+    def _next_seat(self, seat: int) -> int:
+        for step in range(1, self.n + 1):
+            s = (seat + step) % self.n
+            if not self.out[s]:
+                return s
+        return seat
+
+    def _repeated(self, out: list[Any]) -> bool:
+        """True (and the game ended) when this exact table was seen at an earlier refresh."""
+        key = (
+            self.active,
+            tuple(tuple(map(id, d)) for d in self.down),
+            tuple(tuple(map(id, p)) for p in self.piles),
+            tuple(map(id, self.pool)),
+        )
+        if key in self._seen:
+            self._finish(self.t, "repeat", out)
+            return True
+        self._seen.add(key)
+        return False
+
+    # ------------------------------------------------------------------ judging
+
+    def judge(self, kind: str, seat: int, view: View) -> tuple[str, tuple[int, ...]]:
+        """Judge a canonical call at ``view``: ("valid", piles) | ("taken", ()) | ("wrong", ()).
+
+        "taken" means the call was right when made but a ruling on an earlier
+        call already took the cards: the referee ignores it.
+        """
+        if kind == SNAP:
+            return self._judge_snap(view)
+        if kind == POOL:
+            return self._judge_pool(seat, view)
+        if kind == SLAP:
+            return self._judge_slap(view)
+        if kind == SLAM:  # a slam claims whatever is there: a snap first, else the pool
+            result = self._judge_snap(view)
+            if result[0] == "valid":
+                return result
+            pool = self._judge_pool(seat, view)
+            return pool if pool[0] != "wrong" else result
+        return ("wrong", ())
+
+    def _live_tops(self, view: View) -> list[tuple[Any, int, bool]]:
+        ruled = self.ruled
+        pos = view.pos
+        return [
+            (top.face, p, ruled[p] >= pos[p])
+            for p, top in enumerate(view.tops)
+            if top is not None
+        ]
+
+    def _judge_snap(self, view: View) -> tuple[str, tuple[int, ...]]:
+        tops = self._live_tops(view)
+        faces: dict[Any, list[tuple[int, bool]]] = {}
+        for face, p, gone in tops:
+            faces.setdefault(face, []).append((p, gone))
+        valid: list[int] = []
+        taken = False
+        for group in faces.values():
+            if len(group) < 2:
+                continue
+            live = [p for p, gone in group if not gone]
+            if len(live) >= 2:
+                valid.extend(live)
+            else:
+                taken = True
+        if valid:
+            return ("valid", tuple(sorted(valid)))
+        return ("taken", ()) if taken else ("wrong", ())
+
+    def _judge_pool(self, seat: int, view: View) -> tuple[str, tuple[int, ...]]:
+        if view.flip == self.pool_spent:
+            return ("taken", ())
+        if not self.pool:
+            return ("wrong", ())
+        face = self.pool[-1].face
+        for s in view.flippers:
+            p = self.pile_of[s]
+            top = view.tops[p]
+            if top is not None and top.face == face and self.ruled[p] < view.pos[p]:
+                if self.options.pool_claim == "flipper" and seat not in view.flippers:
+                    return ("not yours", ())
+                return ("valid", ())
+        return ("wrong", ())
+
+    def _judge_slap(self, view: View) -> tuple[str, tuple[int, ...]]:
+        return ("wrong", ())
+
+    # ------------------------------------------------------------------ rulings
+
+    def snap_won(self, t: float, player: str, kind: str, piles: Iterable[int], view: View) -> list[Any]:
+        piles = tuple(piles)
+        counts = tuple(max(0, view.pos[p] - self.base[p]) for p in piles)
+        return self.apply(SnapWon(t, player, kind, piles, counts, sum(counts)), view)
+
+    def tie(self, t: float, players: Sequence[str], kind: str, piles: Iterable[int], view: View) -> list[Any]:
+        piles = tuple(piles)
+        if kind == POOL or not piles:
+            return self.apply(PoolTied(t, tuple(players), view.flip), view)
+        counts = tuple(max(0, view.pos[p] - self.base[p]) for p in piles)
+        return self.apply(TieToPool(t, tuple(players), kind, piles, counts, len(self.pool) + sum(counts)), view)
+
+    def pool_won(self, t: float, player: str, view: View) -> list[Any]:
+        return self.apply(PoolWon(t, player, len(self.pool), view.flip), view)
+
+    def wrong_call(self, t: float, player: str, kind: str, view: View) -> list[Any]:
+        seat = self._seat(player)
+        from_pile = from_stack = 0
+        if len(self.piles) == self.n:
+            p = self.pile_of[seat]
+            from_pile = max(0, view.pos[p] - self.base[p])
+        if from_pile == 0 and self.down[seat]:
+            from_stack = 1
+        pool = len(self.pool) + from_pile + from_stack
+        return self.apply(WrongCall(t, player, kind, from_pile, from_stack, pool), view)
+
+    def ignored(self, t: float, player: str, kind: str, reason: str) -> list[Any]:
+        return self.apply(CallIgnored(t, player, kind, reason))
+
+    def apply(self, ev: Any, view: View | None = None) -> list[Any]:
+        """Apply one ruling event; returns it plus what follows (eliminations, game over)."""
+        if self.over and not isinstance(ev, CallIgnored):
+            raise RulesError("the game is over; no more rulings")
+        out: list[Any] = [ev]
+        touched: list[int] = []
+        if isinstance(ev, SnapWon):
+            seat = self._seat(ev.player)
+            stack = self.down[seat]
+            for p, count in zip(ev.piles, ev.counts):
+                stack.extend(self._take(p, count))
+                touched.extend(self._owners(p))
+            self._after_snap(ev, view, out)
+        elif isinstance(ev, TieToPool):
+            for p, count in zip(ev.piles, ev.counts):
+                self.pool.extend(self._take(p, count))
+                touched.extend(self._owners(p))
+        elif isinstance(ev, PoolTied):
+            self.pool_spent = ev.flip
+        elif isinstance(ev, PoolWon):
+            seat = self._seat(ev.player)
+            if ev.cards != len(self.pool):
+                raise RulesError(f"pool holds {len(self.pool)} cards, the ruling says {ev.cards}")
+            self.down[seat].extend(self.pool)
+            self.pool.clear()
+            self.pool_spent = ev.flip
+        elif isinstance(ev, WrongCall):
+            seat = self._seat(ev.player)
+            if ev.from_pile:
+                p = self.pile_of[seat]
+                self.pool.extend(self._take(p, ev.from_pile))
+            if ev.from_stack:
+                self.pool.append(self.down[seat].popleft())
+            touched.append(seat)
+        elif isinstance(ev, Forfeit):
+            giver, taker = self._seat(ev.player), self._seat(ev.to)
+            for _ in range(ev.cards):
+                self.down[taker].append(self.down[giver].popleft())
+            touched.append(giver)
+        elif not isinstance(ev, CallIgnored):
+            raise RulesError(f"{type(ev).__name__} is not a ruling")
+        gone = [s for s in sorted(set(touched)) if not self.out[s] and self.holds(s) == 0]
+        if gone and not self.over:
+            self._eliminate(gone, ev.t, out)
+        self.events.extend(out)
+        return out
+
+    def _after_snap(self, ev: SnapWon, view: View | None, out: list[Any]) -> None:
+        """Hook for variants that add to a won snap (Double Snap's forfeit)."""
+
+    def _owners(self, p: int) -> list[int]:
+        if len(self.piles) == self.n:
+            return [p]
+        return []
+
+    def _take(self, p: int, count: int) -> list[Card]:
+        """Take the bottom ``count`` cards of pile ``p`` (the pile as it was at the call)."""
+        pile = self.piles[p]
+        if count > len(pile) or count < 0:
+            raise RulesError(f"pile {p} holds {len(pile)} cards, the ruling takes {count}")
+        taken = pile[:count]
+        del pile[:count]
+        self.base[p] += count
+        self.ruled[p] = self.base[p]
+        self.tops[p] = pile[-1] if pile else None
+        return taken
+
+    def _eliminate(self, seats: list[int], t: float, out: list[Any]) -> None:
+        for seat in seats:
+            self.out[seat] = True
+            self.out_at[seat] = t
+            out.append(Eliminated(t, seat, self.players[seat]))
+        left = [s for s in range(self.n) if not self.out[s]]
+        if len(left) == 1:
+            self._finish(t, "last player", out, winner=left[0])
+        elif not left:
+            self._finish(t, "all out", out)
+        elif self.out[self.active] and not self.over:
+            self.active = self._next_seat(self.active)
+
+    def _finish(self, t: float, reason: str, out: list[Any], winner: int | None = None) -> None:
+        if winner is None:
+            winner = self._tiebreak()
+        self.over = True
+        self.winner = self.players[winner]
+        self.reason = reason
+        out.append(GameOver(t, self.winner, reason, tuple(self.holds(s) for s in range(self.n))))
+
+    def _tiebreak(self) -> int:
+        """Most cards held wins; equal holdings go to the seat nearest the dealer's left.
+
+        When everyone went out together, "held" is zero for all, so the seat
+        nearest the dealer's left among those out last wins.
+        """
+        order = [(self.dealer + 1 + i) % self.n for i in range(self.n)]
+        last_out = max((t for t in self.out_at if t is not None), default=None)
+        candidates = [s for s in order if not self.out[s]] or [s for s in order if self.out_at[s] == last_out]
+        return max(candidates, key=lambda s: (self.holds(s), -order.index(s)))
