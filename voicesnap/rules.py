@@ -18,7 +18,7 @@ a ruling has taken it (``ruled[p] >= view.pos[p]``).
 Variants (voicesnap.variants) subclass ``Game`` and override a few hooks:
 ``_new_deck`` (what is dealt), ``_pile_count``/``pile_of`` (whose flips go
 where), ``flip`` (who flips), ``call_kind`` (which words are calls),
-``_judge_snap`` & co. (what counts as a match) and ``_after_snap`` (extra
+``_judge_snap`` & co. (what counts as a match) and ``snap_won`` (extra
 penalties).
 
 All the rule choices are listed in README.md, "Rules as implemented".
@@ -229,7 +229,7 @@ class View(NamedTuple):
     tops: tuple[Card | None, ...]  # top card of each face-up pile
     pos: tuple[int, ...]  # each pile's ``placed`` counter
     flippers: tuple[int, ...]  # seats that flipped at this flip
-    below: tuple[Card | None, ...] = ()  # Single Pile Snap: the card under each top
+    extra: tuple[Any, ...] = ()  # what a variant needs besides (Single Pile: the card below)
 
 
 @dataclass(frozen=True)
@@ -576,17 +576,17 @@ class Game:
     def snap_won(self, t: float, player: str, kind: str, piles: Iterable[int], view: View) -> list[Any]:
         piles = tuple(piles)
         counts = tuple(max(0, view.pos[p] - self.base[p]) for p in piles)
-        return self.apply(SnapWon(t, player, kind, piles, counts, sum(counts)), view)
+        return self.apply(SnapWon(t, player, kind, piles, counts, sum(counts)))
 
     def tie(self, t: float, players: Sequence[str], kind: str, piles: Iterable[int], view: View) -> list[Any]:
         piles = tuple(piles)
         if kind == POOL or not piles:
-            return self.apply(PoolTied(t, tuple(players), view.flip), view)
+            return self.apply(PoolTied(t, tuple(players), view.flip))
         counts = tuple(max(0, view.pos[p] - self.base[p]) for p in piles)
-        return self.apply(TieToPool(t, tuple(players), kind, piles, counts, len(self.pool) + sum(counts)), view)
+        return self.apply(TieToPool(t, tuple(players), kind, piles, counts, len(self.pool) + sum(counts)))
 
     def pool_won(self, t: float, player: str, view: View) -> list[Any]:
-        return self.apply(PoolWon(t, player, len(self.pool), view.flip), view)
+        return self.apply(PoolWon(t, player, len(self.pool), view.flip))
 
     def wrong_call(self, t: float, player: str, kind: str, view: View) -> list[Any]:
         seat = self._seat(player)
@@ -597,12 +597,12 @@ class Game:
         if from_pile == 0 and self.down[seat]:
             from_stack = 1
         pool = len(self.pool) + from_pile + from_stack
-        return self.apply(WrongCall(t, player, kind, from_pile, from_stack, pool), view)
+        return self.apply(WrongCall(t, player, kind, from_pile, from_stack, pool))
 
     def ignored(self, t: float, player: str, kind: str, reason: str) -> list[Any]:
         return self.apply(CallIgnored(t, player, kind, reason))
 
-    def apply(self, ev: Any, view: View | None = None) -> list[Any]:
+    def apply(self, ev: Any) -> list[Any]:
         """Apply one ruling event; returns it plus what follows (eliminations, game over)."""
         if self.over and not isinstance(ev, CallIgnored):
             raise RulesError("the game is over; no more rulings")
@@ -614,7 +614,6 @@ class Game:
             for p, count in zip(ev.piles, ev.counts):
                 stack.extend(self._take(p, count))
                 touched.extend(self._owners(p))
-            self._after_snap(ev, view, out)
         elif isinstance(ev, TieToPool):
             for p, count in zip(ev.piles, ev.counts):
                 self.pool.extend(self._take(p, count))
@@ -648,9 +647,6 @@ class Game:
             self._eliminate(gone, ev.t, out)
         self.events.extend(out)
         return out
-
-    def _after_snap(self, ev: SnapWon, view: View | None, out: list[Any]) -> None:
-        """Hook for variants that add to a won snap (Double Snap's forfeit)."""
 
     def _owners(self, p: int) -> list[int]:
         if len(self.piles) == self.n:
