@@ -1,0 +1,110 @@
+"""Listening: every available keyword engine over the fixture corpus, side by side.
+
+Engines: "vosk" (voicesnap.spotters.vosk_spotter, when a Vosk English model is
+found), "pocketsphinx" (the peer in bench/peers.py) and whatever
+``bench/enrolled_setup.py`` offers ("enrolled", "combined") through its
+``engines(tmpdir) -> {name: factory}`` hook. A missing engine gives one row that
+says why, never a silent gap. The harness and the metrics: bench/spotting.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from . import Row
+from .spotting import corpus, run_engine, summarize
+
+AREA = "listening"
+# Where CI and this project's machines keep the small English model when no
+# option/env/data-dir model is installed (see .ci/vosk-model.sh).
+FALLBACK_MODELS = (
+    Path.home() / ".cache" / "voicesnap-ci" / "vosk-model-small-en-us-aar-0.3.45",
+    Path("/tmp/vm_0.3.45/x/assets/model-en-us"),
+)
+
+
+def _vosk_factory() -> tuple[Callable[[], Any] | None, str]:
+    """A factory that loads the model once (in the engine's own process), or why there is none."""
+    if importlib.util.find_spec("voicesnap.spotters.vosk_spotter") is None:
+        return None, "voicesnap.spotters.vosk_spotter is not there yet"
+    if importlib.util.find_spec("vosk") is None:
+        return None, "the vosk package is not installed"
+    path: Path | None = None
+    try:
+        from voicesnap.models import find_model
+
+        path = find_model("en")
+    except Exception as exc:  # ModelError (or an older models module): try the CI cache
+        reason = str(exc)
+        path = next((p for p in FALLBACK_MODELS if (p / "am").is_dir()), None)
+        if path is None:
+            return None, f"no Vosk English model ({reason})"
+    mod = importlib.import_module("voicesnap.spotters.vosk_spotter")
+    cache: dict[str, Any] = {}
+
+    def factory() -> Any:
+        if "model" not in cache:
+            loader = getattr(mod, "load_model", None)
+            cache["model"] = loader(path) if loader else path
+        return mod.VoskSpotter(cache["model"])
+
+    return factory, str(path)
+
+
+def _peer_factory() -> tuple[Callable[[], Any] | None, str]:
+    from .peers import KWS_THRESHOLDS, PocketSphinxSpotter, pocketsphinx_available
+
+    missing = pocketsphinx_available()
+    if missing:
+        return None, missing
+    setting = ", ".join(f"{k} 1e{v}" for k, v in KWS_THRESHOLDS.items())
+    return PocketSphinxSpotter, f"bundled en-us model, kws thresholds {setting}"
+
+
+def _hook_factories(tmpdir: Path) -> tuple[dict[str, Callable[[], Any]], list[Row]]:
+    here = Path(__file__).parent
+    if not (here / "enrolled_setup.py").exists():
+        return {}, [Row(AREA, "engine skipped", "n/a", note="enrolled/combined: bench/enrolled_setup.py is not there yet")]
+    try:
+        setup = importlib.import_module("bench.enrolled_setup")
+        return dict(setup.engines(tmpdir)), []
+    except Exception as exc:
+        return {}, [Row(AREA, "engine skipped", "error", note=f"enrolled/combined: enrolled_setup.engines failed: {exc}")]
+
+
+def run(quick: bool) -> list[Row]:
+    fixtures = corpus(quick)
+    audio = {f.name: f.read()[:, :1] for f in fixtures}
+    rows: list[Row] = [Row(AREA, "corpus", len(fixtures), "files", "",
+                           f"{sum(f.duration for f in fixtures) / 60:.1f} min, "
+                           f"{sum(len(f.targets(('snap', 'snap pool'))) for f in fixtures)} calls"
+                           + (" (--quick subset)" if quick else ""))]
+    engines: dict[str, Callable[[], Any]] = {}
+    for name, make in (("vosk", _vosk_factory), ("pocketsphinx", _peer_factory)):
+        factory, why = make()
+        if factory is None:
+            rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
+        else:
+            engines[name] = factory
+            rows.append(Row(AREA, "engine", name, note=why))
+    with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
+        old = os.environ.get("VOICESNAP_DATA_DIR")
+        os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment profiles never touch a real data dir
+        try:
+            hooked, notes = _hook_factories(Path(tmp))
+            rows += notes
+            engines.update(hooked)
+            for name, factory in engines.items():
+                result = run_engine(name, factory, fixtures, audio=audio)
+                rows += summarize(result, fixtures, AREA)
+        finally:
+            if old is None:
+                os.environ.pop("VOICESNAP_DATA_DIR", None)
+            else:
+                os.environ["VOICESNAP_DATA_DIR"] = old
+    return rows

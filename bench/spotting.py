@@ -1,0 +1,236 @@
+"""The listening harness: run ANY Spotter over the fixture corpus and measure it.
+
+Every engine is judged the same way:
+
+- audio goes in as 20 ms chunks on the one clock, a fresh spotter per fixture
+  (made by the engine's factory), ``flush()`` at the end of each file;
+- ``detected_at`` is set by the harness to the end of the chunk whose
+  ``accept`` (or the ``flush``) returned the detection, so latency is audio
+  time from the word's last sample to the chunk that revealed it, whatever the
+  engine claims;
+- detections are scored with ``voicesnap.corpus.score`` (word + onset within
+  0.25 s, closest first) against the calls and the voice commands;
+- CPU is ``time.process_time()`` spent inside ``accept``/``flush`` only (all
+  threads of the process, so it is CPU-seconds per audio-second: the real-time
+  factor on one core); model loading is timed separately;
+- peak memory is the ``ru_maxrss`` growth of a forked child process that runs
+  one engine over the whole set (baseline: the child's RSS right after the fork,
+  with all fixture audio already loaded), so native memory (Vosk, PocketSphinx)
+  counts too, which tracemalloc would miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing
+import os
+import resource
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from voicesnap.audio import ArraySource
+from voicesnap.corpus import Fixture, Score, load_corpus, merge, percentile, score
+from voicesnap.spotters import Detection, Spotter
+from voicesnap.vocabulary import SNAP, SNAP_POOL, command_phrases
+
+from . import Row
+
+CALL_WORDS: tuple[str, ...] = (SNAP, SNAP_POOL)  # the calls of Snap (slap is Slapjack's)
+COMMAND_WORDS: tuple[str, ...] = tuple(command_phrases().values())
+CHUNK_MS = 20
+TIE_TOLERANCE = 0.010  # a tie is recovered when the detected offset is within 10 ms of the true one
+
+# A small, varied subset for --quick: every category once, about 2.5 minutes of audio.
+QUICK = (
+    "clean_alice", "clean_dev", "snap_vs_pool_1", "nearmiss_bob", "nearmiss_emma", "echo_ranks",
+    "overlap_000ms_alice_bob", "overlap_050ms_dev_alice", "overlap_120ms_cara_finn",
+    "noisy_babble_10db", "noisy_pink_05db", "quiet_calls", "clipped_calls", "commands_1",
+    "bare_command_words", "chatter_players", "long_quiet_table",
+)
+
+Factory = Callable[[], Spotter]
+
+
+@dataclass
+class EngineRun:
+    """Raw output of one engine over a set of fixtures (scored later, in the parent)."""
+
+    engine: str
+    detections: dict[str, list[Detection]] = field(default_factory=dict)
+    cpu_seconds: float = 0.0
+    audio_seconds: float = 0.0
+    load_seconds: float = math.nan  # wall time of the first factory call (model loading)
+    peak_rss_mb: float = math.nan
+    error: str | None = None
+
+
+def corpus(quick: bool) -> list[Fixture]:
+    """The listening corpus (mono fixtures), or the quick subset."""
+    fixtures = [f for f in load_corpus() if f.channels == 1]
+    if quick:
+        fixtures = [f for f in fixtures if f.name in QUICK]
+    return fixtures
+
+
+def feed(spotter: Spotter, samples: np.ndarray, rate: int, chunk_frames: int) -> tuple[list[Detection], float]:
+    """Run one file through a spotter; returns detections (detected_at = emitting chunk's end) and CPU seconds."""
+    found: list[Detection] = []
+    cpu = 0.0
+    end = 0
+    for chunk in ArraySource(samples, rate, chunk_frames=chunk_frames):
+        t0 = time.process_time()
+        got = spotter.accept(chunk)
+        cpu += time.process_time() - t0
+        end = chunk.end
+        found += [dataclasses.replace(d, detected_at=chunk.end / rate) for d in got]
+    t0 = time.process_time()
+    got = spotter.flush()
+    cpu += time.process_time() - t0
+    found += [dataclasses.replace(d, detected_at=end / rate) for d in got]
+    return found, cpu
+
+
+def _current_rss_kb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
+
+
+def _run(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray]) -> EngineRun:
+    out = EngineRun(name)
+    try:
+        t0 = time.perf_counter()
+        first = factory()
+        out.load_seconds = time.perf_counter() - t0
+        for i, fx in enumerate(fixtures):
+            spotter = first if i == 0 else factory()
+            dets, cpu = feed(spotter, audio[fx.name], fx.rate, fx.rate * CHUNK_MS // 1000)
+            out.detections[fx.name] = dets
+            out.cpu_seconds += cpu
+            out.audio_seconds += fx.duration
+    except Exception:
+        out.error = traceback.format_exc(limit=6)
+    return out
+
+
+def _child(conn: Any, name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray]) -> None:
+    base = _current_rss_kb()
+    result = _run(name, factory, fixtures, audio)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    result.peak_rss_mb = max(0.0, (peak - base) / 1024)
+    conn.send(result)
+    conn.close()
+
+
+def run_engine(name: str, factory: Factory, fixtures: list[Fixture], *, isolate: bool = True,
+               audio: dict[str, np.ndarray] | None = None) -> EngineRun:
+    """Run one engine over ``fixtures``; in a forked child (for peak memory) when ``isolate``."""
+    audio = audio if audio is not None else {f.name: f.read()[:, :1] for f in fixtures}
+    if not isolate or "fork" not in multiprocessing.get_all_start_methods():
+        return _run(name, factory, fixtures, audio)
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, name, factory, fixtures, audio))
+    proc.start()
+    child.close()
+    try:
+        result = parent.recv()
+    except EOFError:
+        result = EngineRun(name, error=f"engine process died (exit code {proc.exitcode})")
+    proc.join()
+    return result
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _by_category(fixtures: Iterable[Fixture], scores: dict[str, Score]) -> dict[str, Score]:
+    groups: dict[str, list[Score]] = {}
+    for fx in fixtures:
+        key = f"{fx.category}{int(fx.snr_db)}" if fx.category == "noisy" and fx.snr_db is not None else fx.category
+        groups.setdefault(key, []).append(scores[fx.name])
+    return {k: merge(v) for k, v in groups.items()}
+
+
+def _ties(fixtures: Iterable[Fixture], scores: dict[str, Score]) -> tuple[int, int]:
+    """Overlap fixtures where both calls were heard and their offset came out within 10 ms."""
+    ok = total = 0
+    for fx in fixtures:
+        if fx.category != "overlap":
+            continue
+        total += 1
+        hits = [m for m in scores[fx.name].hits if m.segment.text in CALL_WORDS]
+        if len(hits) == 2:
+            a, b = sorted(hits, key=lambda m: m.segment.onset)
+            true = (b.segment.onset - a.segment.onset) / fx.rate
+            got = b.detection.onset - a.detection.onset
+            ok += abs(got - true) <= TIE_TOLERANCE
+    return ok, total
+
+
+def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") -> list[Row]:
+    """Benchmark rows for one engine run."""
+    if run.error:
+        last = run.error.strip().splitlines()[-1]
+        return [Row(area, "engine failed", "error", note=f"{run.engine}: {last}")]
+    fixtures = [f for f in fixtures if f.name in run.detections]
+    words = (*CALL_WORDS, *COMMAND_WORDS)
+    scores = {f.name: score(f, run.detections[f.name], words=words) for f in fixtures}
+    calls = {f.name: score(f, run.detections[f.name], words=CALL_WORDS) for f in fixtures}
+    every = merge(scores.values())
+    call_score = merge(calls.values())
+    cats = _by_category(fixtures, calls)
+    e = run.engine
+    rows: list[Row] = []
+
+    breakdown = ", ".join(f"{k} {v.recall:.2f}" for k, v in sorted(cats.items()) if v.targets)
+    rows.append(Row(area, "recall, calls", call_score.recall, "", ">= 0.98",
+                    f"{e}: {len(call_score.hits)}/{call_score.targets}; {breakdown}"))
+
+    false_calls = [(n, d) for n, d in every.false if d.word in CALL_WORDS]
+    where = Counter(next(f.category for f in fixtures if f.name == n) for n, _ in false_calls)
+    conf = sum(1 for _, d, s in every.confusions if d.word in CALL_WORDS and s.text in CALL_WORDS)
+    rows.append(Row(area, "false calls per hour of non-call audio", every.false_per_hour(CALL_WORDS), "/h", "<= 0.5",
+                    f"{e}: {len(false_calls)} in {every.non_target_seconds / 60:.1f} min"
+                    + (f"; {', '.join(f'{k} {v}' for k, v in where.most_common())}" if where else "")
+                    + (f"; {conf} snap/snap pool swaps" if conf else "")))
+
+    cmd_hits = [m for m in every.hits if m.segment.text in COMMAND_WORDS]
+    cmd_targets = sum(1 for f in fixtures for s in f.targets(COMMAND_WORDS))
+    if cmd_targets:
+        rows.append(Row(area, "recall, voice commands", len(cmd_hits) / cmd_targets, "", "",
+                        f"{e}: {len(cmd_hits)}/{cmd_targets}"))
+    false_cmds = [(n, d) for n, d in every.false if d.word in COMMAND_WORDS]
+    cross = sum(1 for _, d, s in every.confusions if (d.word in COMMAND_WORDS) != (s.text in COMMAND_WORDS))
+    rows.append(Row(area, "false commands per hour of non-call audio", every.false_per_hour(COMMAND_WORDS), "/h", "",
+                    f"{e}: {len(false_cmds)}; calls<->commands confused {cross}"))
+
+    errs = [abs(x) * 1000 for x in call_score.onset_errors]
+    bias = float(np.median([x * 1000 for x in call_score.onset_errors])) if errs else math.nan
+    rows.append(Row(area, "onset error |ms|, median", percentile(errs, 50), "ms", "",
+                    f"{e}: signed median {bias:+.0f} ms"))
+    rows.append(Row(area, "onset error |ms|, p95", percentile(errs, 95), "ms", "<= 10", e))
+    lat = [x * 1000 for x in call_score.latencies]
+    rows.append(Row(area, "latency word end -> event, median", percentile(lat, 50), "ms", "", f"{e}: audio time, {CHUNK_MS} ms chunks"))
+    rows.append(Row(area, "latency word end -> event, p95", percentile(lat, 95), "ms", "<= 150", e))
+
+    ok, total = _ties(fixtures, calls)
+    if total:
+        rows.append(Row(area, "overlapping calls: both heard, offset within 10 ms", ok / total, "", "",
+                        f"{e}: {ok}/{total} pairs (0-200 ms apart)"))
+    rtf = run.cpu_seconds / run.audio_seconds if run.audio_seconds else math.nan
+    rows.append(Row(area, "CPU real-time factor (one core)", rtf, "", "<= 0.05 (model-free)",
+                    f"{e}: {run.cpu_seconds:.1f} CPU s / {run.audio_seconds / 60:.1f} min audio"))
+    rows.append(Row(area, "peak memory (RSS growth)", run.peak_rss_mb, "MB", "",
+                    f"{e}: ru_maxrss of a forked child minus its RSS at start"))
+    rows.append(Row(area, "load time (first spotter)", run.load_seconds, "s", "", e))
+    ignored = Counter(d.word for _, d in every.ignored)
+    if ignored:
+        rows.append(Row(area, "detections of words not in play (ignored)", sum(ignored.values()), "", "",
+                        f"{e}: " + ", ".join(f"{w} {n}" for w, n in ignored.most_common())))
+    return rows
