@@ -1,0 +1,198 @@
+"""Bot players for the simulator: seeded, human-like callers on the audio clock.
+
+A bot sees the table after each flip and may call. Its reaction time is drawn
+from a log-normal distribution, because human reaction times are
+right-skewed (a hard floor near 0.2 s and a long slow tail); each bot's
+median sits between 0.35 s and 0.60 s according to its skill. Bots also
+miss matches and make false calls, mostly on near misses (a neighbouring
+rank on show), since those are the mistakes real players make and the
+referee's wrong-call and pool rules only get exercised if someone errs.
+
+A bot's call must land before the next flip: a slower reaction is a miss
+for this flip, and if the match is still on show it gets a fresh chance
+after the next one. Everything comes from one seed, so a simulation is
+reproducible call for call.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .cards import Card
+from .referee import Call
+
+__all__ = ["BotProfile", "Bots", "profile_for", "SNAP", "POOL", "SLAP"]
+
+# Canonical call kinds (voicesnap.rules) and the words a bot says for them by default.
+SNAP = "snap"
+POOL = "pool"
+SLAP = "slap"
+DEFAULT_WORDS = {SNAP: "snap", POOL: "snap pool", SLAP: "slap"}
+
+_MIN_REACTION = 0.15  # faster than this is anticipation, not reaction
+
+
+@dataclass(frozen=True, slots=True)
+class BotProfile:
+    """One bot's temperament, derived from a skill in [0, 1]."""
+
+    name: str
+    skill: float
+    median: float  # median reaction time, seconds
+    sigma: float  # log-normal spread (of the natural log)
+    miss: float  # chance of not calling on a real match
+    false_call: float  # chance per flip of a "snap" with nothing on show
+    near_miss: float  # the same, when a neighbouring rank is on show
+    pool_slip: float  # chance of saying "snap pool" when only a snap is on
+
+
+def profile_for(name: str, skill: float) -> BotProfile:
+    """The bot a skill level describes: better players are faster and err less."""
+    if not 0.0 <= skill <= 1.0:
+        raise ValueError(f"bot skill must be between 0 and 1, got {skill}")
+    return BotProfile(
+        name=name,
+        skill=skill,
+        median=0.60 - 0.25 * skill,
+        sigma=0.20,
+        miss=0.20 - 0.15 * skill,
+        false_call=0.003 - 0.0025 * skill,
+        near_miss=0.025 - 0.02 * skill,
+        pool_slip=0.03 - 0.02 * skill,
+    )
+
+
+class Bots:
+    """The bots around one table, sharing one seeded random stream.
+
+    ``words`` maps a player to the word they say for each canonical call kind
+    (Animal Snap gives each player their own word, Silent Snap a slam); by
+    default a bot says "snap", "snap pool" and "slap".
+    """
+
+    def __init__(
+        self,
+        players: Sequence[str],
+        seed: int | str,
+        skills: Sequence[float] | None = None,
+        words: Mapping[str, Mapping[str, str]] | None = None,
+        flipper_may_call: bool = True,
+        pool_claim: str = "anyone",
+    ) -> None:
+        self.rng = random.Random(f"voicesnap-bots:{seed}")
+        if skills is None:
+            skills = [round(self.rng.uniform(0.2, 1.0), 3) for _ in players]
+        if len(skills) != len(players):
+            raise ValueError(f"{len(players)} players but {len(skills)} skills")
+        self.profiles = tuple(profile_for(p, s) for p, s in zip(players, skills))
+        self._mu = tuple(math.log(p.median) for p in self.profiles)
+        self.flipper_may_call = flipper_may_call
+        self.pool_flipper_only = pool_claim == "flipper"
+        self._words = {p: {**DEFAULT_WORDS, **(words.get(p, {}) if words else {})} for p in players}
+        self._p_false = sum(p.false_call for p in self.profiles)
+        self._p_near = sum(p.near_miss for p in self.profiles)
+        # Cumulative weights to pick which bot errs, one draw per flip.
+        self._cum_false = _cumulative([p.false_call for p in self.profiles])
+        self._cum_near = _cumulative([p.near_miss for p in self.profiles])
+
+    def word(self, player: str, kind: str) -> str:
+        """What this player says for a call of this kind."""
+        return self._words[player][kind]
+
+    def reaction(self, seat: int) -> float:
+        """One reaction time for the bot in this seat, in seconds."""
+        r = self.rng.lognormvariate(self._mu[seat], self.profiles[seat].sigma)
+        return r if r > _MIN_REACTION else _MIN_REACTION
+
+    def react(
+        self,
+        t: float,
+        horizon: float,
+        out: Sequence[bool],
+        flippers: Sequence[int],
+        snap: bool,
+        pool: bool,
+        slap: bool = False,
+        tops: Sequence[Card | None] = (),
+        flipped: Sequence[int] = (),
+    ) -> list[Call]:
+        """The calls the bots make after the flip at ``t``, all with onsets before ``horizon``.
+
+        ``out[seat]`` says who is out of the game, ``flippers`` who just
+        flipped; ``snap``/``pool``/``slap`` say what is really on show. With
+        nothing on show a bot may still call "snap" by mistake, likelier when
+        a rank next to a just-flipped card (piles ``flipped``) shows on
+        ``tops``. Bots keep the table's rules: the flipper holds back when
+        they may not call, and only the flipper claims a pool when the pool
+        is the flipper's.
+        """
+        rng = self.rng
+        if not (snap or pool or slap):
+            # One draw decides whether anyone errs (near misses are the likelier
+            # error, so most flips stop here), the same draw picks who.
+            u = rng.random()
+            if u >= self._p_near:
+                return []
+            near = _near_miss(tops, flipped)
+            if not near and u >= self._p_false:
+                return []
+            seat = _pick(self._cum_near if near else self._cum_false, u)
+            if out[seat] or (not self.flipper_may_call and seat in flippers):
+                return []
+            onset = t + self.reaction(seat)
+            if onset >= horizon:
+                return []
+            name = self.profiles[seat].name
+            return [Call(name, self._words[name][SNAP], onset)]
+        calls: list[Call] = []
+        for seat, prof in enumerate(self.profiles):
+            if out[seat] or rng.random() < prof.miss:
+                continue
+            flipper = seat in flippers
+            if flipper and not self.flipper_may_call:
+                continue
+            may_pool = pool and (flipper or not self.pool_flipper_only)
+            if slap:
+                kind = SLAP
+            elif may_pool and (not snap or rng.random() < 0.5):
+                kind = POOL
+            elif snap:
+                kind = POOL if rng.random() < prof.pool_slip else SNAP
+            else:
+                continue  # only the pool is on, and it is not this bot's to claim
+            onset = t + self.reaction(seat)
+            if onset < horizon:
+                calls.append(Call(prof.name, self._words[prof.name][kind], onset))
+        return calls
+
+
+def _near_miss(tops: Sequence[Card | None], flipped: Sequence[int]) -> bool:
+    """A rank next to a just-flipped card's is on show: where false snaps happen."""
+    for p in flipped:
+        card = tops[p]
+        if card is None or card.rank is None:
+            continue  # picture cards have no neighbours
+        r = card.rank
+        for top in tops:
+            if top is not None and top.rank is not None and (top.rank == r + 1 or top.rank == r - 1):
+                return True
+    return False
+
+
+def _cumulative(weights: Sequence[float]) -> list[float]:
+    out, acc = [], 0.0
+    for w in weights:
+        acc += w
+        out.append(acc)
+    return out
+
+
+def _pick(cumulative: Sequence[float], u: float) -> int:
+    """The seat whose slice of the cumulative weights contains ``u``."""
+    for seat, edge in enumerate(cumulative):
+        if u < edge:
+            return seat
+    return len(cumulative) - 1

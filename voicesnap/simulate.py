@@ -1,0 +1,315 @@
+"""Whole games of Snap with bot players, through the real referee, and their statistics.
+
+The simulator is the rules' test bench: it answers "how do these rules play?"
+(how long a game runs, how often a flip makes a match, how many ties, pools
+and wrong calls there are, whether a seat is favoured) by playing many seeded
+games with bots (voicesnap.bots) whose calls go through the same Referee a
+real table uses. Everything comes from the seed: the same seed gives the same
+report, number for number.
+
+Time is the audio clock: the dealer flips every ``pace`` seconds, and when a
+call is waiting for its ruling the next flip waits for the ruling too (as
+the real dealer does). No time is added for gathering cards after a snap, so
+game lengths are a lower bound for a real table at that pace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from . import rules, variants
+from .bots import Bots
+from .referee import Referee
+from .rules import Flipped, Game
+
+__all__ = ["GameResult", "CountStats", "Report", "play_game", "simulate", "game_seed"]
+
+DEFAULT_PACE = 1.5
+
+
+def game_seed(seed: int, players: int, index: int) -> int:
+    """A well-mixed 63-bit seed for one game, so neighbouring games share nothing."""
+    digest = hashlib.blake2b(f"{seed}:{players}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+@dataclass(slots=True)
+class GameResult:
+    """What one game did, counted from its events and the table after each flip."""
+
+    players: int
+    flips: int = 0
+    matches: int = 0  # flips whose card matched another pile's top (Flipped.match)
+    snaps_won: int = 0
+    ties: int = 0
+    wrong_calls: int = 0
+    pools_formed: int = 0  # times the centre went from empty to holding cards
+    pools_won: int = 0
+    ignored: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+    capped: bool = False  # ended by the repeat/flip-cap guard, not by play
+    pool_at_end: int = 0  # cards left in the centre when the game ended
+    winner_seat: int | None = None
+
+
+def _summary(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    n = len(ordered)
+
+    def pct(q: float) -> float:
+        return ordered[min(n - 1, int(q * n))]
+
+    return {
+        "mean": round(statistics.fmean(ordered), 3),
+        "median": round(statistics.median(ordered), 3),
+        "p10": round(pct(0.10), 3),
+        "p90": round(pct(0.90), 3),
+        "min": round(ordered[0], 3),
+        "max": round(ordered[-1], 3),
+    }
+
+
+@dataclass
+class CountStats:
+    """The statistics for one player count over many games."""
+
+    players: int
+    results: list[GameResult] = field(default_factory=list)
+
+    def to_data(self, pace: float) -> dict[str, Any]:
+        rs = self.results
+        games = len(rs)
+        flips = sum(r.flips for r in rs)
+        minutes = [r.seconds / 60.0 for r in rs]
+        wins = [0] * self.players
+        for r in rs:
+            if r.winner_seat is not None:
+                wins[r.winner_seat] += 1
+
+        def per_game(name: str) -> float:
+            return round(sum(getattr(r, name) for r in rs) / games, 3)
+
+        return {
+            "players": self.players,
+            "games": games,
+            "flips_per_game": _summary([r.flips for r in rs]),
+            "matches_per_flip": round(sum(r.matches for r in rs) / flips, 4) if flips else 0.0,
+            "snaps_won_per_game": per_game("snaps_won"),
+            "ties_per_game": per_game("ties"),
+            "pools_formed_per_game": per_game("pools_formed"),
+            "pools_won_per_game": per_game("pools_won"),
+            "wrong_calls_per_game": per_game("wrong_calls"),
+            "ignored_calls_per_game": per_game("ignored"),
+            "minutes": _summary(minutes),
+            "share_5_to_15_minutes": round(sum(1 for m in minutes if 5.0 <= m <= 15.0) / games, 3),
+            "capped_games": sum(1 for r in rs if r.capped),
+            "pool_at_end_per_game": per_game("pool_at_end"),
+            "wins_by_seat": wins,
+        }
+
+
+@dataclass
+class Report:
+    """A whole simulation: one CountStats per player count."""
+
+    seed: int
+    variant: str
+    pace: float
+    games: int
+    counts: list[CountStats]
+    options: rules.Options = field(default_factory=rules.Options)
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "variant": self.variant,
+            "pace_seconds": self.pace,
+            "games_per_count": self.games,
+            "options": asdict(self.options),
+            "results": [c.to_data(self.pace) for c in self.counts],
+        }
+
+    def render(self) -> str:
+        """A plain table per player count, for people."""
+        lines = [
+            f"voicesnap simulate: variant {self.variant}, {self.games} games per player count, "
+            f"seed {self.seed}, one flip every {self.pace:g} s",
+            f"tie window {self.options.tie_window * 1000:g} ms, pool claimed by {self.options.pool_claim}, "
+            f"flipper {'may' if self.options.flipper_may_call else 'may not'} call, "
+            f"cap {self.options.max_flips} flips",
+            "",
+        ]
+        for c in self.counts:
+            d = c.to_data(self.pace)
+            f, m = d["flips_per_game"], d["minutes"]
+            rows = [
+                ("flips per game", f"mean {f['mean']:.0f}, median {f['median']:.0f}, "
+                                   f"10-90% {f['p10']:.0f}-{f['p90']:.0f}, max {f['max']:.0f}"),
+                ("matches per flip", f"{d['matches_per_flip']:.3f}"),
+                ("snaps won per game", f"{d['snaps_won_per_game']:.1f}"),
+                ("ties per game", f"{d['ties_per_game']:.2f}"),
+                ("pools formed / won per game", f"{d['pools_formed_per_game']:.2f} / {d['pools_won_per_game']:.2f}"),
+                ("wrong calls per game", f"{d['wrong_calls_per_game']:.2f}"),
+                ("game length, minutes", f"mean {m['mean']:.1f}, median {m['median']:.1f}, "
+                                         f"10-90% {m['p10']:.1f}-{m['p90']:.1f}"),
+                ("games of 5-15 minutes", f"{100 * d['share_5_to_15_minutes']:.0f}%"),
+                ("ended by the cycle/flip cap", f"{d['capped_games']} of {d['games']}"),
+                ("cards left in the pool at the end", f"{d['pool_at_end_per_game']:.1f}"),
+                ("wins by seat", "  ".join(f"{i + 1}:{w}" for i, w in enumerate(d["wins_by_seat"]))),
+            ]
+            width = max(len(k) for k, _ in rows)
+            lines.append(f"{c.players} players")
+            lines.extend(f"  {k.ljust(width)}  {v}" for k, v in rows)
+            lines.append("")
+        return "\n".join(lines)
+
+
+def simulate(
+    counts: Sequence[int],
+    games: int,
+    seed: int,
+    variant: str = "classic",
+    pace: float = DEFAULT_PACE,
+    options: rules.Options | None = None,
+) -> Report:
+    """Play ``games`` games for each player count and gather their statistics."""
+    options = options or rules.Options()
+    out = []
+    for n in counts:
+        stats = CountStats(n)
+        for i in range(games):
+            stats.results.append(play_game(n, game_seed(seed, n, i), variant, pace, options))
+        out.append(stats)
+    return Report(seed=seed, variant=variant, pace=pace, games=games, counts=out, options=options)
+
+
+def bot_names(players: int) -> tuple[str, ...]:
+    return tuple(f"bot{i + 1}" for i in range(players))
+
+
+def call_words(game: Game) -> dict[str, dict[str, str]]:
+    """Each player's word for each canonical call kind, as the variant hears it.
+
+    Asking the game (``call_kind``) rather than assuming "snap" keeps the bots
+    honest in Animal Snap (own animal noise) and Silent Snap (a slam).
+    """
+    candidates = [*game.words, *getattr(game, "animals", {}).values()]
+    words: dict[str, dict[str, str]] = {}
+    for seat, name in enumerate(game.players):
+        mine: dict[str, str] = {}
+        for word in candidates:
+            kind = game.call_kind(seat, word)
+            if kind in (rules.SNAP, rules.POOL, rules.SLAP) and kind not in mine:
+                mine[kind] = word
+            elif kind == rules.SLAM:
+                for k in (rules.SNAP, rules.POOL):
+                    mine.setdefault(k, word)
+        words[name] = mine
+    return words
+
+
+def play_game(
+    players: int,
+    seed: int,
+    variant: str = "classic",
+    pace: float = DEFAULT_PACE,
+    options: rules.Options | None = None,
+    log: list[Any] | None = None,
+) -> GameResult:
+    """One whole game with bots through the referee; every event goes to ``log`` if given."""
+    names = bot_names(players)
+    game = variants.get(variant)(names, seed, options or rules.Options())
+    ref = Referee(game)
+    opts = game.options
+    bots = Bots(names, seed, words=call_words(game), flipper_may_call=opts.flipper_may_call,
+                pool_claim=opts.pool_claim)
+    res = GameResult(players)
+    out = game.out
+    tops = game.tops
+    pile_of = game.pile_of
+    has_slap = type(game)._judge_slap is not Game._judge_slap
+    snap_on = False
+    t = 0.0
+    while True:
+        evs = ref.flip(t)
+        flipped: list[int] = []  # piles just flipped onto
+        flippers: list[int] = []
+        pool_on = fresh = False
+        for ev in evs:
+            if type(ev) is Flipped:
+                res.flips += 1
+                flippers.append(ev.seat)
+                flipped.append(pile_of[ev.seat])
+                if ev.match:
+                    res.matches += 1
+                    fresh = True
+                pool_on = pool_on or ev.pool_match
+        if fresh:
+            snap_on = True
+        elif snap_on:  # a match nobody claimed stays on show until it is covered
+            snap_on = _on_show(game, rules.SNAP)
+        if len(evs) > 1 or log is not None:
+            _count(res, evs, log)
+            if game.over:
+                break
+        horizon = t + pace
+        slap_on = has_slap and _on_show(game, rules.SLAP)
+        calls = bots.react(t, horizon, out, flippers, snap_on, pool_on, slap_on, tops, flipped)
+        if calls:
+            res.calls += len(calls)
+            for call in calls:
+                ref.submit(call)
+            deadline = ref.next_deadline
+            if deadline is not None and deadline > horizon:
+                horizon = deadline  # the dealer waits for the ruling before flipping again
+            evs = ref.advance(horizon)
+            _count(res, evs, log)
+            if game.over:
+                break
+            if snap_on and evs:
+                snap_on = _on_show(game, rules.SNAP)
+        t = horizon
+    _count(res, ref.close(), log)
+    res.pool_at_end = len(game.pool)
+    if game.winner is not None:
+        # Seats are reported from the dealer's left (seat 1 flips first).
+        res.winner_seat = (game.players.index(game.winner) - game.dealer - 1) % players
+    return res
+
+
+def _on_show(game: Game, kind: str) -> bool:
+    """Can a call of this kind win on the table as it is (by the variant's own rules)?"""
+    return game.judge(kind, game.active, game.view())[0] == "valid"
+
+
+def _count(res: GameResult, evs: Sequence[Any], log: list[Any] | None) -> None:
+    if log is not None:
+        log.extend(evs)
+    for ev in evs:
+        kind = type(ev)
+        if kind is Flipped or kind is rules.Refreshed:
+            continue
+        if kind is rules.SnapWon:
+            res.snaps_won += 1
+        elif kind is rules.TieToPool:
+            res.ties += 1
+            if ev.pool == sum(ev.counts):
+                res.pools_formed += 1
+        elif kind is rules.PoolTied:
+            res.ties += 1
+        elif kind is rules.WrongCall:
+            res.wrong_calls += 1
+            moved = ev.from_pile + ev.from_stack
+            if moved and ev.pool == moved:
+                res.pools_formed += 1
+        elif kind is rules.PoolWon:
+            res.pools_won += 1
+        elif kind is rules.CallIgnored:
+            res.ignored += 1
+        elif kind is rules.GameOver:
+            res.seconds = ev.t
+            res.capped = ev.reason in ("flip cap", "repeat")
