@@ -564,7 +564,7 @@ class Game:
             top = view.tops[p]
             if top is not None and top.face == face and self.ruled[p] < view.pos[p]:
                 if self.options.pool_claim == "flipper" and seat not in view.flippers:
-                    return ("not yours", ())
+                    return ("only the flipper may claim the pool", ())
                 return ("valid", ())
         return ("wrong", ())
 
