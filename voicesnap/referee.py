@@ -204,5 +204,5 @@ class Referee:
             else:
                 keep.append(entry)
         if rivals:
-            self._pending = keep
+            self._pending[:] = keep
         return rivals
