@@ -24,8 +24,12 @@ from . import rules, variants
 from .bots import Bots
 from .referee import Referee
 from .rules import Flipped, Game
+from .session import Format, Session, parse_format
 
-__all__ = ["GameResult", "CountStats", "Report", "play_game", "simulate", "game_seed"]
+__all__ = [
+    "GameResult", "SessionResult", "CountStats", "Report",
+    "play", "play_game", "play_session", "simulate", "game_seed", "bot_names", "call_words",
+]
 
 DEFAULT_PACE = 1.5
 
@@ -56,6 +60,16 @@ class GameResult:
     winner_seat: int | None = None
 
 
+@dataclass(slots=True)
+class SessionResult:
+    """What one session did: its games, length and winner."""
+
+    games: int
+    sudden_death: bool
+    seconds: float
+    winner_seat: int  # from the first dealer's left (0 flips first in game 1)
+
+
 def _summary(values: Sequence[float]) -> dict[str, float]:
     ordered = sorted(values)
     n = len(ordered)
@@ -79,8 +93,25 @@ class CountStats:
 
     players: int
     results: list[GameResult] = field(default_factory=list)
+    sessions: list[SessionResult] = field(default_factory=list)
 
     def to_data(self, pace: float) -> dict[str, Any]:
+        data = self._games()
+        if self.sessions:
+            ss = self.sessions
+            wins = [0] * self.players
+            for r in ss:
+                wins[r.winner_seat] += 1
+            data["sessions"] = {
+                "sessions": len(ss),
+                "games_per_session": _summary([r.games for r in ss]),
+                "sudden_death_share": round(sum(r.sudden_death for r in ss) / len(ss), 3),
+                "minutes": _summary([r.seconds / 60.0 for r in ss]),
+                "wins_by_seat": wins,
+            }
+        return data
+
+    def _games(self) -> dict[str, Any]:
         rs = self.results
         games = len(rs)
         flips = sum(r.flips for r in rs)
@@ -122,6 +153,7 @@ class Report:
     games: int
     counts: list[CountStats]
     options: rules.Options = field(default_factory=rules.Options)
+    session: str | None = None  # session format, when whole sessions were played
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -129,14 +161,16 @@ class Report:
             "variant": self.variant,
             "pace_seconds": self.pace,
             "games_per_count": self.games,
+            "session": self.session,
             "options": asdict(self.options),
             "results": [c.to_data(self.pace) for c in self.counts],
         }
 
     def render(self) -> str:
         """A plain table per player count, for people."""
+        what = f"{self.games} {self.session} sessions" if self.session else f"{self.games} games"
         lines = [
-            f"voicesnap simulate: variant {self.variant}, {self.games} games per player count, "
+            f"voicesnap simulate: variant {self.variant}, {what} per player count, "
             f"seed {self.seed}, one flip every {self.pace:g} s",
             f"tie window {self.options.tie_window * 1000:g} ms, pool claimed by {self.options.pool_claim}, "
             f"flipper {'may' if self.options.flipper_may_call else 'may not'} call, "
@@ -161,6 +195,16 @@ class Report:
                 ("cards left in the pool at the end", f"{d['pool_at_end_per_game']:.1f}"),
                 ("wins by seat", "  ".join(f"{i + 1}:{w}" for i, w in enumerate(d["wins_by_seat"]))),
             ]
+            if "sessions" in d:
+                ss = d["sessions"]
+                g, sm = ss["games_per_session"], ss["minutes"]
+                rows += [
+                    ("sessions", f"{ss['sessions']} ({self.session})"),
+                    ("games per session", f"mean {g['mean']:.1f}, max {g['max']:.0f}"),
+                    ("sessions with sudden death", f"{100 * ss['sudden_death_share']:.0f}%"),
+                    ("session length, minutes", f"mean {sm['mean']:.1f}, 10-90% {sm['p10']:.1f}-{sm['p90']:.1f}"),
+                    ("sessions won by seat", "  ".join(f"{i + 1}:{w}" for i, w in enumerate(ss["wins_by_seat"]))),
+                ]
             width = max(len(k) for k, _ in rows)
             lines.append(f"{c.players} players")
             lines.extend(f"  {k.ljust(width)}  {v}" for k, v in rows)
@@ -175,16 +219,47 @@ def simulate(
     variant: str = "classic",
     pace: float = DEFAULT_PACE,
     options: rules.Options | None = None,
+    session: str | None = None,
 ) -> Report:
-    """Play ``games`` games for each player count and gather their statistics."""
+    """Play ``games`` games (or sessions of format ``session``) per player count; gather statistics."""
     options = options or rules.Options()
+    fmt = parse_format(session) if session else None
     out = []
     for n in counts:
         stats = CountStats(n)
         for i in range(games):
-            stats.results.append(play_game(n, game_seed(seed, n, i), variant, pace, options))
+            if fmt is None:
+                stats.results.append(play_game(n, game_seed(seed, n, i), variant, pace, options))
+            else:
+                stats.sessions.append(play_session(n, fmt, game_seed(seed, n, i), variant, pace, options,
+                                                   stats.results))
         out.append(stats)
-    return Report(seed=seed, variant=variant, pace=pace, games=games, counts=out, options=options)
+    return Report(seed=seed, variant=variant, pace=pace, games=games, counts=out, options=options,
+                  session=str(fmt) if fmt else None)
+
+
+def play_session(
+    players: int,
+    format: str | Format,
+    seed: int,
+    variant: str = "classic",
+    pace: float = DEFAULT_PACE,
+    options: rules.Options | None = None,
+    results: list[GameResult] | None = None,
+) -> SessionResult:
+    """One whole session with bots (winner deals next, sudden death on a tie); its games go to ``results``."""
+    names = bot_names(players)
+    session = Session(names, format, seed, variant, options)
+    seconds = 0.0
+    while not session.is_over():
+        game = session.new_game()
+        res = play(game, game.seed, pace)
+        seconds += res.seconds
+        session.record(game)
+        if results is not None:
+            results.append(res)
+    assert session.winner is not None
+    return SessionResult(session.games, session.sudden_death, seconds, (names.index(session.winner) - 1) % players)
 
 
 def bot_names(players: int) -> tuple[str, ...]:
@@ -221,8 +296,13 @@ def play_game(
     log: list[Any] | None = None,
 ) -> GameResult:
     """One whole game with bots through the referee; every event goes to ``log`` if given."""
-    names = bot_names(players)
-    game = variants.get(variant)(names, seed, options or rules.Options())
+    return play(variants.create(variant, bot_names(players), seed, options), seed, pace, log)
+
+
+def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | None = None) -> GameResult:
+    """Play ``game`` to its end with one bot per player, flipping every ``pace`` seconds."""
+    names = game.players
+    players = len(names)
     ref = Referee(game)
     opts = game.options
     bots = Bots(names, seed, words=call_words(game), flipper_may_call=opts.flipper_may_call,
@@ -233,7 +313,7 @@ def play_game(
     pile_of = game.pile_of
     has_slap = type(game)._judge_slap is not Game._judge_slap
     snap_on = False
-    t = 0.0
+    t = game.t
     while True:
         evs = ref.flip(t)
         flipped: list[int] = []  # piles just flipped onto

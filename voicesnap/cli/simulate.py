@@ -39,6 +39,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-flips", type=int, default=None, metavar="N",
                         help="end a game by the tiebreak after this many flips (default: the rules' cap)")
+    parser.add_argument(
+        "--session", default=None, metavar="FORMAT",
+        help="play whole sessions (best-of-3, best-of-5, first-to-N): --games then counts sessions",
+    )
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON for machines")
 
 
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--games {args.games}: play at least one game")
     if not 0 < args.pace < float("inf"):
         raise UserError(f"--pace {args.pace}: give the seconds between flips as a positive number, e.g. 1.5")
-    from .. import rules, variants
+    from .. import rules, session, variants
 
     variants.get(args.variant)  # an unknown name fails here, with the names to choose from
     changes = {
@@ -82,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
         "max_flips": args.max_flips,
     }
     options = rules.Options(**{k: v for k, v in changes.items() if v is not None})
-    report = simulate.simulate(counts, args.games, args.seed, args.variant, args.pace, options)
+    if args.session:
+        session.parse_format(args.session)  # a bad format fails here, before any game
+    report = simulate.simulate(counts, args.games, args.seed, args.variant, args.pace, options, args.session)
     if args.json:
         json.dump(report.to_data(), sys.stdout, indent=2)
         sys.stdout.write("\n")
