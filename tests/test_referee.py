@@ -16,7 +16,7 @@ from voicesnap.rules import (
 def test_first_valid_snap_collects_the_matching_piles_under_the_stack() -> None:
     game = rig(["7H 2C", "7S 3C", "8D 4C"])
     out = play(game, 1.0, 2.0, Call("Cat", "snap", 2.4))
-    assert out[-1] == SnapWon(2.4, "Cat", "snap", (0, 1), (1, 1), 2)
+    assert out[-1] == SnapWon(2.4, "Cat", "snap", (0, 1), (1, 1), 2, 2)
     assert game.piles[0] == [] and game.piles[1] == []
     assert list(game.down[2])[-2:] == cards("7H 7S")  # face down, under Cat's stack
 
@@ -24,7 +24,7 @@ def test_first_valid_snap_collects_the_matching_piles_under_the_stack() -> None:
 def test_calls_within_the_tie_window_send_the_piles_to_the_pool() -> None:
     game = rig(["7H", "7S", "8D"])
     out = play(game, 1.0, 2.0, Call("Ann", "snap", 2.30), Call("Cat", "snap", 2.39))
-    assert out[-1] == TieToPool(2.30, ("Ann", "Cat"), "snap", (0, 1), (1, 1), 2)
+    assert out[-1] == TieToPool(2.30, ("Ann", "Cat"), "snap", (0, 1), (1, 1), 2, 2)
     assert game.pool == cards("7H 7S") and game.piles[0] == game.piles[1] == []
 
 
@@ -54,14 +54,14 @@ def test_rulings_do_not_depend_on_the_order_calls_arrive() -> None:
 def test_wrong_call_moves_the_callers_pile_on_top_of_the_pool() -> None:
     game = rig(["7H 2C", "8S 3C"], pool="KD")
     out = play(game, 1.0, 2.0, Call("Ann", "snap", 2.3))
-    assert out[-1] == WrongCall(2.3, "Ann", "snap", 1, 0, 2)
+    assert out[-1] == WrongCall(2.3, "Ann", "snap", 1, 0, 2, 2)
     assert game.pool == cards("KD 7H") and game.piles[0] == []
 
 
 def test_wrong_call_with_an_empty_pile_pays_the_top_face_down_card() -> None:
     game = rig(["7H 2C", "8S 3C"])
     out = play(game, 1.0, Call("Ben", "snap", 1.3))  # Ben has not flipped yet
-    assert out[-1] == WrongCall(1.3, "Ben", "snap", 0, 1, 1)
+    assert out[-1] == WrongCall(1.3, "Ben", "snap", 0, 1, 1, 1)
     assert game.pool == cards("8S") and game.down[1][0] == cards("3C")[0]
 
 
@@ -104,8 +104,8 @@ def test_a_call_is_judged_on_the_table_at_its_onset_even_after_the_next_flip() -
     ref.submit(Call("Ben", "snap", 2.1))  # ... but Ben called before that flip
     ref.submit(Call("Ann", "snap", 2.25))  # Ann called after it: no match showing then
     out = ref.advance(3.0)
-    assert out[0] == SnapWon(2.1, "Ben", "snap", (0, 1), (1, 1), 2)  # the 4C stays with Ann
-    assert out[1] == WrongCall(2.25, "Ann", "snap", 1, 0, 1)  # ... until her wrong call
+    assert out[0] == SnapWon(2.1, "Ben", "snap", (0, 1), (1, 1), 2, 2)  # the 4C stays with Ann
+    assert out[1] == WrongCall(2.25, "Ann", "snap", 1, 0, 1, 3)  # ... until her wrong call
     assert game.pool == cards("4C") and list(game.down[1])[-2:] == cards("7H 7S")
 
 

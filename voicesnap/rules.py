@@ -137,6 +137,7 @@ class SnapWon:
     piles: tuple[int, ...]  # piles collected
     counts: tuple[int, ...]  # cards taken from each of them
     cards: int
+    flip: int = 0  # the flip the call answered (the table at its onset)
 
 
 @event("tie-to-pool")
@@ -148,6 +149,7 @@ class TieToPool:
     piles: tuple[int, ...]
     counts: tuple[int, ...]
     pool: int  # pool size afterwards
+    flip: int = 0
 
 
 @event("pool-tied")
@@ -167,6 +169,7 @@ class WrongCall:
     from_pile: int  # face-up cards moved to the pool
     from_stack: int  # face-down cards moved to the pool (when the face-up pile was empty)
     pool: int  # pool size afterwards
+    flip: int = 0
 
 
 @event("pool-won")
@@ -302,6 +305,7 @@ class Game:
         self.placed: list[int] = [0] * npiles
         self.base: list[int] = [0] * npiles
         self.ruled: list[int] = [0] * npiles  # ``base`` after the last ruling on the pile
+        self.ruled_flip: list[int] = [-1] * npiles  # the flip that ruling answered
         self.pool: list[Card] = []
         self.pool_spent = -1  # flip whose pool match was already claimed
         self.out: list[bool] = [False] * n
@@ -408,7 +412,8 @@ class Game:
         new.__dict__.update(self.__dict__)
         new.down = [deque(d) for d in self.down]
         new.piles = [list(p) for p in self.piles]
-        for name in ("tops", "top_flip", "placed", "base", "ruled", "pool", "out", "out_at", "events"):
+        for name in ("tops", "top_flip", "placed", "base", "ruled", "ruled_flip", "pool", "out", "out_at",
+                     "events"):
             setattr(new, name, list(getattr(self, name)))
         new._seen = set(self._seen)
         return new
@@ -526,12 +531,18 @@ class Game:
         return ("wrong", ())
 
     def _live_tops(self, view: View) -> list[tuple[Any, int, bool]]:
-        ruled = self.ruled
+        """(face, pile, gone) for each pile showing a card at the view.
+
+        A top a ruling took while answering this same flip is "gone" (a late
+        rival is ignored, not wrong); one taken while answering an earlier flip
+        was simply not there any more at this view.
+        """
+        ruled, ruled_flip = self.ruled, self.ruled_flip
         pos = view.pos
         return [
             (top.face, p, ruled[p] >= pos[p])
             for p, top in enumerate(view.tops)
-            if top is not None
+            if top is not None and not (ruled[p] >= pos[p] and ruled_flip[p] < view.flip)
         ]
 
     def _judge_snap(self, view: View) -> tuple[str, tuple[int, ...]]:
@@ -576,14 +587,15 @@ class Game:
     def snap_won(self, t: float, player: str, kind: str, piles: Iterable[int], view: View) -> list[Any]:
         piles = tuple(piles)
         counts = tuple(max(0, view.pos[p] - self.base[p]) for p in piles)
-        return self.apply(SnapWon(t, player, kind, piles, counts, sum(counts)))
+        return self.apply(SnapWon(t, player, kind, piles, counts, sum(counts), view.flip))
 
     def tie(self, t: float, players: Sequence[str], kind: str, piles: Iterable[int], view: View) -> list[Any]:
         piles = tuple(piles)
         if kind == POOL or not piles:
             return self.apply(PoolTied(t, tuple(players), view.flip))
         counts = tuple(max(0, view.pos[p] - self.base[p]) for p in piles)
-        return self.apply(TieToPool(t, tuple(players), kind, piles, counts, len(self.pool) + sum(counts)))
+        pool = len(self.pool) + sum(counts)
+        return self.apply(TieToPool(t, tuple(players), kind, piles, counts, pool, view.flip))
 
     def pool_won(self, t: float, player: str, view: View) -> list[Any]:
         return self.apply(PoolWon(t, player, len(self.pool), view.flip))
@@ -597,7 +609,7 @@ class Game:
         if from_pile == 0 and self.down[seat]:
             from_stack = 1
         pool = len(self.pool) + from_pile + from_stack
-        return self.apply(WrongCall(t, player, kind, from_pile, from_stack, pool))
+        return self.apply(WrongCall(t, player, kind, from_pile, from_stack, pool, view.flip))
 
     def ignored(self, t: float, player: str, kind: str, reason: str) -> list[Any]:
         return self.apply(CallIgnored(t, player, kind, reason))
@@ -612,11 +624,11 @@ class Game:
             seat = self._seat(ev.player)
             stack = self.down[seat]
             for p, count in zip(ev.piles, ev.counts):
-                stack.extend(self._take(p, count))
+                stack.extend(self._take(p, count, ev.flip))
                 touched.extend(self._owners(p))
         elif isinstance(ev, TieToPool):
             for p, count in zip(ev.piles, ev.counts):
-                self.pool.extend(self._take(p, count))
+                self.pool.extend(self._take(p, count, ev.flip))
                 touched.extend(self._owners(p))
         elif isinstance(ev, PoolTied):
             self.pool_spent = ev.flip
@@ -631,7 +643,7 @@ class Game:
             seat = self._seat(ev.player)
             if ev.from_pile:
                 p = self.pile_of[seat]
-                self.pool.extend(self._take(p, ev.from_pile))
+                self.pool.extend(self._take(p, ev.from_pile, ev.flip))
             if ev.from_stack:
                 self.pool.append(self.down[seat].popleft())
             touched.append(seat)
@@ -653,7 +665,7 @@ class Game:
             return [p]
         return []
 
-    def _take(self, p: int, count: int) -> list[Card]:
+    def _take(self, p: int, count: int, flip: int) -> list[Card]:
         """Take the bottom ``count`` cards of pile ``p`` (the pile as it was at the call)."""
         pile = self.piles[p]
         if count > len(pile) or count < 0:
@@ -662,6 +674,7 @@ class Game:
         del pile[:count]
         self.base[p] += count
         self.ruled[p] = self.base[p]
+        self.ruled_flip[p] = flip
         self.tops[p] = pile[-1] if pile else None
         return taken
 

@@ -60,8 +60,8 @@ class SpeedSnap(Game):
         self.t = t
         out: list[Any] = []
         flipped: list[int] = []
-        for step in range(self.n):
-            seat = (self.active + step) % self.n
+        for step in range(self.n):  # listed clockwise from the dealer's left
+            seat = (self.dealer + 1 + step) % self.n
             if self.out[seat]:
                 continue
             if not self._flip_one(seat, t, out):
@@ -136,8 +136,8 @@ class SinglePileSnap(Game):
         top, below = view.tops[0], view.extra[0]
         if top is None or below is None or top.face != below.face:
             return ("wrong", ())
-        if self.ruled[0] >= view.pos[0] - 1:
-            return ("taken", ())
+        if self.ruled[0] >= view.pos[0] - 1:  # taken: for this flip (ignored) or before it (wrong)
+            return ("taken", ()) if self.ruled_flip[0] == view.flip else ("wrong", ())
         return ("valid", (0,))
 
     def _flip_one(self, seat: int, t: float, out: list[Any]) -> bool:

@@ -1,0 +1,187 @@
+"""Each variant, selected by name, plays by its own rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from snaptable import NAMES, cards, kinds, play, rig
+from voicesnap import variants
+from voicesnap.cards import DeckError
+from voicesnap.errors import UserError
+from voicesnap.referee import Call
+from voicesnap.rules import (
+    CallIgnored, Eliminated, Flipped, Forfeit, Game, PoolWon, RulesError, SnapWon, WrongCall,
+)
+
+
+def test_registry_lists_the_classic_game_and_seven_variants() -> None:
+    assert variants.names() == [
+        "classic", "picture", "speed", "double", "single-pile", "slapjack", "silent", "animal",
+    ]
+    for name in variants.names():
+        cls = variants.get(name)
+        assert issubclass(cls, Game) and cls.variant == name and variants.describe(name)
+
+
+@pytest.mark.parametrize("spoken, name", [
+    ("Speed Snap", "speed"), ("single pile", "single-pile"), ("SLAPJACK", "slapjack"), ("snap", "classic"),
+])
+def test_names_are_forgiving(spoken: str, name: str) -> None:
+    assert variants.get(spoken).variant == name
+
+
+def test_unknown_variant_names_the_choices_and_a_close_match() -> None:
+    with pytest.raises(variants.UnknownVariant, match="Did you mean 'speed'.*classic, picture") as info:
+        variants.get("sped")
+    assert isinstance(info.value, UserError)
+
+
+def test_settings_a_variant_does_not_take_are_refused() -> None:
+    with pytest.raises(RulesError, match="takes no setting"):
+        variants.create("speed", NAMES[:2], 1, deck="farm")
+
+
+# --------------------------------------------------------------------------- picture
+
+
+def test_picture_snap_matches_identical_pictures_only() -> None:
+    game = rig(["@cow @pig", "@cow @hen", "@duck"], cls=variants.PictureSnap)
+    out = play(game, 1.0, 2.0, Call("Cat", "snap", 2.3), ("advance", 3.0), 3.0, 4.0, 5.0,
+               Call("Ann", "snap", 5.2))
+    assert out[1].match and out[1].card.spoken == "Cow"
+    assert out[2] == SnapWon(2.3, "Cat", "snap", (0, 1), (1, 1), 2, 2)
+    assert isinstance(out[-1], WrongCall)  # pig, hen and duck: no match
+
+
+def test_picture_snap_deals_the_chosen_theme_and_logs_it() -> None:
+    game = variants.create("picture", NAMES[:3], 5, deck="fruit")
+    faces = {c.face for d in game.down for c in d}
+    assert "banana" in faces and len(faces) == 13 and game.total() == 52
+    assert game.events[0].config == (("deck", "fruit"),)
+    again = variants.from_started(game.events[0])
+    assert again.state == game.state
+
+
+def test_picture_snap_unknown_theme_is_a_clear_error() -> None:
+    with pytest.raises(DeckError, match="no picture deck called 'space'"):
+        variants.create("picture", NAMES[:2], 1, deck="space")
+
+
+# --------------------------------------------------------------------------- speed
+
+
+def test_speed_snap_everyone_flips_at_once() -> None:
+    game = rig(["7H 2C", "7S 3C", "9D 4C"], cls=variants.SpeedSnap)
+    out = game.flip(1.0)
+    assert [e.player for e in out] == ["Ann", "Ben", "Cat"] and all(e.t == 1.0 for e in out)
+    assert [e.match for e in out] == [True, True, False]
+    out = game.flip(2.0)
+    assert [e.card for e in out] == cards("2C 3C 4C") and not any(e.match for e in out)
+    game.check()
+
+
+def test_speed_snap_match_flags_describe_the_table_after_everyone_flipped() -> None:
+    game = rig(["8H 5H", "7S 8S", "9D 6D"], cls=variants.SpeedSnap)
+    game.flip(1.0)  # 8H 7S 9D
+    out = game.flip(2.0)  # Ann's 5H, Ben's 8S covers the 7S, Cat's 6D: no match
+    assert [e.match for e in out] == [False, False, False]
+    out = play(game, Call("Ann", "snap", 2.3))
+    assert isinstance(out[0], WrongCall)
+
+
+# --------------------------------------------------------------------------- double
+
+
+@pytest.mark.parametrize("winner, loser", [("Cat", "Ben"), ("Ann", "Ben"), ("Ben", "Ann")])
+def test_double_snap_the_player_who_completed_the_match_gives_a_card(winner: str, loser: str) -> None:
+    game = rig(["7H 2C", "7S 3C", "9D 4C"], cls=variants.DoubleSnap)
+    out = play(game, 1.0, 2.0, Call(winner, "snap", 2.3))
+    assert kinds(out)[-2:] == ["SnapWon", "Forfeit"]
+    assert out[-1] == Forfeit(2.3, loser, winner, 1)
+    seat = NAMES.index(winner)
+    assert game.down[seat][-1] == cards("2C" if loser == "Ann" else "3C")[0]
+    assert game.total() == 52
+
+
+# --------------------------------------------------------------------------- single pile
+
+
+def test_single_pile_snap_matches_the_card_just_below() -> None:
+    game = rig(["7H 2C 5S", "7S 9C", "8D"], cls=variants.SinglePileSnap)
+    out = play(game, 1.0, 2.0, Call("Cat", "snap", 2.3), ("advance", 3.0), 3.0)
+    assert out[1].match and out[2] == SnapWon(2.3, "Cat", "snap", (0,), (2,), 2, 2)
+    assert len(game.piles) == 1 and game.piles[0] == cards("8D")
+
+
+def test_single_pile_snap_needs_adjacent_cards() -> None:
+    game = rig(["7H 2C", "8S 9C", "7D"], cls=variants.SinglePileSnap)
+    out = play(game, 1.0, 2.0, 3.0, Call("Ann", "snap", 3.3))  # 7H 8S 7D: not adjacent
+    assert not out[2].match
+    assert out[-1] == WrongCall(3.3, "Ann", "snap", 0, 1, 1, 3)  # no pile of her own: a stack card
+
+
+def test_single_pile_snap_flipping_your_last_card_puts_you_out() -> None:
+    game = rig(["7H", "8S 9C"], cls=variants.SinglePileSnap, rest_to=1)
+    out = game.flip(1.0)
+    assert kinds(out) == ["Flipped", "Eliminated", "GameOver"] and out[-1].winner == "Ben"
+
+
+# --------------------------------------------------------------------------- slapjack
+
+
+def test_slapjack_slap_on_a_jack_wins_the_jack_piles() -> None:
+    game = rig(["JH 2C", "7S 3C", "9D 4C"], cls=variants.SlapjackSnap)
+    out = play(game, 1.0, Call("Ben", "slap", 1.3), ("advance", 2.0), 2.0, 3.0, Call("Cat", "slap", 3.4))
+    assert out[1] == SnapWon(1.3, "Ben", "slap", (0,), (1,), 1, 1)
+    assert out[-1] == WrongCall(3.4, "Cat", "slap", 1, 0, 1, 3)
+
+
+def test_slapjack_snap_still_works() -> None:
+    game = rig(["7H", "7S", "9D"], cls=variants.SlapjackSnap)
+    out = play(game, 1.0, 2.0, Call("Cat", "snap", 2.3))
+    assert out[-1].kind == "snap" and out[-1].piles == (0, 1)
+
+
+def test_slap_is_no_call_in_the_classic_game() -> None:
+    out = play(rig(["JH", "7S"]), 1.0, Call("Ben", "slap", 1.3))
+    assert out[-1] == CallIgnored(1.3, "Ben", "slap", "not a call in classic")
+
+
+# --------------------------------------------------------------------------- silent
+
+
+def test_silent_snap_a_slam_is_the_call_and_words_are_ignored() -> None:
+    game = rig(["7H 8H", "7S 5S", "8D"], cls=variants.SilentSnap, pool="9C")
+    out = play(game, 1.0, 2.0, Call("Ann", "snap", 2.2), Call("Cat", "slam", 2.4), 3.0,
+               Call("Cat", "slam", 3.5), 4.0, Call("Ben", "slam", 4.4))
+    rulings = [e for e in out if not isinstance(e, Flipped)]
+    assert rulings[0] == CallIgnored(2.2, "Ann", "snap", "not a call in silent")
+    assert rulings[1] == SnapWon(2.4, "Cat", "slam", (0, 1), (1, 1), 2, 2)
+    assert rulings[2] == WrongCall(3.5, "Cat", "slam", 1, 0, 2, 3)  # 8D matched nothing: pool 9C 8D
+    assert rulings[3] == PoolWon(4.4, "Ben", 2, 4)  # Ann's 8H matches the pool's top, 8D
+
+
+# --------------------------------------------------------------------------- animal
+
+
+def test_animal_snap_each_player_calls_with_their_own_noise() -> None:
+    game = rig(["7H", "7S", "8D"], cls=variants.AnimalSnap)
+    assert game.animals == {"Ann": "moo", "Ben": "woof", "Cat": "meow"}
+    out = play(game, 1.0, 2.0, Call("Ann", "snap", 2.2), Call("Cat", "woof", 2.25), Call("Ben", "woof", 2.3))
+    assert out[2] == CallIgnored(2.2, "Ann", "snap", "not a call in animal")
+    assert out[3] == WrongCall(2.25, "Cat", "woof", 0, 1, 1, 2)  # Ben's noise, not Cat's
+    assert out[4] == SnapWon(2.3, "Ben", "snap", (0, 1), (1, 1), 2, 2)
+
+
+def test_animal_snap_chosen_noises_survive_the_log() -> None:
+    game = variants.create("animal", NAMES[:3], 4, animals={"Ben": "baa"})
+    assert game.animals == {"Ann": "moo", "Ben": "baa", "Cat": "woof"}
+    assert variants.from_started(game.events[0]).animals == game.animals
+
+
+@pytest.mark.parametrize("animals, message", [
+    ({"Ann": "moo", "Ben": "moo"}, "share"), ({"Zed": "moo"}, "not playing"), ({"Ann": "snap"}, "cannot be"),
+])
+def test_animal_snap_bad_noises_are_refused(animals: dict, message: str) -> None:
+    with pytest.raises(RulesError, match=message):
+        variants.create("animal", NAMES[:3], 4, animals=animals)
