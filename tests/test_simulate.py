@@ -132,7 +132,8 @@ def test_bots_keep_the_tables_options() -> None:
     for seed in range(8):
         log: list = []
         simulate.play_game(3, seed, options=barred, log=log)
-        assert not [ev for ev in log if type(ev) is rules.CallIgnored and "flipper" in ev.reason]
+        barred_calls = [ev for ev in log if type(ev) is rules.CallIgnored and "flipper" in ev.reason]
+        assert not barred_calls, barred_calls
         flipper_of = {ev.flip: ev.player for ev in log if type(ev) is rules.Flipped}
         for ev in log:
             if type(ev) is rules.PoolWon:
