@@ -1,0 +1,108 @@
+"""Properties over many seeds: cards are conserved, games end, rulings are deterministic."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from voicesnap import gamelog, variants
+from voicesnap.referee import Call, Referee
+from voicesnap.rules import Flipped, Game, Options
+
+NAMES = ("Ann", "Ben", "Cat", "Dan", "Eve", "Fay")
+REASONS = {"last player", "flip cap", "repeat", "all out"}
+
+tables = st.fixed_dictionaries({
+    "variant": st.sampled_from(variants.names()),
+    "players": st.integers(2, 6),
+    "seed": st.integers(0, 2**63 - 1),
+    "callers": st.integers(0, 2**32),
+    "eagerness": st.floats(0.0, 1.0),
+    "noise": st.floats(0.0, 0.3),
+    "dealer": st.integers(0, 5),
+    "tie_window": st.sampled_from([0.0, 0.1, 0.25]),
+    "pool_claim": st.sampled_from(["anyone", "flipper"]),
+    "flipper_may_call": st.booleans(),
+})
+
+
+def _words(game: Game, name: str) -> list[str]:
+    own = getattr(game, "animals", {}).get(name)
+    return [w for w in (own, "snap", "snap pool", "slap", "slam", "moo") if w]
+
+
+def play(p: dict[str, Any], max_flips: int = 400, shuffle_arrivals: int | None = None) -> tuple[Game, list]:
+    """A whole game: bots call on matches (and at random), calls arrive in batches."""
+    n = p["players"]
+    options = Options(tie_window=p["tie_window"], pool_claim=p["pool_claim"],
+                      flipper_may_call=p["flipper_may_call"], max_flips=max_flips)
+    game = variants.create(p["variant"], NAMES[:n], p["seed"], options, p["dealer"] % n)
+    ref = Referee(game, decision_window=0.4)
+    rng = random.Random(p["callers"])
+    arrivals = random.Random(shuffle_arrivals)
+    out: list[Any] = list(game.events)
+    t = 0.0
+    while not game.is_over():
+        t += 1.0
+        step = ref.flip(t)
+        game.check()
+        batch = []
+        for ev in step:
+            if not isinstance(ev, Flipped):
+                continue
+            for name in game.players:
+                if game.out[game.seat_of[name]]:
+                    continue
+                on_match = (ev.match or ev.pool_match) and rng.random() < p["eagerness"]
+                if on_match or rng.random() < p["noise"]:
+                    batch.append(Call(name, rng.choice(_words(game, name)), t + rng.uniform(0.0, 0.9)))
+        if shuffle_arrivals is not None:
+            arrivals.shuffle(batch)
+        for call in batch:
+            ref.submit(call)
+        step += ref.advance(t + 0.5)  # some calls are ruled after the next flip
+        game.check()
+        out += step
+    out += ref.close()
+    game.check()
+    return game, out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables)
+def test_every_state_holds_the_whole_deck_and_every_game_ends(p: dict[str, Any]) -> None:
+    game, out = play(p)  # play() checks conservation after every flip and every ruling
+    assert game.total() == game.size == 52
+    # Speed Snap checks the cap after a whole round of simultaneous flips.
+    assert game.is_over() and game.reason in REASONS and game.flips < 400 + game.n
+    assert game.winner in game.players
+    assert sum(1 for ev in out if type(ev).__name__ == "GameOver") == 1
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables, st.integers(0, 1000))
+def test_same_inputs_same_rulings_whatever_order_calls_arrive_in(p: dict[str, Any], order: int) -> None:
+    first, a = play(p)
+    second, b = play(p, shuffle_arrivals=order)
+    assert a == b and first.state == second.state
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables)
+def test_the_event_list_replays_into_the_same_table(p: dict[str, Any]) -> None:
+    game, out = play(p)
+    again = gamelog.replay(out)
+    assert again.state == game.state and again.reason == game.reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 2**63 - 1))
+def test_without_any_calls_the_guard_ends_the_game(n: int, seed: int) -> None:
+    game = Game(NAMES[:n], seed)  # default options: repeat detection and the 3000-flip cap
+    while not game.is_over():
+        game.flip(float(game.flips))
+        assert game.total() == 52
+    assert game.reason in ("repeat", "flip cap") and game.flips <= 3000
