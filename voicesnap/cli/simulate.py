@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..errors import UserError
@@ -89,9 +90,10 @@ def run(args: argparse.Namespace) -> int:
     if args.session:
         session.parse_format(args.session)  # a bad format fails here, before any game
     report = simulate.simulate(counts, args.games, args.seed, args.variant, args.pace, options, args.session)
-    if args.json:
-        json.dump(report.to_data(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(report.render())
+    text = json.dumps(report.to_data(), indent=2) + "\n" if args.json else report.render()
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into head: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
