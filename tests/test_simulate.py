@@ -156,3 +156,19 @@ def test_sessions_are_played_to_a_winner_and_counted() -> None:
 def test_a_bad_session_format_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _cli(capsys, "--session", "best-of-x", "--games", "1")
     assert code == 2 and "best-of-3" in err
+
+
+@pytest.mark.parametrize("players", [2, 6])
+def test_the_match_count_is_what_the_table_shows(players: int) -> None:
+    """matches per flip rests on Flipped.match: check it against the table itself."""
+    game = rules.Game(simulate.bot_names(players), seed=players)
+    t = 0.0
+    while not game.is_over():
+        for ev in game.flip(t):
+            if type(ev) is rules.Flipped:
+                state = game.state
+                mine = state.piles[ev.seat]
+                others = [pile[-1].face for seat, pile in enumerate(state.piles) if seat != ev.seat and pile]
+                assert mine[-1] == ev.card
+                assert ev.match == (ev.card.face in others)
+        t += 1.5
