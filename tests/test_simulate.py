@@ -143,7 +143,7 @@ def test_bots_keep_the_tables_options() -> None:
 def test_sessions_are_played_to_a_winner_and_counted() -> None:
     report = simulate.simulate([2, 4], games=12, seed=2, session="best-of-3")
     for count in report.counts:
-        data = count.to_data(report.pace)["sessions"]
+        data = count.to_data()["sessions"]
         assert data["sessions"] == 12 and sum(data["wins_by_seat"]) == 12
         assert len(count.results) == sum(s.games for s in count.sessions)
         for s in count.sessions:

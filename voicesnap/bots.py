@@ -99,10 +99,6 @@ class Bots:
         self._cum_false = _cumulative([p.false_call for p in self.profiles])
         self._cum_near = _cumulative([p.near_miss for p in self.profiles])
 
-    def word(self, player: str, kind: str) -> str:
-        """What this player says for a call of this kind."""
-        return self._words[player][kind]
-
     def reaction(self, seat: int) -> float:
         """One reaction time for the bot in this seat, in seconds."""
         # exp of a normal draw is the log-normal; gauss() is several times

@@ -95,7 +95,7 @@ class CountStats:
     results: list[GameResult] = field(default_factory=list)
     sessions: list[SessionResult] = field(default_factory=list)
 
-    def to_data(self, pace: float) -> dict[str, Any]:
+    def to_data(self) -> dict[str, Any]:
         data = self._games()
         if self.sessions:
             ss = self.sessions
@@ -163,7 +163,7 @@ class Report:
             "games_per_count": self.games,
             "session": self.session,
             "options": asdict(self.options),
-            "results": [c.to_data(self.pace) for c in self.counts],
+            "results": [c.to_data() for c in self.counts],
         }
 
     def render(self) -> str:
@@ -178,7 +178,7 @@ class Report:
             "",
         ]
         for c in self.counts:
-            d = c.to_data(self.pace)
+            d = c.to_data()
             f, m = d["flips_per_game"], d["minutes"]
             rows = [
                 ("flips per game", f"mean {f['mean']:.0f}, median {f['median']:.0f}, "
