@@ -160,6 +160,12 @@ def test_calls_from_strangers_and_players_who_are_out_are_refused() -> None:
     game.check()
 
 
+@pytest.mark.parametrize("onset", [float("nan"), float("inf"), "soon"])
+def test_calls_without_a_real_onset_are_refused(onset: object) -> None:
+    with pytest.raises(CallError, match="finite onset"):
+        Referee(rig(["7H", "7S"])).submit(Call("Ann", "snap", onset))  # type: ignore[arg-type]
+
+
 def test_a_decision_window_shorter_than_the_tie_window_is_refused() -> None:
     with pytest.raises(RulesError, match="decision window"):
         Referee(rig(["7H", "7S"]), decision_window=0.05)

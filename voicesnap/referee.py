@@ -29,11 +29,12 @@ next flip. The design:
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from .events import event
-from .rules import WRONG, CallError, CallIgnored, Game, RulesError, View
+from .rules import POOL, WRONG, CallError, CallIgnored, Game, RulesError, View
 
 __all__ = ["Call", "Referee", "DEFAULT_DECISION_WINDOW"]
 
@@ -90,6 +91,10 @@ class Referee:
     def submit(self, call: Call) -> None:
         """Queue a call; it is ruled by ``advance`` once its decision window has closed."""
         game = self.game
+        if not isinstance(call.kind, str) or not isinstance(call.onset, (int, float)) or not (
+            -math.inf < call.onset < math.inf
+        ):
+            raise CallError(f"a call needs a word and a finite onset in seconds, not {call!r}")
         seat = game._seat(call.player)  # CallError for strangers
         out_at = game.out_at[seat]
         if out_at is not None and out_at <= call.onset:
@@ -167,7 +172,7 @@ class Referee:
             return game.ignored(onset, player, call.kind, "already taken")
         if status != "valid":
             return game.ignored(onset, player, call.kind, status)
-        rivals = self._rivals(call, seat, kind, piles)
+        rivals = self._rivals(call, kind, piles, view)
         if rivals:
             names = (player, *rivals)
             return game.tie(onset, names, kind, piles, view)
@@ -175,7 +180,7 @@ class Referee:
             return game.snap_won(onset, player, kind, piles, view)
         return game.pool_won(onset, player, view)
 
-    def _rivals(self, call: Call, seat: int, kind: str, piles: tuple[int, ...]) -> list[str]:
+    def _rivals(self, call: Call, kind: str, piles: tuple[int, ...], view: View) -> list[str]:
         """Valid calls on the same claim within the tie window; they are used up by the tie."""
         game = self.game
         limit = call.onset + game.options.tie_window
@@ -198,7 +203,10 @@ class Referee:
             if not game.options.flipper_may_call and oseat in oview.flippers and len(oview.flippers) == 1:
                 keep.append(entry)
                 continue
-            status, opiles = game.judge(okind, oseat, oview)
+            if oview is view and okind == kind and kind != POOL:
+                status, opiles = "valid", piles  # same flip, same claim, nothing ruled since
+            else:
+                status, opiles = game.judge(okind, oseat, oview)
             if status == "valid" and opiles == piles:
                 rivals.append(other.player)
             else:

@@ -298,6 +298,8 @@ class Game:
         self.n = n
         npiles = self._pile_count()
         self.pile_of: list[int] = [self._pile_for(s) for s in range(n)]
+        self._shared_piles = npiles != n
+        self.max_flips = self.options.max_flips
         self.down: list[deque[Card]] = [deque() for _ in range(n)]
         self.piles: list[list[Card]] = [[] for _ in range(npiles)]
         self.tops: list[Card | None] = [None] * npiles
@@ -458,36 +460,41 @@ class Game:
                 return False
         card = stack.popleft()
         face = card.face
+        tops = self.tops
+        tops[p] = None  # the card it covers cannot match it
         match = False
-        for q, top in enumerate(self.tops):
-            if q != p and top is not None and top.face == face:
+        for top in tops:
+            if top is not None and top.face == face:
                 match = True
                 break
         pile.append(card)
-        self.tops[p] = card
+        tops[p] = card
         self.placed[p] += 1
-        self.flips += 1
-        self.top_flip[p] = self.flips
+        flips = self.flips = self.flips + 1
+        self.top_flip[p] = flips
         pool = self.pool
-        ev = Flipped(t, seat, self.players[seat], card, self.flips, match,
-                     bool(pool) and pool[-1].face == face)
-        out.append(ev)
+        out.append(Flipped(t, seat, self.players[seat], card, flips, match,
+                           bool(pool) and pool[-1].face == face))
         return True
 
     def _end_turn(self, t: float, out: list[Any]) -> None:
         if self.over:
             return
-        if len(self.piles) != self.n:  # no own piles: a player who flipped their last card is out
+        if self._shared_piles:  # no own piles: a player who flipped their last card is out
             gone = [s for s in self.flipped if not self.out[s] and not self.down[s]]
             if gone:
                 self._eliminate(gone, t, out)
             if self.over:
                 return
-        self.active = self._next_seat(self.active)
-        if self.flips >= self.options.max_flips:
+        seat = self.active + 1
+        if seat == self.n:
+            seat = 0
+        self.active = seat if not self.out[seat] else self._next_seat(seat)
+        if self.flips >= self.max_flips:
             self._finish(t, "flip cap", out)
 
     def _next_seat(self, seat: int) -> int:
+        """The first seat still in, clockwise after ``seat``."""
         for step in range(1, self.n + 1):
             s = (seat + step) % self.n
             if not self.out[s]:
@@ -546,13 +553,18 @@ class Game:
         ]
 
     def _judge_snap(self, view: View) -> tuple[str, tuple[int, ...]]:
-        tops = self._live_tops(view)
-        faces: dict[Any, list[tuple[int, bool]]] = {}
-        for face, p, gone in tops:
-            faces.setdefault(face, []).append((p, gone))
+        groups: dict[Any, list[tuple[int, bool]]] = {}
+        for face, p, gone in self._live_tops(view):
+            group = groups.get(face)
+            if group is None:
+                groups[face] = [(p, gone)]
+            else:
+                group.append((p, gone))
+        if len(groups) == sum(map(len, groups.values())):
+            return ("wrong", ())  # every face differs: the common false call
         valid: list[int] = []
         taken = False
-        for group in faces.values():
+        for group in groups.values():
             if len(group) < 2:
                 continue
             live = [p for p, gone in group if not gone]
