@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -96,8 +98,8 @@ class Bots:
         self._p_false = sum(p.false_call for p in self.profiles)
         self._p_near = sum(p.near_miss for p in self.profiles)
         # Cumulative weights to pick which bot errs, one draw per flip.
-        self._cum_false = _cumulative([p.false_call for p in self.profiles])
-        self._cum_near = _cumulative([p.near_miss for p in self.profiles])
+        self._cum_false = list(accumulate(p.false_call for p in self.profiles))
+        self._cum_near = list(accumulate(p.near_miss for p in self.profiles))
 
     def reaction(self, seat: int) -> float:
         """One reaction time for the bot in this seat, in seconds."""
@@ -181,17 +183,6 @@ def _near_miss(tops: Sequence[Card | None], flipped: Sequence[int]) -> bool:
     return False
 
 
-def _cumulative(weights: Sequence[float]) -> list[float]:
-    out, acc = [], 0.0
-    for w in weights:
-        acc += w
-        out.append(acc)
-    return out
-
-
 def _pick(cumulative: Sequence[float], u: float) -> int:
     """The seat whose slice of the cumulative weights contains ``u``."""
-    for seat, edge in enumerate(cumulative):
-        if u < edge:
-            return seat
-    return len(cumulative) - 1
+    return min(bisect_right(cumulative, u), len(cumulative) - 1)
