@@ -212,9 +212,9 @@ def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") 
 
     errs = [abs(x) * 1000 for x in call_score.onset_errors]
     bias = float(np.median([x * 1000 for x in call_score.onset_errors])) if errs else math.nan
-    rows.append(Row(area, "onset error |ms|, median", percentile(errs, 50), "ms", "",
+    rows.append(Row(area, "onset error (absolute), median", percentile(errs, 50), "ms", "",
                     f"{e}: signed median {bias:+.0f} ms"))
-    rows.append(Row(area, "onset error |ms|, p95", percentile(errs, 95), "ms", "<= 10", e))
+    rows.append(Row(area, "onset error (absolute), p95", percentile(errs, 95), "ms", "<= 10", e))
     lat = [x * 1000 for x in call_score.latencies]
     rows.append(Row(area, "latency word end -> event, median", percentile(lat, 50), "ms", "", f"{e}: audio time, {CHUNK_MS} ms chunks"))
     rows.append(Row(area, "latency word end -> event, p95", percentile(lat, 95), "ms", "<= 150", e))

@@ -32,7 +32,7 @@ def test_a_perfect_engine_scores_perfectly() -> None:
     assert rows["recall, calls"].value == 1.0
     assert rows["false calls per hour of non-call audio"].value == 0
     assert rows["recall, voice commands"].value == 1.0
-    assert rows["onset error |ms|, p95"].value == pytest.approx(0, abs=1e-6)
+    assert rows["onset error (absolute), p95"].value == pytest.approx(0, abs=1e-6)
     assert rows["latency word end -> event, p95"].value == pytest.approx(100)
     assert rows["overlapping calls: both heard, offset within 10 ms"].value == 1.0
     assert rows["CPU real-time factor (one core)"].value == pytest.approx(1.0 / run.audio_seconds)
@@ -43,7 +43,7 @@ def test_a_deaf_engine_and_a_broken_one_are_reported() -> None:
     run = EngineRun("deaf", detections={f.name: [] for f in fixtures}, audio_seconds=1.0)
     rows = _rows(summarize(run, fixtures))
     assert rows["recall, calls"].value == 0.0
-    assert math.isnan(rows["onset error |ms|, median"].value)
+    assert math.isnan(rows["onset error (absolute), median"].value)
 
     def broken():
         raise RuntimeError("model file is corrupt")
