@@ -12,7 +12,8 @@ Every engine is judged the same way:
   0.25 s, closest first) against the calls and the voice commands;
 - CPU is ``time.process_time()`` spent inside ``accept``/``flush`` only (all
   threads of the process, so it is CPU-seconds per audio-second: the real-time
-  factor on one core); model loading is timed separately;
+  factor on one core); the engine's process is pinned to one CPU; model
+  loading is timed separately;
 - peak memory is the ``ru_maxrss`` growth of a forked child process that runs
   one engine over the whole set (baseline: the child's RSS right after the fork,
   with all fixture audio already loaded), so native memory (Vosk, PocketSphinx)
@@ -119,6 +120,8 @@ def _run(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, 
 
 
 def _child(conn: Any, name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray]) -> None:
+    if hasattr(os, "sched_setaffinity"):  # one core, literally: a multithreaded engine cannot spread out
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     base = _current_rss_kb()
     result = _run(name, factory, fixtures, audio)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
