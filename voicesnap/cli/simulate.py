@@ -25,7 +25,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--games", type=int, default=200, metavar="G", help="games per player count (default 200)")
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="seed for deals and bots (default 1)")
-    parser.add_argument("--variant", default="classic", metavar="V", help="rules variant (default classic)")
+    from .. import variants  # pure Python, cheap: lets --help list the names
+
+    parser.add_argument(
+        "--variant", default="classic", metavar="V",
+        help=f"rules variant: {', '.join(variants.names())} (default classic)",
+    )
     parser.add_argument(
         "--pace", type=float, default=1.5, metavar="SECONDS",
         help="seconds between flips, for game length (default 1.5)",
