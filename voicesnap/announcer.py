@@ -1,0 +1,466 @@
+"""The announcer: game events become speech, earcons and plain text lines.
+
+Players may never look at a screen, so everything the game knows is said
+aloud, promptly: each flip the moment it happens, every ruling, eliminations,
+results, whose turn and who deals. Three parts:
+
+- ``phrase``/``describe``: pure wording of each event for a verbosity level.
+- ``SpeechQueue``: pure priority rules. A flip supersedes older flips and
+  information (they are cut or dropped, never left to pile up behind the
+  game); rulings are never dropped or cut.
+- ``Announcer``: the shell that renders (voicesnap.speech), plays
+  (voicesnap.playback), prints ``--text`` lines, and reports when each
+  announcement actually started on the audio clock.
+
+Without speech or a speaker the game goes on: the announcer says why, once,
+and keeps printing text.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence, TextIO
+
+import numpy as np
+
+from .cards import Card, Rank, Suit
+from .events import event
+from .rules import (
+    CallIgnored, Dealt, Eliminated, Flipped, Forfeit, GameOver, GameStarted, PoolTied, PoolWon,
+    Refreshed, SnapWon, TableState, TieToPool, WrongCall,
+)
+from .session import GameScored, SessionOver
+
+__all__ = [
+    "Verbosity", "Priority", "Announcement", "SpeechQueue", "Announcer", "describe", "earcon",
+    "EARCONS", "startup_phrases", "Settings", "status_words", "score_words",
+]
+
+
+class Verbosity(enum.Enum):
+    RANKS = "ranks"  # flips as the rank only: "Eight"
+    NAMES = "names"  # flips with player and suit: "Alice, Eight of Hearts"
+    ALL = "all"  # also whose turn, pile refreshes, ignored calls
+
+    @classmethod
+    def parse(cls, text: str) -> "Verbosity":
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            from .errors import UserError
+
+            raise UserError(
+                f"unknown verbosity {text!r}: choose {', '.join(v.value for v in cls)}"
+            ) from None
+
+
+class Priority(enum.IntEnum):
+    INFO = 0  # whose turn, refreshes, replies to commands: superseded by the next flip
+    FLIP = 1  # a card: superseded by the next flip
+    RULING = 2  # rulings, deals, results: never dropped, never cut
+
+
+@event("announcement")
+@dataclass(frozen=True)
+class Announcement:
+    """One thing to say. ``flip`` is the game's flip serial when it was made (staleness)."""
+
+    id: int
+    t: float  # clock time of the event that caused it
+    kind: str  # the event's wire name, or "turn", "reply"
+    priority: Priority
+    text: str
+    flip: int = 0
+    earcon: str | None = None
+
+
+# --- wording (pure) ----------------------------------------------------------
+
+
+def _names(names: Sequence[str]) -> str:
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _cards(n: int) -> str:
+    return f"{n} card" if n == 1 else f"{n} cards"
+
+
+def card_words(card: Card, verbosity: Verbosity) -> str:
+    return card.face_name if verbosity is Verbosity.RANKS else card.spoken
+
+
+def _top(cards: Sequence[Card]) -> str:
+    return f", top card {cards[-1].spoken}" if cards else ""
+
+
+def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
+             players: Sequence[str] = ()) -> tuple[str, Priority, str | None] | None:
+    """(text, priority, earcon) for one event, or None when this verbosity skips it.
+
+    ``state`` is the table after the event (for the pool's top card).
+    """
+    all_ = verbosity is Verbosity.ALL
+    if isinstance(ev, Flipped):
+        words = card_words(ev.card, verbosity)
+        text = words if verbosity is Verbosity.RANKS else f"{ev.player}, {words}"
+        return text, Priority.FLIP, None
+    if isinstance(ev, GameStarted):
+        return (f"New game: {_names(ev.players)}." if all_ else "New game."), Priority.RULING, None
+    if isinstance(ev, Dealt):
+        names = state.players if state else players
+        if names:
+            return f"{names[ev.dealer]} deals. {names[ev.first]} goes first.", Priority.RULING, None
+        return None
+    if isinstance(ev, SnapWon):
+        return f"{ev.player} wins {_cards(ev.cards)}.", Priority.RULING, "snap_won"
+    if isinstance(ev, TieToPool):
+        pool = state.pool if state else ()
+        moved = sum(ev.counts)
+        return (f"Tie between {_names(ev.players)}. {_cards(moved).capitalize()} to the pool; "
+                f"the pool has {_cards(ev.pool)}{_top(pool)}."), Priority.RULING, "pool_formed"
+    if isinstance(ev, PoolTied):
+        return f"Pool tie between {_names(ev.players)}. The pool stays.", Priority.RULING, "pool_formed"
+    if isinstance(ev, WrongCall):
+        moved = ev.from_pile + ev.from_stack
+        pool = state.pool if state else ()
+        return (f"Wrong call by {ev.player}. {_cards(moved).capitalize()} to the pool; "
+                f"the pool has {_cards(ev.pool)}{_top(pool)}."), Priority.RULING, "wrong_call"
+    if isinstance(ev, PoolWon):
+        return f"{ev.player} wins the pool, {_cards(ev.cards)}.", Priority.RULING, "snap_won"
+    if isinstance(ev, Forfeit):
+        return f"{ev.player} forfeits {_cards(ev.cards)} to {ev.to}.", Priority.RULING, None
+    if isinstance(ev, Eliminated):
+        return f"{ev.player} is out.", Priority.RULING, "elimination"
+    if isinstance(ev, GameOver):
+        why = {"last player": "", "all out": ""}.get(ev.reason, f" ({ev.reason})")
+        return f"Game over. {ev.winner} wins{why}.", Priority.RULING, None
+    if isinstance(ev, GameScored):
+        return f"Game {ev.game} to {ev.winner}. {score_words(players, ev.scores)}", Priority.RULING, None
+    if isinstance(ev, SessionOver):
+        return (f"{ev.winner} wins the session after {ev.games} games. "
+                f"{score_words(players, ev.scores)}"), Priority.RULING, None
+    if isinstance(ev, Refreshed):
+        if all_:
+            return f"{ev.player} turns over {_cards(ev.cards)}.", Priority.INFO, None
+        return None
+    if isinstance(ev, CallIgnored):
+        if all_:
+            return f"{ev.player}'s {ev.kind} ignored: {ev.reason}.", Priority.INFO, None
+        return None
+    return None
+
+
+def score_words(players: Sequence[str], scores: Sequence[int]) -> str:
+    if not players or len(players) != len(scores):
+        return "Scores: " + ", ".join(str(s) for s in scores) + "."
+    return "Scores: " + ", ".join(f"{p} {s}" for p, s in zip(players, scores)) + "."
+
+
+def status_words(state: TableState) -> str:
+    """Every player's card count and showing card, then the pool (the status command)."""
+    parts = []
+    for seat, name in enumerate(state.players):
+        if state.eliminated[seat]:
+            parts.append(f"{name} is out")
+            continue
+        held = state.held(seat)
+        pile = state.piles[seat] if seat < len(state.piles) else ()
+        showing = f", showing {pile[-1].spoken}" if pile else ", nothing showing"
+        parts.append(f"{name} {_cards(held)}{showing}")
+    pool = f"Pool {_cards(len(state.pool))}{_top(state.pool)}." if state.pool else "Pool empty."
+    return ". ".join(parts) + ". " + pool
+
+
+def startup_phrases(players: Sequence[str], verbosity: Verbosity, deck: Iterable[Card] | None = None) -> list[str]:
+    """What the announcer renders before the first deal: every flip phrase it may need.
+
+    Flips must start within a few milliseconds, so their audio is ready; in
+    names mode the player's name and the card are separate clips joined at
+    play time (players + 52 cards instead of players x 52 phrases).
+    """
+    cards = list(deck) if deck is not None else [Card(rank=r, suit=s) for r in Rank for s in Suit]
+    out: list[str] = []
+    for c in cards:
+        text = card_words(c, verbosity)
+        if text not in out:
+            out.append(text)
+    if verbosity is not Verbosity.RANKS:
+        out.extend(p for p in players if p not in out)
+    out.extend(["Paused.", "Resumed.", "Nothing to repeat yet."])
+    return out
+
+
+# --- earcons (generated, no files) -------------------------------------------
+
+# name -> ((frequency Hz, seconds), ...): distinct contours so they are told apart by ear
+EARCONS: dict[str, tuple[tuple[float, float], ...]] = {
+    "snap_won": ((660.0, 0.07), (990.0, 0.11)),  # rising fifth: good news
+    "pool_formed": ((523.0, 0.06), (523.0, 0.06), (523.0, 0.06)),  # three even taps
+    "wrong_call": ((196.0, 0.22),),  # one low buzz (with harmonics)
+    "elimination": ((494.0, 0.09), (392.0, 0.09), (294.0, 0.16)),  # falling
+    "your_turn": ((1175.0, 0.05),),  # a short high blip
+}
+
+
+def earcon(name: str, rate: int, volume: float = 1.0) -> np.ndarray:
+    """The earcon as int16 mono samples: tones with 5 ms ramps and 20 ms gaps."""
+    notes = EARCONS[name]
+    parts = []
+    ramp_n = max(1, int(0.005 * rate))
+    for freq, seconds in notes:
+        n = int(seconds * rate)
+        t = np.arange(n) / rate
+        wave = np.sin(2 * math.pi * freq * t)
+        if name == "wrong_call":  # buzzier: odd harmonics
+            wave = wave + 0.4 * np.sin(2 * math.pi * 3 * freq * t) + 0.2 * np.sin(2 * math.pi * 5 * freq * t)
+            wave /= 1.6
+        env = np.ones(n)
+        env[:ramp_n] = np.linspace(0, 1, ramp_n)
+        env[-ramp_n:] = np.linspace(1, 0, ramp_n)
+        parts.append(wave * env)
+        parts.append(np.zeros(int(0.02 * rate)))
+    audio = np.concatenate(parts) * 0.35 * min(volume, 2.0) * 32767
+    return np.clip(audio, -32768, 32767).astype(np.int16)
+
+
+# --- the queue (pure) --------------------------------------------------------
+
+
+class SpeechQueue:
+    """Which announcements are still wanted; what a new one cancels.
+
+    Rules: a flip cancels (cuts if playing, drops if waiting) every flip and
+    information item from an *earlier* flip: flips of the same serial (Speed
+    Snap, everyone at once) play in turn. A ruling cancels waiting/playing
+    information, never a flip or another ruling. Rulings are never cancelled.
+    So at any moment nothing stale is waiting behind the game.
+    """
+
+    def __init__(self) -> None:
+        self.active: dict[int, Announcement] = {}
+        self.latest_flip = 0
+        self.dropped = 0
+
+    def submit(self, ann: Announcement) -> list[int]:
+        """Admit ``ann``; return the ids to cancel (in playback) because of it."""
+        if ann.priority is Priority.FLIP:
+            self.latest_flip = max(self.latest_flip, ann.flip)
+            cancel = [i for i, a in self.active.items()
+                      if a.priority < Priority.RULING and a.flip < ann.flip]
+        elif ann.priority is Priority.RULING:
+            cancel = [i for i, a in self.active.items() if a.priority is Priority.INFO]
+        else:
+            cancel = []
+        for i in cancel:
+            del self.active[i]
+        self.dropped += len(cancel)
+        self.active[ann.id] = ann
+        return cancel
+
+    def ended(self, item_id: int) -> None:
+        self.active.pop(item_id, None)
+
+    def stale(self) -> int:
+        """Items still wanted that an newer flip has made stale (must be zero)."""
+        return sum(1 for a in self.active.values() if a.priority < Priority.RULING and a.flip < self.latest_flip)
+
+
+# --- the shell ---------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    verbosity: Verbosity = Verbosity.NAMES
+    earcons: bool = True
+    text: bool = False  # --text: one plain line per announcement
+
+
+class Announcer:
+    """Turns events into speech/text; holds the queue, the cache and the playback.
+
+    ``speech`` is a voicesnap.speech.SpeechCache (None: text only);
+    ``playback`` is a VirtualPlayback/DevicePlayback (None: text only). The
+    rates of the two must agree (build the cache with the playback's rate).
+    """
+
+    def __init__(self, speech: Any | None, playback: Any | None, settings: Settings | None = None,
+                 out: TextIO | None = None, notice: Callable[[str], None] | None = None) -> None:
+        self.speech = speech
+        self.playback = playback
+        self.settings = settings or Settings()
+        self.out = out if out is not None else sys.stdout
+        self._notice = notice or (lambda msg: print(f"voicesnap: {msg}", file=sys.stderr))
+        self.notices: list[str] = []
+        self.queue = SpeechQueue()
+        self.players: tuple[str, ...] = ()
+        self.flip = 0
+        self.last: Announcement | None = None  # for "repeat": the last ruling or flip said
+        self.log: list[Announcement] = []
+        self.started: dict[int, float] = {}  # announcement id -> clock time its audio started
+        self.paused = False
+        self._next_id = 1
+        self._gap: np.ndarray | None = None
+        self.spoken: dict[int, list[float]] = {}  # id -> [start, end] on the clock (end inf: playing)
+
+    # --- notices: say why speech is off, once
+    def notice(self, message: str) -> None:
+        if message not in self.notices:
+            self.notices.append(message)
+            self._notice(message)
+
+    def disable_speech(self, reason: str) -> None:
+        self.speech = None
+        self.notice(reason + " (the game goes on; announcements are text only)")
+
+    @property
+    def speaking(self) -> bool:
+        return self.speech is not None and self.playback is not None
+
+    # --- input
+    def handle(self, events: Iterable[Any], state: TableState | None = None, turn: bool = False) -> list[Announcement]:
+        """Announce a batch of game events (one flip's or one ruling's output).
+
+        ``state`` is the table afterwards (pool top card, whose turn);
+        ``turn`` adds "<player>'s turn" (with the your-turn earcon) at ALL
+        verbosity.
+        """
+        made = []
+        for ev in events:
+            if isinstance(ev, GameStarted):
+                self.players = tuple(ev.players)
+                self.flip = 0
+            if isinstance(ev, Flipped):
+                self.flip = max(self.flip, ev.flip)
+            d = describe(ev, self.settings.verbosity, state, self.players)
+            if d is None:
+                continue
+            text, priority, ear = d
+            made.append(self.say(text, priority, getattr(ev, "t", 0.0), getattr(ev, "EVENT_TYPE", "event"),
+                                 ear, card=ev if isinstance(ev, Flipped) else None))
+        if turn and state is not None and not made_game_over(made) and self.settings.verbosity is Verbosity.ALL:
+            t = made[-1].t if made else 0.0
+            made.append(self.say(f"{state.players[state.active]}'s turn.", Priority.INFO, t, "turn", "your_turn"))
+        return made
+
+    def say(self, text: str, priority: Priority, t: float, kind: str = "reply", ear: str | None = None,
+            card: Flipped | None = None) -> Announcement:
+        ann = Announcement(self._next_id, t, kind, priority, text, self.flip, ear if self.settings.earcons else None)
+        self._next_id += 1
+        self.log.append(ann)
+        if priority is not Priority.INFO or kind != "reply":
+            self.last = ann
+        if self.settings.text:
+            print(text, file=self.out, flush=True)
+        cancel = self.queue.submit(ann)
+        if self.speaking:
+            if cancel:
+                self.playback.cancel(cancel)
+            audio = self._audio(ann, card)
+            if audio is not None:
+                self.playback.play(ann.id, ann.text, audio)
+            else:
+                self.queue.ended(ann.id)
+        else:
+            self.queue.ended(ann.id)
+        return ann
+
+    def _audio(self, ann: Announcement, card: Flipped | None) -> np.ndarray | None:
+        from .speech import SpeechError
+
+        try:
+            parts: list[np.ndarray] = []
+            rate = self.speech.rate
+            if ann.earcon:
+                parts.append(earcon(ann.earcon, rate, self.speech.settings.volume))
+            if card is not None and self.settings.verbosity is not Verbosity.RANKS:
+                # name + card from two pre-rendered clips, 60 ms apart
+                parts += [self.speech.get(card.player).samples, self._silence(rate),
+                          self.speech.get(card_words(card.card, self.settings.verbosity)).samples]
+            else:
+                parts.append(self.speech.get(ann.text).samples)
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        except SpeechError as exc:
+            self.disable_speech(str(exc))
+            return None
+
+    def _silence(self, rate: int) -> np.ndarray:
+        if self._gap is None or len(self._gap) != int(0.06 * rate):
+            self._gap = np.zeros(int(0.06 * rate), dtype=np.int16)
+        return self._gap
+
+    def poll(self) -> list[Any]:
+        """Playback events since the last poll (SpeechStarted/SpeechEnded on the clock)."""
+        if self.playback is None:
+            return []
+        from .playback import SpeechEnded, SpeechStarted
+
+        events = self.playback.poll()
+        for ev in events:
+            if isinstance(ev, SpeechStarted):
+                self.started[ev.id] = ev.t
+                self.spoken[ev.id] = [ev.t, math.inf]
+                if len(self.spoken) > 64:
+                    del self.spoken[next(iter(self.spoken))]
+            elif isinstance(ev, SpeechEnded):
+                self.queue.ended(ev.id)
+                if ev.id in self.spoken:
+                    self.spoken[ev.id][1] = ev.t
+        return events
+
+    def speaking_at(self, t: float, margin: float = 0.3) -> bool:
+        """Was the announcer's own audio playing at clock ``t``? (the command echo gate).
+
+        ``margin`` covers room echo and the spotter's onset error after the end.
+        """
+        return any(start <= t <= end + margin for start, end in self.spoken.values())
+
+    # --- commands the announcer answers itself
+    def repeat(self, t: float = 0.0) -> Announcement | None:
+        if self.last is None:
+            return self.say("Nothing to repeat yet.", Priority.INFO, t)
+        return self.say(self.last.text, Priority.INFO, t, "reply", None)
+
+    def status(self, state: TableState, t: float = 0.0) -> Announcement:
+        return self.say(status_words(state), Priority.INFO, t)
+
+    def score(self, scores: Sequence[int] | None, state: TableState | None, t: float = 0.0) -> Announcement:
+        if scores is not None:
+            return self.say(score_words(self.players, scores), Priority.INFO, t)
+        if state is not None:
+            held = ", ".join(f"{p} {_cards(state.held(i))}" for i, p in enumerate(state.players)
+                             if not state.eliminated[i])
+            return self.say(f"Cards held: {held}.", Priority.INFO, t)
+        return self.say("No score yet.", Priority.INFO, t)
+
+    def adjust(self, rate: int = 0, volume: float = 0.0, t: float = 0.0) -> Announcement:
+        """slower/faster/louder/quieter: new settings, start-up set re-rendered (a few ms)."""
+        if self.speech is None:
+            return self.say("Speech is off.", Priority.INFO, t)
+        new = self.speech.settings.adjusted(rate=rate, volume=volume)
+        self.speech.settings = new
+        self.speech.prerender(startup_phrases(self.players, self.settings.verbosity))
+        what = "Rate" if rate else "Volume"
+        value = new.rate if rate else int(round(new.volume * 100))
+        return self.say(f"{what} {value}.", Priority.INFO, t)
+
+    def prepare(self) -> float:
+        """Render the start-up set now; returns seconds taken (0 with speech off)."""
+        if self.speech is None:
+            return 0.0
+        from .speech import SpeechError
+
+        try:
+            return self.speech.prerender(startup_phrases(self.players, self.settings.verbosity))
+        except SpeechError as exc:
+            self.disable_speech(str(exc))
+            return 0.0
+
+
+def made_game_over(made: Sequence[Announcement]) -> bool:
+    return any(a.kind in ("game-over", "session-over") for a in made)

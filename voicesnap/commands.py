@@ -1,0 +1,212 @@
+"""Voice commands: "dealer pause" and friends, heard by the same spotter as the calls.
+
+How commands avoid false triggers during play (each layer measured in
+bench/bench_announcer.py on the fixture corpus, figures in the README):
+
+1. A prefix word. A command is two or three words, "dealer <command>", and
+   only a spotter detection whose word is *exactly* one of
+   ``vocabulary.command_phrases()`` becomes a command. Bare "pause", "help",
+   "status" in table talk, or "dealer" alone, never do; a call ("snap",
+   "snap pool", "slap") never does, and a command phrase is never passed to
+   the referee as a call (``is_call``).
+2. The announcer never says the prefix word followed by a command word
+   (help lists the commands *before* naming the prefix), and never says a
+   call word: its own voice cannot form a command or a call phrase.
+3. An echo gate: a command heard while the announcer itself was speaking and
+   attributed to no enrolled player is ignored (``CommandGate(speaking=...)``).
+4. A refractory time: the same command twice within ``refractory`` seconds is
+   one command (a partial and a final result of one utterance).
+5. State: a command that makes no sense now (resume while playing, flip while
+   paused) is answered ("Not paused."), never acted on.
+
+Every command also has a keyboard key (``KEYMAP``), used by voicesnap.keyboard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from .events import event
+from .spotters import Detection
+from .vocabulary import CALLS, COMMAND_PREFIX, COMMANDS, command_phrases
+
+__all__ = [
+    "Command", "KEYMAP", "DESCRIPTIONS", "CommandGate", "from_detection", "from_key", "is_call",
+    "help_text", "allowed", "respond",
+]
+
+
+@event("command")
+@dataclass(frozen=True)
+class Command:
+    """A player asked for something. ``t`` is the onset on the audio clock."""
+
+    name: str  # a key of vocabulary.COMMANDS
+    t: float
+    player: str | None = None
+    source: str = "voice"  # "voice" or "key"
+    confidence: float = 1.0
+
+
+# command -> keyboard key (single characters; "\x1b" is Esc). Seat call keys
+# (q a z, w s x, ... y h n) are left alone so one keyboard serves both.
+KEYMAP: Mapping[str, str] = {
+    "flip": " ",
+    "pause": "p",
+    "resume": "o",
+    "repeat": "l",
+    "status": "i",
+    "score": "k",
+    "slower": "-",
+    "faster": "+",
+    "louder": ">",
+    "quieter": "<",
+    "help": "?",
+    "end": "\x1b",
+}
+
+KEY_NAMES = {" ": "space", "\x1b": "Escape"}
+
+DESCRIPTIONS: Mapping[str, str] = {
+    "flip": "turn the next card",
+    "pause": "stop flipping until resumed",
+    "resume": "carry on after a pause",
+    "repeat": "say the last announcement again",
+    "status": "every player's cards and showing card, and the pool",
+    "score": "the score",
+    "slower": "speak slower",
+    "faster": "speak faster",
+    "louder": "speak louder",
+    "quieter": "speak quieter",
+    "help": "what you can say now",
+    "end": "end the game",
+}
+
+_PHRASE_TO_NAME = {phrase: name for name, phrase in command_phrases().items()}
+
+
+def is_call(det: Detection) -> bool:
+    """Whether a detection is a call for the referee: anything but a command phrase or its parts."""
+    word = " ".join(det.word.lower().split())
+    return not (word == COMMAND_PREFIX or word.startswith(COMMAND_PREFIX + " ") or word in COMMANDS.values())
+
+
+def from_detection(det: Detection) -> Command | None:
+    """The command a detection names, or None (layer 1: the exact prefixed phrase only)."""
+    name = _PHRASE_TO_NAME.get(" ".join(det.word.lower().split()))
+    if name is None:
+        return None
+    return Command(name, det.onset, det.player, "voice", det.confidence)
+
+
+def from_key(key: str, t: float, keymap: Mapping[str, str] = KEYMAP) -> Command | None:
+    for name, k in keymap.items():
+        if k == key:
+            return Command(name, t, None, "key")
+    return None
+
+
+def allowed(name: str, paused: bool) -> bool:
+    """Layer 5: commands that make sense now."""
+    if name == "resume":
+        return paused
+    if name in ("pause", "flip"):
+        return not paused
+    return True
+
+
+def help_text(paused: bool, keys: bool = False) -> str:
+    """What you can say now. The prefix is named *after* the list, so the
+    announcer never says "dealer <command>" itself (layer 2)."""
+    words = [COMMANDS[n] for n in COMMANDS if allowed(n, paused)]
+    said = ", ".join(words[:-1]) + " or " + words[-1]
+    text = f"You can say {said}, each after the word {COMMAND_PREFIX}."
+    if keys:
+        text += " Keys: " + ", ".join(
+            f"{KEY_NAMES.get(KEYMAP[n], KEYMAP[n])} {COMMANDS[n]}" for n in COMMANDS if n in KEYMAP
+        ) + "."
+    return text
+
+
+@dataclass
+class CommandGate:
+    """Layers 1, 3, 4 and 5 in one place: detections in, commands out.
+
+    ``speaking(t)`` says whether the announcer's own audio was playing at
+    clock time ``t`` (Announcer.speaking_at). ``counts`` records why
+    detections were rejected, for the benchmark and ``voicesnap listen``.
+    """
+
+    speaking: Callable[[float], bool] | None = None
+    refractory: float = 1.0
+    min_confidence: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+    _last: dict[str, float] = field(default_factory=dict)
+
+    def _count(self, why: str) -> None:
+        self.counts[why] = self.counts.get(why, 0) + 1
+
+    def accept(self, det: Detection) -> Command | None:
+        cmd = from_detection(det)
+        if cmd is None:
+            return None
+        if det.confidence < self.min_confidence:
+            self._count("low confidence")
+            return None
+        if self.speaking is not None and det.player is None and self.speaking(det.onset):
+            self._count("echo")
+            return None
+        last = self._last.get(cmd.name)
+        if last is not None and 0 <= det.onset - last < self.refractory:
+            self._count("repeat")
+            return None
+        self._last[cmd.name] = det.onset
+        return cmd
+
+    def feed(self, detections: Sequence[Detection]) -> list[Command]:
+        out = []
+        for det in detections:
+            cmd = self.accept(det)
+            if cmd is not None:
+                out.append(cmd)
+        return out
+
+
+def respond(cmd: Command, announcer: Any, *, paused: bool, state: Any = None,
+            scores: Sequence[int] | None = None) -> bool:
+    """Let the announcer answer ``cmd`` if it is one of its own.
+
+    Returns True when handled here (repeat, status, score, slower, faster,
+    louder, quieter, help, or a command not allowed now); pause, resume, end
+    and flip are left to the play loop (returns False).
+    """
+    t = cmd.t
+    if not allowed(cmd.name, paused):
+        announcer.say("Not paused." if cmd.name == "resume" else "Paused. Say resume first.",
+                      _info(), t)
+        return True
+    if cmd.name == "repeat":
+        announcer.repeat(t)
+    elif cmd.name == "status":
+        if state is None:
+            announcer.say("No game yet.", _info(), t)
+        else:
+            announcer.status(state, t)
+    elif cmd.name == "score":
+        announcer.score(scores, state, t)
+    elif cmd.name in ("slower", "faster"):
+        announcer.adjust(rate=-25 if cmd.name == "slower" else 25, t=t)
+    elif cmd.name in ("louder", "quieter"):
+        announcer.adjust(volume=0.2 if cmd.name == "louder" else -0.2, t=t)
+    elif cmd.name == "help":
+        announcer.say(help_text(paused), _info(), t)
+    else:
+        return False
+    return True
+
+
+def _info() -> Any:
+    from .announcer import Priority
+
+    return Priority.INFO

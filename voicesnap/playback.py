@@ -1,0 +1,396 @@
+"""The output side: announcement audio played on a known clock.
+
+The referee judges calls against the moment a card was *heard*, so the moment
+each announcement's first sample reaches the speaker must be a position on
+the game's one clock (the input stream, ``voicesnap.audio``).
+
+Choice: a separate ``sounddevice.OutputStream`` whose clock is *mapped* onto
+the input clock, not one duplex stream. Why: the microphone and the speaker
+are often different devices (USB mic, laptop speakers) which one duplex
+stream cannot open; the input stream keeps its small fixed block size for the
+spotter while the output can use whatever the device likes; and MicSource
+stays the single owner of the input clock. The mapping is cheap and exact to
+within PortAudio's reported latencies: PortAudio gives every output buffer its
+DAC time (``outputBufferDacTime``) and every input buffer its ADC time on the
+same stream-time base, so ``ClockMap`` turns a DAC time into input seconds
+from (stream time, input position) anchors.
+
+Split for testing: ``Mixer`` is the pure scheduling core (what plays in which
+frame of which buffer; interrupts; fades), ``ClockMap`` the pure clock
+arithmetic, ``DevicePlayback`` the thin PortAudio shell and
+``VirtualPlayback`` the same core on a simulated clock (tests, benchmarks,
+and games without a speaker).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+from .errors import UserError
+from .events import event
+
+__all__ = [
+    "AudioOutputError", "ClockMap", "Mixer", "Report", "SpeechStarted", "SpeechEnded",
+    "VirtualPlayback", "DevicePlayback",
+]
+
+
+class AudioOutputError(UserError):
+    """No usable speaker: the game goes on, announcements as text."""
+
+
+@event("speech-started")
+@dataclass(frozen=True)
+class SpeechStarted:
+    """An announcement's first sample reached the speaker at ``t`` (input clock, seconds)."""
+
+    id: int
+    text: str
+    t: float
+
+
+@event("speech-ended")
+@dataclass(frozen=True)
+class SpeechEnded:
+    """An announcement stopped at ``t``: played to the end, or cut (``completed`` False)."""
+
+    id: int
+    t: float
+    completed: bool
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the mixer did, in output frames (callback side; no clock mapping yet)."""
+
+    kind: str  # "started", "finished", "cut", "dropped" (cancelled before it started)
+    id: int
+    frame: int  # output-stream frame index
+
+
+# --- the clock ---------------------------------------------------------------
+
+
+class ClockMap:
+    """PortAudio stream time -> input-clock seconds.
+
+    Anchors are (PortAudio time, input seconds) pairs for the same instant.
+    Exact anchors come from the input callback (``inputBufferAdcTime`` and the
+    block's first frame). Anchors taken by polling (``stream.time`` with the
+    input position) lag by up to one input block, so the map keeps the *upper
+    envelope* of ``clock - pa_time`` over recent anchors, which converges on
+    the exact offset within a few blocks. Slope is 1: both clocks count real
+    seconds and a game is short enough (ppm drift: <1 ms per 10 minutes) not
+    to need a rate fit; anchors age out so a slow drift is still followed.
+    """
+
+    def __init__(self, window: int = 64, offset: float | None = None) -> None:
+        self._offsets: collections.deque[float] = collections.deque(maxlen=window)
+        if offset is not None:
+            self._offsets.append(offset)
+
+    def observe(self, pa_time: float, clock: float) -> None:
+        self._offsets.append(clock - pa_time)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self._offsets)
+
+    @property
+    def offset(self) -> float:
+        if not self._offsets:
+            raise RuntimeError("ClockMap has no anchors yet")
+        return max(self._offsets)
+
+    def to_clock(self, pa_time: float) -> float:
+        return pa_time + self.offset
+
+    def to_pa(self, clock: float) -> float:
+        return clock - self.offset
+
+
+# --- the pure core -----------------------------------------------------------
+
+
+class _Item:
+    __slots__ = ("id", "samples", "pos", "gain")
+
+    def __init__(self, item_id: int, samples: np.ndarray, gain: float) -> None:
+        self.id = item_id
+        self.samples = samples
+        self.pos = 0
+        self.gain = gain
+
+
+class Mixer:
+    """Plays queued clips back to back into output buffers; cancels on request.
+
+    The control thread calls ``enqueue``/``cancel``; the audio callback calls
+    ``fill``. They meet only in two deques (append/popleft are atomic), so the
+    callback never waits on a lock. A cut clip fades out over ``fade`` seconds
+    instead of clicking. Each clip's first frame is reported as "started" with
+    its output-frame index, which the shell maps onto the input clock.
+    """
+
+    def __init__(self, rate: int, channels: int = 1, fade: float = 0.004) -> None:
+        self.rate = rate
+        self.channels = channels
+        self._fade = max(1, int(fade * rate))
+        self._commands: collections.deque[tuple[str, Any]] = collections.deque()
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._current: _Item | None = None
+        self._fading: tuple[np.ndarray, int] | None = None  # tail of a cut clip, position
+        self.reports: collections.deque[Report] = collections.deque()
+        self.frame = 0  # output frames written so far
+
+    # control thread
+    def enqueue(self, item_id: int, samples: np.ndarray, gain: float = 1.0) -> None:
+        self._commands.append(("play", _Item(item_id, np.asarray(samples, dtype=np.int16).reshape(-1), gain)))
+
+    def cancel(self, item_ids: Iterable[int]) -> None:
+        ids = frozenset(item_ids)
+        if ids:
+            self._commands.append(("cancel", ids))
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._current is not None or self._queue or self._commands)
+
+    # audio thread
+    def _apply(self) -> None:
+        while self._commands:
+            what, arg = self._commands.popleft()
+            if what == "play":
+                self._queue.append(arg)
+                continue
+            if self._current is not None and self._current.id in arg:
+                cur = self._current
+                rest = cur.samples[cur.pos : cur.pos + self._fade].astype(np.float32) * cur.gain
+                ramp = np.linspace(1.0, 0.0, len(rest), endpoint=False, dtype=np.float32)
+                self._fading = ((rest * ramp).astype(np.float32), 0)
+                self.reports.append(Report("cut", cur.id, self.frame))
+                self._current = None
+            if any(item.id in arg for item in self._queue):
+                for item in self._queue:
+                    if item.id in arg:
+                        self.reports.append(Report("dropped", item.id, self.frame))
+                self._queue = collections.deque(i for i in self._queue if i.id not in arg)
+
+    def fill(self, out: np.ndarray) -> None:
+        """Write the next ``len(out)`` frames (int16 or float32, 1-D or (frames, ch))."""
+        self._apply()
+        frames = out.shape[0]
+        mix = np.zeros(frames, dtype=np.float32)
+        if self._fading is not None:
+            tail, pos = self._fading
+            n = min(frames, len(tail) - pos)
+            mix[:n] += tail[pos : pos + n]
+            self._fading = None if pos + n >= len(tail) else (tail, pos + n)
+        at = 0
+        while at < frames:
+            if self._current is None:
+                if not self._queue:
+                    break
+                self._current = self._queue.popleft()
+                self.reports.append(Report("started", self._current.id, self.frame + at))
+            cur = self._current
+            n = min(frames - at, len(cur.samples) - cur.pos)
+            mix[at : at + n] += cur.samples[cur.pos : cur.pos + n].astype(np.float32) * cur.gain
+            cur.pos += n
+            at += n
+            if cur.pos >= len(cur.samples):
+                self.reports.append(Report("finished", cur.id, self.frame + at))
+                self._current = None
+        self.frame += frames
+        if out.dtype == np.int16:
+            block = np.clip(mix, -32768, 32767).astype(np.int16)
+        else:
+            block = (mix / 32768.0).astype(out.dtype)
+        if out.ndim == 2:
+            out[:] = block[:, None]
+        else:
+            out[:] = block
+
+
+# --- shells ------------------------------------------------------------------
+
+
+class _Shell:
+    """Shared bookkeeping: report -> clock events for the announcer."""
+
+    def __init__(self, mixer: Mixer) -> None:
+        self.mixer = mixer
+        self._texts: dict[int, str] = {}
+        self.events: collections.deque[SpeechStarted | SpeechEnded] = collections.deque()
+        self.cut = self.dropped = 0
+
+    def play(self, item_id: int, text: str, samples: np.ndarray, gain: float = 1.0) -> None:
+        self._texts[item_id] = text
+        self.mixer.enqueue(item_id, samples, gain)
+
+    def cancel(self, item_ids: Iterable[int]) -> None:
+        self.mixer.cancel(item_ids)
+
+    def _frame_to_clock(self, frame: int) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _collect(self) -> None:
+        while self.mixer.reports:
+            r = self.mixer.reports.popleft()
+            t = self._frame_to_clock(r.frame)
+            if r.kind == "started":
+                self.events.append(SpeechStarted(r.id, self._texts.get(r.id, ""), t))
+            else:
+                self.cut += r.kind == "cut"
+                self.dropped += r.kind == "dropped"
+                self.events.append(SpeechEnded(r.id, t, r.kind == "finished"))
+                self._texts.pop(r.id, None)
+
+    def poll(self) -> list[SpeechStarted | SpeechEnded]:
+        """Events since the last poll, in order (control thread)."""
+        self._collect()
+        out = list(self.events)
+        self.events.clear()
+        return out
+
+
+class VirtualPlayback(_Shell):
+    """The mixer on a simulated clock: output frame 0 is input-clock ``start``.
+
+    Used by tests and benchmarks (and by a game with no speaker, where the
+    flip's announced moment is simply when it would have played). ``record``
+    keeps every output sample so tests can check what was "heard".
+    """
+
+    def __init__(self, rate: int = 16000, start: float = 0.0, block: int = 256, record: bool = False) -> None:
+        super().__init__(Mixer(rate))
+        self.rate = rate
+        self.start = start
+        self.block = block
+        self._record: list[np.ndarray] | None = [] if record else None
+
+    def _frame_to_clock(self, frame: int) -> float:
+        return self.start + frame / self.rate
+
+    @property
+    def now(self) -> float:
+        return self._frame_to_clock(self.mixer.frame)
+
+    def advance_to(self, clock: float) -> None:
+        """Run the output callback block by block until ``clock`` is reached."""
+        while self.now + 1e-12 < clock:
+            buf = np.zeros(self.block, dtype=np.int16)
+            self.mixer.fill(buf)
+            if self._record is not None:
+                self._record.append(buf)
+        self._collect()
+
+    def recording(self) -> np.ndarray:
+        if self._record is None:
+            raise RuntimeError("VirtualPlayback(record=True) keeps the output")
+        return np.concatenate(self._record) if self._record else np.zeros(0, np.int16)
+
+
+class DevicePlayback(_Shell):
+    """The mixer on a real speaker through a sounddevice OutputStream.
+
+    The callback fills the buffer and notes the buffer's DAC time per output
+    frame; started/ended reports are mapped onto the input clock with
+    ``clock_map`` (fed by the input side). Without input anchors the output
+    stream's own clock (seconds since it opened) stands in.
+    """
+
+    def __init__(self, rate: int | None = None, device: int | str | None = None,
+                 clock_map: ClockMap | None = None, latency: str | float = "low", blocksize: int = 0) -> None:
+        self.device = device
+        self.requested_rate = rate
+        self.clock_map = clock_map
+        self.latency = latency
+        self.blocksize = blocksize
+        self._stream: Any = None
+        self._dac: collections.deque[tuple[int, float]] = collections.deque(maxlen=256)  # (frame, dac time)
+        self._first_dac: float | None = None
+        self._lock = threading.Lock()
+        super().__init__(Mixer(rate or 48000))
+
+    @property
+    def rate(self) -> int:
+        return self.mixer.rate
+
+    def open(self) -> "DevicePlayback":
+        try:
+            import sounddevice as sd
+        except OSError as exc:
+            raise AudioOutputError(
+                f"no audio output: PortAudio is missing ({exc}); install libportaudio2 "
+                "(Debian/Ubuntu: apt-get install libportaudio2)"
+            ) from exc
+        try:
+            info = sd.query_devices(self.device, "output")
+            rate = int(self.requested_rate or info["default_samplerate"])
+            self.mixer = Mixer(rate)
+            self._stream = sd.OutputStream(
+                device=self.device, samplerate=rate, channels=1, dtype="int16",
+                latency=self.latency, blocksize=self.blocksize, callback=self._callback,
+            )
+            self._stream.start()
+        except (sd.PortAudioError, ValueError) as exc:
+            raise AudioOutputError(
+                f"no audio output ({exc}); run 'voicesnap devices' to list outputs and pick one with "
+                "--output-device, or start a sound server"
+            ) from exc
+        return self
+
+    def close(self) -> None:
+        if self._stream is not None:
+            try:
+                self._stream.stop()
+                self._stream.close()
+            finally:
+                self._stream = None
+
+    def __enter__(self) -> "DevicePlayback":
+        return self.open()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+        self._dac.append((self.mixer.frame, float(time_info.outputBufferDacTime)))
+        self.mixer.fill(outdata)
+
+    def _frame_to_clock(self, frame: int) -> float:
+        dac = None
+        anchors = list(self._dac)  # snapshot: the callback appends meanwhile
+        for f0, d in reversed(anchors):
+            if f0 <= frame:
+                dac = d + (frame - f0) / self.rate
+                break
+        if dac is None:
+            dac = anchors[0][1] if anchors else 0.0
+        if self.clock_map is not None and self.clock_map.ready:
+            return self.clock_map.to_clock(dac)
+        if self._first_dac is None:
+            self._first_dac = anchors[0][1] if anchors else dac
+        return dac - self._first_dac
+
+    @property
+    def stream_time(self) -> float:
+        """PortAudio's time now (the base DAC/ADC times are given in)."""
+        return float(self._stream.time) if self._stream is not None else 0.0
+
+
+def anchor_from_input(clock_map: ClockMap, stream: Any, position: int, rate: int) -> None:
+    """One polled anchor from an open input stream and its frame position.
+
+    ``position`` frames have arrived; the last of them was captured about one
+    input latency before ``stream.time``. Polled anchors lag by up to a block;
+    ClockMap's envelope removes that.
+    """
+    latency = stream.latency if isinstance(stream.latency, float) else stream.latency[0]
+    clock_map.observe(float(stream.time) - float(latency), position / rate)
