@@ -139,9 +139,14 @@ class Card:
         raise ValueError(f"not a card: {data!r} (expected a code like '8H', 'QS', '10D')")
 
 
+_STANDARD: tuple[Card, ...] = tuple(Card(rank, suit) for suit in Suit for rank in Rank)
+
+
 def standard_deck() -> list[Card]:
-    """52 cards, no jokers, in a fixed order (shuffling is the game's job)."""
-    return [Card(rank, suit) for suit in Suit for rank in Rank]
+    """52 cards, no jokers, in a fixed order (shuffling is the game's job).
+
+    Cards are immutable, so every deck shares the same 52 objects."""
+    return list(_STANDARD)
 
 
 def deck_themes() -> list[str]:

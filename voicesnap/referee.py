@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import event
-from .rules import POOL, WRONG, CallError, CallIgnored, Game, RulesError, View
+from .rules import POOL, SLAM, WRONG, CallError, CallIgnored, Game, RulesError, View
 
 __all__ = ["Call", "Referee", "DEFAULT_DECISION_WINDOW"]
 
@@ -69,6 +69,7 @@ class Referee:
         self._views: list[View] = [game.view()]
         self._pending: list[tuple[float, str, str, Call]] = []
         self._late: list[Any] = []
+        self._memo: tuple[Any, tuple[str, tuple[int, ...]]] = (None, ("", ()))
 
     # ------------------------------------------------------------------ inputs
 
@@ -165,7 +166,13 @@ class Referee:
             return game.wrong_call(onset, player, call.kind, view)
         if not game.options.flipper_may_call and seat in view.flippers and len(view.flippers) == 1:
             return game.ignored(onset, player, call.kind, "the flipper may not call")
-        status, piles = game.judge(kind, seat, view)
+        if kind == POOL or kind == SLAM:  # may depend on who calls (pool_claim="flipper")
+            status, piles = game.judge(kind, seat, view)
+        else:  # the rivals after a won snap all get the same answer: judge once
+            key = (view.flip, kind, game.version)
+            if self._memo[0] != key:
+                self._memo = (key, game.judge(kind, seat, view))
+            status, piles = self._memo[1]
         if status == "wrong":
             return game.wrong_call(onset, player, call.kind, view)
         if status == "taken":
