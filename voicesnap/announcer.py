@@ -319,6 +319,11 @@ class Announcer:
         self.notice(reason + " (the game goes on; announcements are text only)")
 
     @property
+    def ruling_active(self) -> bool:
+        """A ruling is still waiting or playing (the play loop holds the next flip)."""
+        return any(a.priority is Priority.RULING for a in self.queue.active.values())
+
+    @property
     def speaking(self) -> bool:
         return self.speech is not None and self.playback is not None
 
@@ -460,6 +465,73 @@ class Announcer:
         except SpeechError as exc:
             self.disable_speech(str(exc))
             return 0.0
+
+
+def rehearse(game: Any, announcer: Announcer, playback: Any, seed: int, pace: float = 1.0,
+             max_flips: int = 60, call_rate: float = 0.8, wrong_rate: float = 0.05,
+             on_step: Callable[[float], None] | None = None) -> list[Any]:
+    """A seeded game with scripted callers, announced on a virtual clock.
+
+    Deterministic for a seed: flips every ``pace`` seconds (later while a
+    ruling is still being spoken, as the play loop does), a random player
+    calls "snap" 0.35-0.6 s after a match (sometimes two within the tie
+    window), now and then someone calls wrongly. Returns the game events in
+    order. Used by the tests and the benchmark to check the timeline.
+    """
+    import random
+
+    from .referee import Call, Referee
+
+    rng = random.Random(seed)
+    ref = Referee(game)
+    log: list[Any] = list(game.events)
+    announcer.handle(game.events, game.state)
+
+    def run_to(when: float) -> None:
+        playback.advance_to(when)
+        announcer.poll()
+        if on_step is not None:
+            on_step(when)
+
+    def settle(now: float) -> float:  # wait for rulings to be spoken before the next flip
+        while announcer.ruling_active:
+            now += 0.05
+            run_to(now)
+        return now
+
+    t = settle(pace)
+    for _ in range(max_flips):
+        if game.over:
+            break
+        run_to(t)
+        evs = ref.flip(t)
+        log += evs
+        announcer.handle(evs, game.state, turn=True)
+        live = [p for i, p in enumerate(game.players) if not game.out[i]]
+        if any(isinstance(e, Flipped) and e.match for e in evs) and rng.random() < call_rate:
+            who = rng.choice(live)
+            onset = t + rng.uniform(0.35, 0.6)
+            ref.submit(Call(who, "snap", onset))
+            if len(live) > 1 and rng.random() < 0.25:
+                other = rng.choice([p for p in live if p != who])
+                ref.submit(Call(other, "snap", onset + rng.uniform(0.0, 0.08)))
+        elif rng.random() < wrong_rate:
+            ref.submit(Call(rng.choice(live), "snap", t + rng.uniform(0.3, 0.6)))
+        step, nxt = t, t + pace
+        while step < nxt - 1e-9:  # the referee rules as time passes (every 50 ms)
+            step = min(nxt, step + 0.05)
+            run_to(step)
+            evs = ref.advance(step)
+            if evs:
+                log += evs
+                announcer.handle(evs, game.state)
+        t = settle(nxt)
+    evs = ref.close()
+    log += evs
+    announcer.handle(evs, game.state)
+    t = settle(t + 0.05)
+    run_to(t + 5.0)
+    return log
 
 
 def made_game_over(made: Sequence[Announcement]) -> bool:

@@ -14,9 +14,14 @@ bench/bench_announcer.py on the fixture corpus, figures in the README):
    call word: its own voice cannot form a command or a call phrase.
 3. An echo gate: a command heard while the announcer itself was speaking and
    attributed to no enrolled player is ignored (``CommandGate(speaking=...)``).
-4. A refractory time: the same command twice within ``refractory`` seconds is
+4. Lead-in quiet: a command starts an utterance ("dealer, pause"), it is
+   not the middle of a sentence ("who is the dealer now"). With the recent
+   audio available (``CommandGate(audio=...)``), a command whose 250 ms
+   before the onset is not at least 10 dB quieter than the command itself
+   is ignored.
+5. A refractory time: the same command twice within ``refractory`` seconds is
    one command (a partial and a final result of one utterance).
-5. State: a command that makes no sense now (resume while playing, flip while
+6. State: a command that makes no sense now (resume while playing, flip while
    paused) is answered ("Not paused."), never acted on.
 
 Every command also has a keyboard key (``KEYMAP``), used by voicesnap.keyboard.
@@ -134,13 +139,18 @@ class CommandGate:
     """Layers 1, 3, 4 and 5 in one place: detections in, commands out.
 
     ``speaking(t)`` says whether the announcer's own audio was playing at
-    clock time ``t`` (Announcer.speaking_at). ``counts`` records why
-    detections were rejected, for the benchmark and ``voicesnap listen``.
+    clock time ``t`` (Announcer.speaking_at). ``audio(start, end)`` returns
+    the input samples between two clock times (or None when no longer
+    held). ``counts`` records why detections were rejected, for the
+    benchmark and ``voicesnap listen``.
     """
 
     speaking: Callable[[float], bool] | None = None
+    audio: Callable[[float, float], Any] | None = None
     refractory: float = 1.0
     min_confidence: float = 0.0
+    lead_in: float = 0.25  # seconds before the onset that must be quiet
+    lead_in_db: float = 10.0  # how much quieter than the command
     counts: dict[str, int] = field(default_factory=dict)
     _last: dict[str, float] = field(default_factory=dict)
 
@@ -157,12 +167,30 @@ class CommandGate:
         if self.speaking is not None and det.player is None and self.speaking(det.onset):
             self._count("echo")
             return None
+        if self.audio is not None and not self._quiet_before(det):
+            self._count("mid-sentence")
+            return None
         last = self._last.get(cmd.name)
         if last is not None and 0 <= det.onset - last < self.refractory:
             self._count("repeat")
             return None
         self._last[cmd.name] = det.onset
         return cmd
+
+    def _quiet_before(self, det: Detection) -> bool:
+        import numpy as np
+
+        before = self.audio(det.onset - self.lead_in, det.onset - 0.02)
+        word = self.audio(det.onset, max(det.end, det.onset + 0.2))
+        if before is None or word is None or len(before) == 0 or len(word) == 0:
+            return True  # audio no longer held: do not block on missing evidence
+        def rms(x: Any) -> float:
+            return float(np.sqrt(np.mean(np.square(np.asarray(x, dtype=np.float64))))) + 1e-9
+        # 20 ms frames: the loudest part of the lead-in against the word's typical level
+        b = np.asarray(before, dtype=np.float64).reshape(-1)
+        frame = max(1, len(b) // max(1, int(round((self.lead_in - 0.02) / 0.02))))
+        loudest = max(rms(b[i:i + frame]) for i in range(0, len(b), frame))
+        return 20 * np.log10(rms(word) / loudest) >= self.lead_in_db
 
     def feed(self, detections: Sequence[Detection]) -> list[Command]:
         out = []
