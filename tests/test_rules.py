@@ -187,3 +187,27 @@ def test_legal_calls_follow_the_live_table() -> None:
 def test_game_started_records_everything_needed_to_rebuild() -> None:
     game = Game(NAMES[:3], seed=11, options=Options(pool_claim="flipper"), dealer=2, t=4.5)
     assert game.events[0] == GameStarted(4.5, NAMES[:3], 11, 2, "classic", Options(pool_claim="flipper"), ())
+
+
+def test_the_invariant_check_catches_lost_and_doubled_cards() -> None:
+    game = Game(NAMES[:3], seed=2)
+    game.flip(1.0)
+    lost = game.copy()
+    lost.down[0].pop()
+    with pytest.raises(AssertionError, match="51 cards"):
+        lost.check()
+    doubled = game.copy()
+    doubled.down[1][-1] = doubled.down[2][0]  # one card twice, another gone: still 52
+    doubled.check()
+    with pytest.raises(AssertionError, match="cards changed"):
+        doubled.check(full=True)
+    broke = game.copy()
+    broke.down[2].clear()
+    broke.pool.extend(game.down[2])
+    with pytest.raises(AssertionError, match="Cat holds no cards but is still in"):
+        broke.check()
+
+
+def test_options_must_be_options() -> None:
+    with pytest.raises(RulesError, match="Options"):
+        Game(NAMES[:2], seed=1, options={"tie_window": 0.2})  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ All the rule choices are listed in README.md, "Rules as implemented".
 from __future__ import annotations
 
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Literal, NamedTuple, Sequence
 
@@ -318,6 +318,8 @@ class Game:
         self.players = players
         self.seat_of = {p: i for i, p in enumerate(players)}
         self.seed = seed
+        if options is not None and not isinstance(options, Options):
+            raise RulesError(f"options must be voicesnap.rules.Options, not {type(options).__name__}")
         self.options = options or Options()
         self.dealer = dealer
         n = len(players)
@@ -349,6 +351,7 @@ class Game:
         self._seen: set[Any] = set()
         self.events: list[Any] = []
         deck = self._new_deck()
+        self._deck = tuple(deck)
         self.size = len(deck)
         random.Random(seed).shuffle(deck)
         for i, card in enumerate(deck):  # one at a time, clockwise from the dealer's left
@@ -395,16 +398,27 @@ class Game:
         """Cards on the table: always the deck size (conservation)."""
         return sum(map(len, self.down)) + sum(map(len, self.piles)) + len(self.pool)
 
-    def check(self) -> None:
-        """Assert the invariants: conservation and consistent counters."""
-        assert self.total() == self.size, f"{self.total()} cards on the table, expected {self.size}"
+    def check(self, full: bool = False) -> None:
+        """Raise AssertionError unless the invariants hold: the deck size on the table
+        (with ``full``, the very cards dealt), counters in step, and exactly the
+        players still in holding cards."""
+        if self.total() != self.size:
+            raise AssertionError(f"{self.total()} cards on the table, expected {self.size}")
+        if full:
+            here = Counter(c for part in (*self.down, *self.piles, self.pool) for c in part)
+            if here != Counter(self._deck):
+                raise AssertionError(f"cards changed: {here - Counter(self._deck)} appeared")
         for p, pile in enumerate(self.piles):
-            assert self.placed[p] - self.base[p] == len(pile), "pile counters out of step"
-            assert self.tops[p] is (pile[-1] if pile else None), "top card out of step"
+            if self.placed[p] - self.base[p] != len(pile):
+                raise AssertionError(f"pile {p}'s counters are out of step")
+            if self.tops[p] is not (pile[-1] if pile else None):
+                raise AssertionError(f"pile {p}'s top card is out of step")
         for s in range(self.n):
-            assert self.out[s] == (self.out_at[s] is not None)
-            if self.out[s]:
-                assert self.holds(s) == 0, f"{self.players[s]} is out but holds cards"
+            if self.out[s] != (self.out_at[s] is not None):
+                raise AssertionError(f"{self.players[s]}'s out time is out of step")
+            if self.out[s] == (self.holds(s) > 0):
+                state = "out but holds cards" if self.out[s] else "holds no cards but is still in"
+                raise AssertionError(f"{self.players[s]} is {state}")
 
     @property
     def state(self) -> TableState:
