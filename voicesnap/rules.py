@@ -417,8 +417,8 @@ class Game:
             if self.out[s] != (self.out_at[s] is not None):
                 raise AssertionError(f"{self.players[s]}'s out time is out of step")
             if self.out[s] == (self.holds(s) > 0):
-                state = "out but holds cards" if self.out[s] else "holds no cards but is still in"
-                raise AssertionError(f"{self.players[s]} is {state}")
+                state = "is out but holds cards" if self.out[s] else "holds no cards but is still in"
+                raise AssertionError(f"{self.players[s]} {state}")
 
     @property
     def state(self) -> TableState:
