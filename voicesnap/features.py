@@ -1,0 +1,276 @@
+"""Spectral features and voice activity for the model-free spotter and voices.
+
+Hand-written with numpy rather than librosa or python_speech_features: the
+maths is a few lines (framing, FFT, mel filterbank, DCT), numpy is already a
+dependency, librosa would pull in scipy/numba (hundreds of MB) for the same
+numbers, and owning the code lets the spotter compute exactly the frames it
+needs, streaming, with no per-call allocation surprises.
+
+All functions take float32 mono audio at ``RATE`` (16 kHz) scaled to [-1, 1].
+Frame ``k`` covers samples ``[k*HOP, k*HOP + FRAME)``: frame times are on the
+same sample clock as the audio they came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+RATE = 16000
+FRAME = 400  # 25 ms analysis window
+HOP = 160  # 10 ms: the feature clock's tick
+NFFT = 512
+N_MELS = 40
+N_MFCC = 13
+FLOOR_DB = -100.0
+
+
+def to_float(samples: np.ndarray) -> np.ndarray:
+    """int16 (or float) audio as float32 in [-1, 1]; multichannel input must be split first."""
+    a = np.asarray(samples)
+    if a.dtype == np.int16:
+        return a.astype(np.float32) / 32768.0
+    return a.astype(np.float32, copy=False)
+
+
+def resample(samples: np.ndarray, rate: int) -> np.ndarray:
+    """Float mono audio at ``rate`` brought to ``RATE`` (soxr: fast, high quality)."""
+    x = to_float(samples)
+    if rate == RATE:
+        return x
+    import soxr
+
+    return soxr.resample(x, rate, RATE).astype(np.float32)
+
+
+def frames(x: np.ndarray) -> np.ndarray:
+    """Overlapping analysis frames, shape (n, FRAME); a view, no copy."""
+    if len(x) < FRAME:
+        return np.zeros((0, FRAME), dtype=np.float32)
+    n = 1 + (len(x) - FRAME) // HOP
+    return np.lib.stride_tricks.sliding_window_view(x, FRAME)[::HOP][:n]
+
+
+@lru_cache(maxsize=None)
+def _window() -> np.ndarray:
+    return np.hamming(FRAME).astype(np.float32)
+
+
+@lru_cache(maxsize=None)
+def _mel_bank() -> np.ndarray:
+    """Triangular mel filters (N_MELS, NFFT//2+1), 60 Hz to 7.6 kHz."""
+    def mel(f: np.ndarray | float) -> np.ndarray:
+        return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
+
+    def hz(m: np.ndarray) -> np.ndarray:
+        return 700.0 * (10 ** (m / 2595.0) - 1.0)
+
+    edges = hz(np.linspace(mel(60.0), mel(7600.0), N_MELS + 2))
+    bins = np.fft.rfftfreq(NFFT, 1.0 / RATE)
+    bank = np.zeros((N_MELS, len(bins)), dtype=np.float32)
+    for m in range(N_MELS):
+        lo, mid, hi = edges[m], edges[m + 1], edges[m + 2]
+        up = (bins - lo) / (mid - lo)
+        down = (hi - bins) / (hi - mid)
+        bank[m] = np.clip(np.minimum(up, down), 0.0, None)
+    return bank
+
+
+@lru_cache(maxsize=None)
+def _dct() -> np.ndarray:
+    """Orthonormal DCT-II matrix (N_MELS -> N_MFCC)."""
+    n = np.arange(N_MELS)
+    k = np.arange(N_MFCC)[:, None]
+    d = np.cos(np.pi / N_MELS * (n + 0.5) * k) * np.sqrt(2.0 / N_MELS)
+    d[0] /= np.sqrt(2.0)
+    return d.astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Features:
+    """Per-frame features of one stretch of audio (all arrays have n rows)."""
+
+    energy_db: np.ndarray  # (n,) frame RMS in dBFS
+    log_mel: np.ndarray  # (n, N_MELS) natural-log mel energies
+    mfcc: np.ndarray  # (n, N_MFCC) raw cepstra (no mean removal)
+
+    def __len__(self) -> int:
+        return int(self.energy_db.shape[0])
+
+
+def analyse(x: np.ndarray) -> Features:
+    """Energy, log-mel and MFCC for every full frame of ``x`` (float, RATE)."""
+    fr = frames(to_float(x))
+    if len(fr) == 0:
+        return Features(np.zeros(0, np.float32), np.zeros((0, N_MELS), np.float32),
+                        np.zeros((0, N_MFCC), np.float32))
+    rms = np.sqrt(np.mean(np.square(fr, dtype=np.float32), axis=1) + 1e-12)
+    energy_db = np.maximum(20.0 * np.log10(rms), FLOOR_DB).astype(np.float32)
+    spec = np.fft.rfft(fr * _window(), NFFT, axis=1)
+    power = (spec.real ** 2 + spec.imag ** 2).astype(np.float32)
+    log_mel = np.log(power @ _mel_bank().T + 1e-8).astype(np.float32)
+    mfcc = (log_mel @ _dct().T).astype(np.float32)
+    return Features(energy_db, log_mel, mfcc)
+
+
+def pitch_hz(x: np.ndarray, energy_db: np.ndarray, min_db: float) -> float:
+    """Median F0 (autocorrelation) over frames louder than ``min_db``; 0.0 if none is voiced.
+
+    A crude estimate is enough: it only has to separate a high voice from a
+    low one, which cepstra with mean removal mostly cannot.
+    """
+    fr = frames(to_float(x))
+    loud = np.nonzero(energy_db[: len(fr)] >= min_db)[0]
+    if len(loud) == 0:
+        return 0.0
+    sel = fr[loud] * _window()
+    spec = np.fft.rfft(sel, 1024, axis=1)
+    ac = np.fft.irfft(spec.real ** 2 + spec.imag ** 2, 1024, axis=1)[:, : FRAME]
+    lo, hi = RATE // 400, RATE // 60  # 60..400 Hz
+    lags = np.argmax(ac[:, lo:hi], axis=1) + lo
+    peak = ac[np.arange(len(lags)), lags]
+    voiced = peak > 0.3 * ac[:, 0]
+    if not np.any(voiced):
+        return 0.0
+    return float(RATE / np.median(lags[voiced]))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A voiced stretch in frames [start, end) and its refined onset in samples."""
+
+    start: int
+    end: int
+    onset_sample: int
+    end_sample: int
+
+
+def vad_threshold(energy_db: np.ndarray) -> float:
+    """Speech threshold in dBFS: well above the noise floor, never in digital silence."""
+    if len(energy_db) == 0:
+        return -50.0
+    floor = float(np.percentile(energy_db, 10))
+    peak = float(np.percentile(energy_db, 99.5))
+    return max(floor + 12.0, peak - 45.0, -62.0)
+
+
+def voiced_segments(
+    energy_db: np.ndarray,
+    threshold: float,
+    min_frames: int = 8,
+    gap_frames: int = 25,
+) -> list[tuple[int, int]]:
+    """Frame ranges [start, end) above ``threshold``, bridging gaps up to ``gap_frames``.
+
+    The bridge (250 ms) keeps "snap pool" and the stop in "snap" in one segment.
+    """
+    above = energy_db >= threshold
+    idx = np.nonzero(above)[0]
+    if len(idx) == 0:
+        return []
+    runs: list[list[int]] = [[int(idx[0]), int(idx[0]) + 1]]
+    for i in idx[1:]:
+        if i - runs[-1][1] <= gap_frames:
+            runs[-1][1] = int(i) + 1
+        else:
+            runs.append([int(i), int(i) + 1])
+    return [(s, e) for s, e in runs if e - s >= min_frames]
+
+
+def refine_onset(x: np.ndarray, frame_start: int, threshold_db: float) -> int:
+    """Sample index where speech starts near frame ``frame_start``.
+
+    Frames are 25 ms wide, too coarse for ties; this walks 2 ms blocks from a
+    little before the frame and returns the first block whose RMS reaches
+    ``threshold_db`` (the block's first sample).
+    """
+    block = 32
+    lo = max(0, frame_start * HOP - 160)
+    hi = min(len(x), frame_start * HOP + FRAME + 160)
+    seg = to_float(x[lo:hi])
+    n = len(seg) // block
+    if n == 0:
+        return frame_start * HOP
+    rms = np.sqrt(np.mean(np.square(seg[: n * block].reshape(n, block)), axis=1) + 1e-12)
+    db = 20.0 * np.log10(rms)
+    hit = np.nonzero(db >= threshold_db)[0]
+    if len(hit) == 0:
+        return frame_start * HOP
+    first = int(hit[0])
+    # step back to where the rise began (a block still clearly above the floor)
+    while first > 0 and db[first - 1] >= threshold_db - 6.0:
+        first -= 1
+    return lo + first * block
+
+
+def refine_end(x: np.ndarray, frame_end: int, threshold_db: float) -> int:
+    """Last sample of speech near frame ``frame_end`` (exclusive frame index)."""
+    block = 32
+    lo = max(0, (frame_end - 3) * HOP)
+    hi = min(len(x), frame_end * HOP + FRAME)
+    seg = to_float(x[lo:hi])
+    n = len(seg) // block
+    if n == 0:
+        return min(len(x), frame_end * HOP + FRAME) - 1
+    rms = np.sqrt(np.mean(np.square(seg[: n * block].reshape(n, block)), axis=1) + 1e-12)
+    hit = np.nonzero(20.0 * np.log10(rms) >= threshold_db)[0]
+    if len(hit) == 0:
+        return min(len(x), frame_end * HOP + FRAME) - 1
+    return lo + (int(hit[-1]) + 1) * block - 1
+
+
+def cmn(m: np.ndarray) -> np.ndarray:
+    """Cepstral mean normalisation: removes the microphone's and room's fixed colouring."""
+    if len(m) == 0:
+        return m
+    return (m - m.mean(axis=0, keepdims=True)).astype(np.float32)
+
+
+RANGE_NATS = 30.0 * np.log(10.0) / 10.0  # 30 dB of dynamic range kept below the peak
+
+
+def noise_floor(log_mel: np.ndarray) -> np.ndarray:
+    """Per-band background level (log-mel) from the quietest tenth of frames."""
+    if len(log_mel) == 0:
+        return np.full(N_MELS, -18.0, np.float32)
+    return np.percentile(log_mel, 10, axis=0).astype(np.float32)
+
+
+def call_cepstra(log_mel: np.ndarray, floor: np.ndarray | None = None) -> np.ndarray:
+    """Noise-robust, mean-normalised cepstra for matching calls.
+
+    Every band is floored at the larger of 30 dB below the loudest bin and 4 dB
+    above the background: quiet bins then look alike whether the take was
+    made in silence or the call came through table noise, which otherwise
+    dominates the distance on the fricative and the edges of the word.
+    """
+    if len(log_mel) == 0:
+        return np.zeros((0, N_MFCC), np.float32)
+    lo = float(log_mel.max()) - RANGE_NATS
+    fl = np.full(N_MELS, lo, np.float32)
+    if floor is not None:
+        fl = np.maximum(fl, floor + 0.9)
+    m = np.maximum(log_mel, fl[None, :])
+    return cmn((m @ _dct().T).astype(np.float32))
+
+
+def compensate(template_log_mel: np.ndarray, gain: float, floor: np.ndarray | None) -> np.ndarray:
+    """A clean template's log-mel as it would sound at ``gain`` in this background.
+
+    Adding the background's power to the template (log-add, as in parallel
+    model combination) makes a template recorded in a quiet room comparable
+    with a call heard through table noise, instead of hoping the noise away.
+    """
+    t = template_log_mel + np.float32(gain)
+    if floor is None:
+        return t
+    return np.logaddexp(t, floor[None, :]).astype(np.float32)
+
+
+def peak_level(log_mel: np.ndarray) -> float:
+    """Loudest frame's total log energy (for matching a template's gain to a call)."""
+    if len(log_mel) == 0:
+        return -30.0
+    return float(np.max(np.logaddexp.reduce(log_mel, axis=1)))

@@ -1,0 +1,591 @@
+"""Players' voices: enrollment takes, saved profiles, and who said a call.
+
+A profile holds what the model-free spotter and attribution need, all learnt
+from the player's own takes: cepstral templates of each call phrase (matched
+with subsequence DTW, so the whole call must align, which rejects most
+near-miss words), a voiceprint (mean/spread of raw cepstra and pitch: the
+"who" signal that cepstral mean removal would otherwise throw away), and
+thresholds calibrated leave-one-out among the takes themselves.
+
+Profiles are small JSON files under ``<data dir>/players/NAME.json``, written
+atomically with mode 0600 and versioned: a damaged or old file is refused
+with the way out, never half-read into a wrong attribution.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import features as F
+from .errors import UserError
+from .files import atomic_write_text, data_dir
+
+PROFILE_VERSION = 1
+POOL_SUFFIX = " pool"
+MIN_CALL_TAKES = 5
+MIN_POOL_TAKES = 3
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,31}$")
+
+# DTW step penalties (per-frame distance units): staying on one template frame
+# or skipping one lets calls run at half to double the enrolled pace, at a cost.
+STAY_PENALTY = 1.5
+SKIP_PENALTY = 1.0
+# Threshold = THRESHOLD_FACTOR x the worst leave-one-out distance among takes.
+THRESHOLD_FACTOR = 1.35
+# Takes made in one sitting agree more closely than calls in a noisy game do;
+# this absolute margin (per-frame cepstral distance) allows for that.
+THRESHOLD_MARGIN = 1.0
+VOICE_THRESHOLD_FACTOR = 1.6
+VOICE_SCALE_FLOOR = 0.6
+
+
+def pool_phrase(word: str) -> str:
+    """The pool call for a call word: "snap" -> "snap pool"."""
+    return f"{word}{POOL_SUFFIX}"
+
+
+# --------------------------------------------------------------------------
+# takes: trimming and checks
+
+
+@dataclass(frozen=True)
+class Take:
+    """One enrollment take, trimmed to the spoken call (float audio at 16 kHz)."""
+
+    phrase: str
+    audio: np.ndarray
+    source: str = ""  # file name or "take 3", for messages
+
+
+@dataclass(frozen=True)
+class TakeProblem:
+    """Why a take was refused, in words a player can act on."""
+
+    code: str  # quiet, clipped, short, long, noisy, unlike, silent
+    reason: str
+
+
+def split_takes(x: np.ndarray, rate: int = F.RATE) -> list[np.ndarray]:
+    """Every voiced stretch of a recording, trimmed, with 30 ms of context each side."""
+    y = F.resample(x, rate)
+    feats = F.analyse(y)
+    thr = F.vad_threshold(feats.energy_db)
+    out = []
+    for s, e in F.voiced_segments(feats.energy_db, thr, min_frames=5, gap_frames=30):
+        on = F.refine_onset(y, s, thr)
+        end = F.refine_end(y, e, thr)
+        out.append(y[max(0, on - 480): min(len(y), end + 481)])
+    return out
+
+
+def trim(x: np.ndarray, rate: int = F.RATE) -> tuple[np.ndarray, float, float]:
+    """The main voiced stretch of a take, its level (dBFS) and SNR estimate (dB)."""
+    y = F.resample(x, rate)
+    feats = F.analyse(y)
+    if len(feats) == 0:
+        return y[:0], -120.0, 0.0
+    thr = F.vad_threshold(feats.energy_db)
+    segs = F.voiced_segments(feats.energy_db, thr, min_frames=3, gap_frames=30)
+    if not segs:
+        return y[:0], float(feats.energy_db.max()), 0.0
+    # the loudest stretch is the call; anything else is a cough or a chair
+    s, e = max(segs, key=lambda r: float(feats.energy_db[r[0]:r[1]].max()))
+    on = F.refine_onset(y, s, thr)
+    end = F.refine_end(y, e, thr)
+    voiced = feats.energy_db[s:e]
+    level = float(np.percentile(voiced, 90))
+    outside = np.concatenate([feats.energy_db[: max(0, s - 3)], feats.energy_db[e + 3:]])
+    floor = float(np.percentile(outside, 50)) if len(outside) >= 5 else F.FLOOR_DB
+    return y[max(0, on - 480): min(len(y), end + 481)], level, level - floor
+
+
+def check_take(x: np.ndarray, rate: int = F.RATE, phrase: str = "snap") -> tuple[np.ndarray, list[TakeProblem]]:
+    """Trim a take and list what is wrong with it (empty list: a good take).
+
+    The "unlike the others" check needs the other takes, so it is done by
+    ``check_consistency``.
+    """
+    raw = F.to_float(x) if rate == F.RATE else F.resample(x, rate)
+    problems: list[TakeProblem] = []
+    full = np.abs(raw) >= 0.999
+    if full.sum() >= 3:
+        problems.append(TakeProblem("clipped", "that take was too loud and clipped: "
+                                    "move back from the microphone or speak a little softer"))
+    y, level, snr = trim(raw)
+    dur = len(y) / F.RATE - 0.06
+    if len(y) == 0 or level < -55.0:
+        problems.append(TakeProblem("silent", "nothing was heard: check the microphone "
+                                    "and say the call after the beep"))
+        return y, problems
+    if level < -40.0:
+        problems.append(TakeProblem("quiet", f"that take was too quiet ({level:.0f} dBFS): "
+                                    "speak up or move closer to the microphone"))
+    if snr < 12.0:
+        problems.append(TakeProblem("noisy", f"too much background noise ({snr:.0f} dB above "
+                                    "the noise): find a quieter moment and try again"))
+    longest = 2.5 if phrase.endswith(POOL_SUFFIX) else 1.6
+    if dur < 0.12:
+        problems.append(TakeProblem("short", "that take was too short: say the whole word"))
+    elif dur > longest:
+        problems.append(TakeProblem("long", f"that take was too long ({dur:.1f} s): "
+                                    f"say just '{phrase}', once"))
+    return y, problems
+
+
+def take_templates(y: np.ndarray) -> np.ndarray:
+    """The DTW template of a trimmed take: its log-mel frames (cepstra are made per match)."""
+    return F.analyse(y).log_mel
+
+
+def check_consistency(takes: Sequence[Take]) -> dict[int, TakeProblem]:
+    """Takes of one phrase that are far unlike the rest (index -> problem).
+
+    A take is refused when its median DTW distance to the other takes is more
+    than 1.6 times the typical one: a different word, a cough, two words.
+    """
+    if len(takes) < 3:
+        return {}
+    mats = [take_templates(t.audio) for t in takes]
+    n = len(mats)
+    d = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            d[i, j] = d[j, i] = 0.5 * (dtw_distance(mats[i], mats[j]) + dtw_distance(mats[j], mats[i]))
+    med = np.array([np.median(np.delete(d[i], i)) for i in range(n)])
+    typical = float(np.median(med))
+    bad = {}
+    for i in range(n):
+        if med[i] > 1.6 * typical and med[i] - typical > 2.0:
+            bad[i] = TakeProblem("unlike", f"that take sounded unlike your other takes of "
+                                 f"'{takes[i].phrase}': say it the way you will say it in the game")
+    return bad
+
+
+# --------------------------------------------------------------------------
+# voiceprint
+
+
+def voiceprint(y: np.ndarray) -> np.ndarray:
+    """A fixed-length voice signature of a trimmed stretch of speech.
+
+    Mean and spread of the raw cepstra c1..c12 over loud frames (vocal tract and
+    voice quality), plus log pitch: text-dependent calls make these stable.
+    """
+    feats = F.analyse(y)
+    if len(feats) == 0:
+        return np.zeros(25, np.float32)
+    thr = max(float(feats.energy_db.max()) - 25.0, -70.0)
+    loud = feats.energy_db >= thr
+    m = feats.mfcc[loud][:, 1:13] if loud.sum() >= 2 else feats.mfcc[:, 1:13]
+    f0 = F.pitch_hz(y, feats.energy_db, thr + 5.0)
+    lf0 = math.log(f0) if f0 > 0 else math.log(120.0)
+    return np.concatenate([m.mean(axis=0), m.std(axis=0), [lf0 * 8.0]]).astype(np.float32)
+
+
+# --------------------------------------------------------------------------
+# DTW
+
+
+def _cost(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    # c0 (loudness contour) is left out: noise and distance to the mic move it
+    # far more than the word or the speaker do (measured: 1 of 54 held-out calls
+    # within threshold with it, 15 without, before margins)
+    x, t = x[:, 1:], t[:, 1:]
+    xx = np.sum(x * x, axis=1)[:, None]
+    tt = np.sum(t * t, axis=1)[None, :]
+    return np.sqrt(np.maximum(xx + tt - 2.0 * (x @ t.T), 0.0)).astype(np.float32)
+
+
+def dtw_distance(x: np.ndarray, t: np.ndarray) -> float:
+    """Whole-to-whole alignment cost of log-mel ``x`` against log-mel template ``t``."""
+    bank = TemplateBank([("", "", t)])
+    return float(bank.match_log_mel(x, None, anchored=True)[0].distance)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Best placement of one template inside the input (frames [start, end])."""
+
+    index: int
+    player: str
+    phrase: str
+    distance: float
+    start: int
+    end: int
+
+
+class TemplateBank:
+    """All templates of all players stacked, so one DTW pass scores them all.
+
+    Templates are kept as log-mel frames and turned into cepstra per query,
+    after adding the query's background noise to them (``features.compensate``).
+    Steps advance the template by 0, 1 or 2 frames per input frame (slope 0-2),
+    so each input frame depends only on the previous one and a whole input
+    frame is one vectorised update over every template frame.
+    """
+
+    def __init__(self, templates: Iterable[tuple[str, str, np.ndarray]]):
+        items = [(p, ph, np.asarray(m, np.float32)) for p, ph, m in templates if len(m) >= 2]
+        self.players = [p for p, _, _ in items]
+        self.phrases = [ph for _, ph, _ in items]
+        self.lengths = np.array([len(m) for _, _, m in items], dtype=np.int64)
+        self.log_mel = (np.concatenate([m for _, _, m in items]) if items
+                        else np.zeros((0, F.N_MELS), np.float32))
+        self.peaks = np.array([F.peak_level(m) for _, _, m in items], dtype=np.float32)
+        ends = np.cumsum(self.lengths)
+        self.first = ends - self.lengths
+        self.last = ends - 1
+        m = len(self.log_mel)
+        self._is_first = np.zeros(m, bool)
+        self._is_first[self.first] = True
+        self._is_second = np.zeros(m, bool)
+        self._is_second[self.first[self.lengths > 1] + 1] = True
+
+    def __len__(self) -> int:
+        return len(self.players)
+
+    def cepstra(self, peak: float, top: float, floor: np.ndarray | None) -> np.ndarray:
+        """Every template frame's cepstra, gain-matched to ``peak`` and noise-compensated."""
+        gains = np.repeat(peak - self.peaks, self.lengths)[:, None]
+        t = self.log_mel + gains.astype(np.float32)
+        if floor is not None:
+            t = np.logaddexp(t, floor[None, :])
+        fl = np.full(F.N_MELS, top - F.RANGE_NATS, np.float32)
+        if floor is not None:
+            fl = np.maximum(fl, floor + 0.9)
+        c = np.maximum(t, fl[None, :]).astype(np.float32) @ F._dct().T
+        means = np.add.reduceat(c, self.first, axis=0) / self.lengths[:, None]
+        return (c - np.repeat(means, self.lengths, axis=0)).astype(np.float32)
+
+    def match_log_mel(self, log_mel: np.ndarray, floor: np.ndarray | None = None,
+                      anchored: bool = False) -> list[Hit]:
+        """Match a stretch of log-mel frames heard over background ``floor``."""
+        if len(self.players) == 0:
+            return []
+        x = F.call_cepstra(log_mel, floor)
+        if len(log_mel) == 0:
+            return self.match(x, x, anchored)
+        t = self.cepstra(F.peak_level(log_mel), float(log_mel.max()), floor)
+        return self.match(x, t, anchored)
+
+    def match(self, x: np.ndarray, frames: np.ndarray, anchored: bool = False) -> list[Hit]:
+        """Best placement of each template (cepstra ``frames``) in ``x`` (mean cost per input frame).
+
+        ``anchored`` forces the match to start at input frame 0 and end at the
+        last one (whole-to-whole); otherwise it may start and end anywhere.
+        """
+        n, k = len(x), len(self.players)
+        if k == 0:
+            return []
+        inf = np.float32(1e9)
+        if n == 0:
+            return [Hit(i, self.players[i], self.phrases[i], float(inf), 0, 0) for i in range(k)]
+        cost = _cost(np.asarray(x, np.float32), frames)
+        m = cost.shape[1]
+        d = np.full(m, inf, np.float32)
+        s = np.zeros(m, np.int64)
+        best = np.full(k, inf, np.float64)
+        best_start = np.zeros(k, np.int64)
+        best_end = np.zeros(k, np.int64)
+        maxlen = 2 * self.lengths + 2
+        blocked_skip = self._is_first | self._is_second
+        for i in range(n):
+            diag = np.empty(m, np.float32)
+            diag[0] = inf
+            diag[1:] = d[:-1]
+            diag[self._is_first] = inf
+            skip = np.empty(m, np.float32)
+            skip[:2] = inf
+            skip[2:] = d[:-2] + SKIP_PENALTY
+            skip[blocked_skip] = inf
+            stay = d + STAY_PENALTY
+            stack = np.stack([diag, skip, stay])
+            choice = np.argmin(stack, axis=0)
+            prev = stack[choice, np.arange(m)]
+            s_shift1 = np.empty_like(s)
+            s_shift1[0] = 0
+            s_shift1[1:] = s[:-1]
+            s_shift2 = np.empty_like(s)
+            s_shift2[:2] = 0
+            s_shift2[2:] = s[:-2]
+            sprev = np.where(choice == 0, s_shift1, np.where(choice == 1, s_shift2, s))
+            d = cost[i] + prev
+            s = sprev
+            if not anchored or i == 0:
+                d[self._is_first] = cost[i, self._is_first]
+                s[self._is_first] = i
+            if anchored and i != n - 1:
+                continue
+            dl = d[self.last]
+            span = i - s[self.last] + 1
+            norm = dl / span
+            ok = (span <= maxlen) & (dl < inf / 2)
+            better = ok & (norm < best)
+            best = np.where(better, norm, best)
+            best_start = np.where(better, s[self.last], best_start)
+            best_end = np.where(better, i, best_end)
+        return [Hit(j, self.players[j], self.phrases[j], float(best[j]), int(best_start[j]),
+                    int(best_end[j])) for j in range(k)]
+
+
+# --------------------------------------------------------------------------
+# profiles
+
+
+@dataclass
+class Profile:
+    """Everything known about one player's voice (see the module docstring)."""
+
+    name: str
+    word: str
+    templates: dict[str, list[np.ndarray]]  # phrase -> log-mel templates (frames, N_MELS)
+    thresholds: dict[str, float]  # phrase -> DTW distance accepted as this call
+    voiceprint: np.ndarray  # mean voice signature over takes
+    voice_scale: np.ndarray  # per-dimension spread used to score voiceprints
+    voice_threshold: float  # voiceprint distance accepted as this player
+    channel: int | None = None
+    created: str = ""
+    version: int = PROFILE_VERSION
+    extra: dict = field(default_factory=dict)
+
+    def phrases(self) -> list[str]:
+        return list(self.templates)
+
+    def voice_distance(self, vp: np.ndarray) -> float:
+        z = (vp - self.voiceprint) / self.voice_scale
+        return float(np.sqrt(np.mean(z * z)))
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "format": "voicesnap-profile",
+            "version": self.version,
+            "name": self.name,
+            "word": self.word,
+            "channel": self.channel,
+            "created": self.created,
+            "thresholds": self.thresholds,
+            "voiceprint": [round(float(v), 5) for v in self.voiceprint],
+            "voice_scale": [round(float(v), 5) for v in self.voice_scale],
+            "voice_threshold": self.voice_threshold,
+            "templates": {ph: [np.round(t, 3).tolist() for t in ts]
+                          for ph, ts in self.templates.items()},
+            "extra": self.extra,
+        }, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "profile") -> "Profile":
+        name = Path(where).stem
+        way_out = (f"enroll again with `voicesnap enroll {name}`, or delete it with "
+                   f"`voicesnap players forget {name}`")
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UserError(f"voice profile {where} is damaged (not valid JSON: {exc}); {way_out}") from exc
+        if not isinstance(data, dict) or data.get("format") != "voicesnap-profile":
+            raise UserError(f"{where} is not a voicesnap voice profile; {way_out}")
+        version = data.get("version")
+        if version != PROFILE_VERSION:
+            raise UserError(f"voice profile {where} has format version {version!r}, this voicesnap "
+                            f"reads version {PROFILE_VERSION}; {way_out}")
+        try:
+            templates = {str(ph): [np.asarray(t, np.float32).reshape(-1, F.N_MELS) for t in ts]
+                         for ph, ts in data["templates"].items()}
+            prof = cls(
+                name=str(data["name"]),
+                word=str(data["word"]),
+                templates=templates,
+                thresholds={str(k): float(v) for k, v in data["thresholds"].items()},
+                voiceprint=np.asarray(data["voiceprint"], np.float32),
+                voice_scale=np.asarray(data["voice_scale"], np.float32),
+                voice_threshold=float(data["voice_threshold"]),
+                channel=None if data.get("channel") is None else int(data["channel"]),
+                created=str(data.get("created", "")),
+                extra=dict(data.get("extra") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"voice profile {where} is damaged ({type(exc).__name__}: {exc}); {way_out}") from exc
+        if (not prof.word or prof.word not in prof.templates or any(len(t) < 2 for ts in prof.templates.values() for t in ts)
+                or prof.voiceprint.shape != prof.voice_scale.shape or set(prof.thresholds) != set(prof.templates)
+                or not all(math.isfinite(v) and v > 0 for v in prof.thresholds.values())):
+            raise UserError(f"voice profile {where} is damaged (inconsistent contents); {way_out}")
+        return prof
+
+
+def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | None = None) -> Profile:
+    """A profile from checked, trimmed takes (at least 2 per phrase; enroll asks for more)."""
+    check_name(name)
+    by_phrase: dict[str, list[np.ndarray]] = {}
+    for t in takes:
+        by_phrase.setdefault(t.phrase, []).append(t.audio)
+    if word not in by_phrase or len(by_phrase[word]) < 2:
+        raise UserError(f"need at least 2 good takes of '{word}' to enroll {name}")
+    templates = {ph: [take_templates(y) for y in ys] for ph, ys in by_phrase.items() if len(ys) >= 2}
+    thresholds = {}
+    for ph, ts in templates.items():
+        loo = []
+        for i, t in enumerate(ts):
+            others = [u for j, u in enumerate(ts) if j != i]
+            bank = TemplateBank([("", ph, u) for u in others])
+            loo.append(min(h.distance for h in bank.match_log_mel(t)))
+        thresholds[ph] = float(THRESHOLD_FACTOR * max(loo) + THRESHOLD_MARGIN)
+    vps = np.stack([voiceprint(t.audio) for t in takes])
+    center = vps.mean(axis=0)
+    scale = np.maximum(vps.std(axis=0), VOICE_SCALE_FLOOR).astype(np.float32)
+    dists = []
+    for i in range(len(vps)):
+        rest = np.delete(vps, i, axis=0)
+        z = (vps[i] - rest.mean(axis=0)) / scale
+        dists.append(float(np.sqrt(np.mean(z * z))))
+    voice_thr = float(VOICE_THRESHOLD_FACTOR * max(dists))
+    return Profile(
+        name=name, word=word, templates=templates, thresholds=thresholds,
+        voiceprint=center.astype(np.float32), voice_scale=scale, voice_threshold=voice_thr,
+        channel=channel, created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        extra={"takes": {ph: len(v) for ph, v in by_phrase.items()}},
+    )
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name or ""):
+        raise UserError(f"player name {name!r} is not usable: use 1-32 letters, digits, spaces, "
+                        "'-', '_' or '.', starting with a letter or digit")
+    return name
+
+
+def players_dir(option: str | None = None) -> Path:
+    return data_dir(option) / "players"
+
+
+def profile_path(name: str, option: str | None = None) -> Path:
+    return players_dir(option) / f"{check_name(name)}.json"
+
+
+def save_profile(profile: Profile, option: str | None = None) -> Path:
+    """Write atomically, readable only by the user (0600)."""
+    return atomic_write_text(profile_path(profile.name, option), profile.to_json(), mode=0o600)
+
+
+def load_profile(name: str, option: str | None = None) -> Profile:
+    path = profile_path(name, option)
+    if not path.exists():
+        raise UserError(f"no voice profile for {name!r} in {path.parent}; enroll with "
+                        f"`voicesnap enroll {name}`")
+    return load_profile_file(path)
+
+
+def load_profile_file(path: Path) -> Profile:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read voice profile {path} ({exc}); enroll again with "
+                        f"`voicesnap enroll {path.stem}` or `voicesnap players forget {path.stem}`") from exc
+    return Profile.from_json(text, str(path))
+
+
+def list_players(option: str | None = None) -> list[str]:
+    d = players_dir(option)
+    if not d.exists():
+        return []
+    return sorted(p.stem for p in d.glob("*.json") if not p.name.startswith("."))
+
+
+def load_all(option: str | None = None) -> list[Profile]:
+    return [load_profile(n, option) for n in list_players(option)]
+
+
+# --------------------------------------------------------------------------
+# attribution
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Who said a stretch of speech: ``player`` is None when nobody is close enough."""
+
+    player: str | None
+    score: float  # 0..1; 0.5 is the acceptance boundary
+    phrase: str | None
+    scores: dict[str, float]  # every enrolled player's score
+    start: int = 0  # matched frames within the input
+    end: int = 0
+
+
+def ratio_to_score(r: float) -> float:
+    """Distance / threshold (1 = boundary) to a 0..1 score (0.5 = boundary)."""
+    return float(np.clip(1.0 - 0.5 * r, 0.0, 1.0)) if math.isfinite(r) else 0.0
+
+
+class Voices:
+    """The enrolled players, ready to match: one template bank, their voiceprints."""
+
+    def __init__(self, profiles: Sequence[Profile]):
+        self.profiles = {p.name: p for p in profiles}
+        self.bank = TemplateBank([(p.name, ph, t) for p in profiles
+                                  for ph, ts in p.templates.items() for t in ts])
+        self.channels = {p.channel: p.name for p in profiles if p.channel is not None}
+
+    def ratios(self, log_mel: np.ndarray, floor: np.ndarray | None,
+               vp: np.ndarray | None) -> tuple[dict[tuple[str, str], tuple[float, Hit]], dict[str, float]]:
+        """Best DTW ratio per (player, phrase) and voice ratio per player."""
+        best: dict[tuple[str, str], tuple[float, Hit]] = {}
+        for h in self.bank.match_log_mel(log_mel, floor):
+            prof = self.profiles[h.player]
+            r = h.distance / prof.thresholds[h.phrase]
+            key = (h.player, h.phrase)
+            if key not in best or r < best[key][0]:
+                best[key] = (r, h)
+        voice = {}
+        if vp is not None:
+            for name, prof in self.profiles.items():
+                voice[name] = prof.voice_distance(vp) / prof.voice_threshold
+        return best, voice
+
+    def attribute(self, x: np.ndarray, rate: int = F.RATE) -> Attribution:
+        """The enrolled player whose call this recording most resembles, or nobody."""
+        full = F.resample(x, rate)
+        y, _level, _snr = trim(full)
+        if len(y) == 0 or not self.profiles:
+            return Attribution(None, 0.0, None, {n: 0.0 for n in self.profiles})
+        feats = F.analyse(full)
+        floor = F.noise_floor(feats.log_mel)
+        # match on the call with generous context: a fricative lost in noise by
+        # the trim must still be there for the template to align with
+        thr = F.vad_threshold(feats.energy_db)
+        segs = F.voiced_segments(feats.energy_db, thr, min_frames=3, gap_frames=30)
+        s, e = max(segs, key=lambda r: float(feats.energy_db[r[0]:r[1]].max()))
+        lo, hi = max(0, s - 15), min(len(feats), e + 15)
+        best, voice = self.ratios(feats.log_mel[lo:hi], floor, voiceprint(y))
+        return self.decide(best, voice)
+
+    def decide(self, best: dict[tuple[str, str], tuple[float, Hit]], voice: dict[str, float]) -> Attribution:
+        per_player: dict[str, tuple[float, str, Hit]] = {}
+        for (player, phrase), (r, h) in best.items():
+            combined = 0.5 * r + 0.5 * voice.get(player, r)
+            cur = per_player.get(player)
+            # the longer phrase wins when it also fits: "snap" hides inside "snap pool"
+            if cur is None or combined < cur[0] - 0.0 or (
+                    r < 1.0 and phrase.endswith(POOL_SUFFIX) and combined < 1.0):
+                per_player[player] = (combined, phrase, h)
+        scores = {p: ratio_to_score(v[0]) for p, v in per_player.items()}
+        if not per_player:
+            return Attribution(None, 0.0, None, scores)
+        name, (comb, phrase, h) = min(per_player.items(), key=lambda kv: kv[1][0])
+        r = best[(name, phrase)][0]
+        v = voice.get(name, r)
+        if comb > 1.0 or r > 1.25 or v > 1.25:
+            return Attribution(None, scores[name], None, scores, h.start, h.end)
+        return Attribution(name, scores[name], phrase, scores, h.start, h.end)
+
+    def player_for_channel(self, channel: int) -> str | None:
+        return self.channels.get(channel)
+
+
+def load_voices(option: str | None = None) -> Voices:
+    return Voices(load_all(option))
