@@ -17,7 +17,7 @@ next flip. The design:
   So the window must cover the tie window plus the recogniser's latency;
   the default 0.5 s is generous for Vosk's streaming results.
 * **Late calls.** A call submitted after its own window had closed (``onset +
-  decision_window < `` the latest ``now`` passed to ``advance``) cannot be ruled
+  decision_window <=`` the latest ``now`` passed to ``advance``) cannot be ruled
   in order any more and is ignored with the reason "late". Hence rulings
   depend only on the calls and the ``advance`` times, never on the order in
   which calls arrived between two ``advance`` calls.
@@ -100,7 +100,7 @@ class Referee:
         out_at = game.out_at[seat]
         if out_at is not None and out_at <= call.onset:
             raise CallError(f"{call.player} is out of this game and can no longer call")
-        if call.onset + self.window < self.horizon:
+        if call.onset + self.window <= self.horizon:  # its window closed at an earlier advance
             self._late.extend(game.ignored(call.onset, call.player, call.kind, "late"))
             return
         key = (call.onset, call.player, call.kind)
