@@ -77,6 +77,22 @@ def _hook_factories(tmpdir: Path) -> tuple[dict[str, Callable[[], Any]], list[Ro
         return {}, [Row(AREA, "engine skipped", "error", note=f"enrolled/combined: enrolled_setup.engines failed: {exc}")]
 
 
+def engine_factories(tmpdir: str | Path) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
+    """Every engine that can run now (name -> factory), and for each one what it is or why it cannot."""
+    engines: dict[str, Callable[[], Any]] = {}
+    about: dict[str, str] = {}
+    for name, make in (("vosk", _vosk_factory), ("pocketsphinx", _peer_factory)):
+        factory, why = make()
+        about[name] = why
+        if factory is not None:
+            engines[name] = factory
+    hooked, notes = _hook_factories(Path(tmpdir))
+    for row in notes:
+        about["enrolled"] = about["combined"] = row.note
+    engines.update(hooked)
+    return engines, about
+
+
 def run(quick: bool) -> list[Row]:
     fixtures = corpus(quick)
     audio = {f.name: f.read()[:, :1] for f in fixtures}
@@ -84,21 +100,21 @@ def run(quick: bool) -> list[Row]:
                            f"{sum(f.duration for f in fixtures) / 60:.1f} min, "
                            f"{sum(len(f.targets(('snap', 'snap pool'))) for f in fixtures)} calls"
                            + (" (--quick subset)" if quick else ""))]
-    engines: dict[str, Callable[[], Any]] = {}
-    for name, make in (("vosk", _vosk_factory), ("pocketsphinx", _peer_factory)):
-        factory, why = make()
-        if factory is None:
-            rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
-        else:
-            engines[name] = factory
-            rows.append(Row(AREA, "engine", name, note=why))
     with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
         old = os.environ.get("VOICESNAP_DATA_DIR")
         os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment profiles never touch a real data dir
         try:
-            hooked, notes = _hook_factories(Path(tmp))
-            rows += notes
-            engines.update(hooked)
+            engines, about = engine_factories(tmp)
+            for name, why in about.items():
+                if name in engines:
+                    rows.append(Row(AREA, "engine", name, note=why))
+                elif name in ("vosk", "pocketsphinx"):
+                    rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
+            if "enrolled" in about and "enrolled" not in engines:
+                rows.append(Row(AREA, "engine skipped", "n/a", note=about["enrolled"]))
+            for name in engines:
+                if name not in about:
+                    rows.append(Row(AREA, "engine", name, note="from bench/enrolled_setup.py"))
             for name, factory in engines.items():
                 result = run_engine(name, factory, fixtures, audio=audio)
                 rows += summarize(result, fixtures, AREA)

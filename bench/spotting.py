@@ -237,3 +237,41 @@ def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") 
         rows.append(Row(area, "detections of words not in play (ignored)", sum(ignored.values()), "", "",
                         f"{e}: " + ", ".join(f"{w} {n}" for w, n in ignored.most_common())))
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.spotting ENGINE [--category C ...] [--quick] [--show]``: one engine, with its mistakes."""
+    import argparse
+    import tempfile
+
+    from .bench_listening import engine_factories
+
+    parser = argparse.ArgumentParser(prog="python3 -m bench.spotting", description=main.__doc__)
+    parser.add_argument("engine", help="vosk, pocketsphinx, or a name bench/enrolled_setup.py offers")
+    parser.add_argument("--category", action="append", default=[], help="only fixtures of these categories")
+    parser.add_argument("--quick", action="store_true", help="the --quick subset")
+    parser.add_argument("--show", action="store_true", help="list every miss and false detection")
+    args = parser.parse_args(argv)
+    fixtures = [f for f in corpus(args.quick) if not args.category or f.category in args.category]
+    with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
+        factories, why = engine_factories(tmp)
+        if args.engine not in factories:
+            print(f"no engine {args.engine!r}: {why.get(args.engine, 'unknown name')}; available: {', '.join(factories)}")
+            return 2
+        result = run_engine(args.engine, factories[args.engine], fixtures)
+    for row in summarize(result, fixtures):
+        value = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
+        print(f"{row.metric:52} {value:>8} {row.unit:5} {row.note}")
+    if args.show and not result.error:
+        words = (*CALL_WORDS, *COMMAND_WORDS)
+        for fx in fixtures:
+            s = score(fx, result.detections[fx.name], words=words)
+            for _, seg in s.misses:
+                print(f"MISS  {fx.name:28} {seg.onset / fx.rate:7.2f}s {seg.speaker:8} {seg.text}")
+            for _, det in s.false:
+                print(f"FALSE {fx.name:28} {det.onset:7.2f}s {det.word!r} conf {det.confidence:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
