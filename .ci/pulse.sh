@@ -1,0 +1,45 @@
+# Sourced by .ci/run (bash): virtual audio devices for the microphone tests.
+#
+# A user-mode PulseAudio daemon with two null sinks:
+#   voicesnap_mic  (16 kHz mono) whose monitor is the default source: the virtual
+#                  microphone; tests feed it with `paplay --device=voicesnap_mic`.
+#   voicesnap_spk  the default sink: the virtual speaker.
+# PortAudio (Debian's build has no PulseAudio host API) reaches it through the
+# ALSA "pulse"/"default" devices that libasound2-plugins provides.
+# A writer of silence stays on the mic sink: an idle null-sink monitor delivers
+# nothing, which stalls and time-compresses an open input stream.
+# Idempotent: sourcing it twice reuses the running daemon.
+
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/voicesnap-xdg-$(id -u)}"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+export PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
+export VOICESNAP_TEST_MIC_SINK=voicesnap_mic
+export VOICESNAP_TEST_SPEAKER_SINK=voicesnap_spk
+
+_vs_pulse_up() { pactl info >/dev/null 2>&1; }
+
+if ! command -v pulseaudio >/dev/null 2>&1; then
+  echo "ci: pulseaudio not installed; microphone tests will skip" >&2
+else
+  if ! _vs_pulse_up; then
+    pulseaudio --daemonize=yes --exit-idle-time=-1 -n --disable-shm=yes --enable-memfd=no \
+      --load=module-native-protocol-unix \
+      --load="module-null-sink sink_name=voicesnap_mic rate=16000 channels=1 sink_properties=device.description=voicesnap_virtual_mic" \
+      --load="module-null-sink sink_name=voicesnap_spk rate=48000 channels=2 sink_properties=device.description=voicesnap_virtual_speaker" \
+      >/dev/null 2>&1 || echo "ci: could not start pulseaudio; microphone tests will skip" >&2
+    for _ in $(seq 1 50); do _vs_pulse_up && break; sleep 0.1; done
+  fi
+  if _vs_pulse_up; then
+    pactl set-default-source voicesnap_mic.monitor
+    pactl set-default-sink voicesnap_spk
+    # One silence writer on the mic sink (kept across re-sourcing via its pid file).
+    _vs_pid_file="$XDG_RUNTIME_DIR/voicesnap-silence.pid"
+    if ! { [ -f "$_vs_pid_file" ] && kill -0 "$(cat "$_vs_pid_file")" 2>/dev/null; }; then
+      pacat --playback --device=voicesnap_mic --format=s16le --rate=16000 --channels=1 \
+        --latency-msec=20 </dev/zero >/dev/null 2>&1 &
+      echo $! >"$_vs_pid_file"
+      disown 2>/dev/null || true
+    fi
+    echo "ci: virtual audio devices up (mic sink voicesnap_mic, speaker sink voicesnap_spk)"
+  fi
+fi

@@ -1,0 +1,105 @@
+"""The live microphone path through a real PortAudio device.
+
+CI provides a virtual microphone (.ci/pulse.sh: a PulseAudio null sink whose
+monitor is the default source). A fixture WAV is played into that sink with
+``paplay`` once the input stream is open, captured through ``MicSource``, and
+must come back intact (correlation) on a gap-free clock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicesnap.audio import MicSource, RecordingTap, read_wav, write_wav
+
+pytestmark = pytest.mark.audio_device
+
+FIXTURE = Path(__file__).parent / "fixtures" / "audio" / "corpus" / "clean_alice.wav"
+
+
+def _mic_sink() -> str:
+    sink = os.environ.get("VOICESNAP_TEST_MIC_SINK")
+    if not sink:
+        pytest.skip("no virtual microphone: VOICESNAP_TEST_MIC_SINK is unset (source .ci/pulse.sh first)")
+    for tool in ("paplay", "pactl"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (apt-get install pulseaudio-utils)")
+    if subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
+        pytest.skip("no PulseAudio server reachable (start it with: source .ci/pulse.sh)")
+    try:
+        import sounddevice as sd
+    except OSError as exc:
+        pytest.skip(f"PortAudio library missing: {exc}")
+    if not any(d["max_input_channels"] > 0 for d in sd.query_devices()):
+        pytest.skip("PortAudio lists no input device (needs libasound2-plugins for the ALSA pulse device)")
+    return sink
+
+
+def _best_lag(captured: np.ndarray, played: np.ndarray) -> tuple[int, float]:
+    """Lag of ``played`` inside ``captured`` and the normalised correlation there."""
+    c = captured.astype(np.float64)
+    p = played.astype(np.float64)
+    n = len(c) + len(p)
+    size = 1 << (n - 1).bit_length()
+    xc = np.fft.irfft(np.fft.rfft(c, size) * np.conj(np.fft.rfft(p, size)), size)[: len(c) - len(p) + 1]
+    lag = int(np.argmax(xc))
+    seg = c[lag : lag + len(p)]
+    corr = float(np.dot(seg, p) / (np.linalg.norm(seg) * np.linalg.norm(p) + 1e-9))
+    return lag, corr
+
+
+def test_mic_captures_played_wav_on_a_consecutive_clock(tmp_path: Path) -> None:
+    sink = _mic_sink()
+    samples, rate = read_wav(FIXTURE, expect_rate=16000)
+    played = samples[: int(2.0 * rate), 0]  # 2 s holding one "snap"
+    wav = write_wav(tmp_path / "played.wav", played, rate)
+    recording = tmp_path / "heard.wav"
+
+    chunks = []
+    with MicSource(rate=16000, channels=1, block_frames=320) as mic, RecordingTap(recording) as rec:
+        deadline = time.monotonic() + 0.3  # stream open and running before playback starts
+        while time.monotonic() < deadline:
+            chunk = mic.read(timeout=1.0)
+            assert chunk is not None, "the microphone delivered nothing for 1 s"
+            chunks.append(chunk)
+            rec.write(chunk)
+        player = subprocess.Popen(["paplay", f"--device={sink}", str(wav)])
+        try:
+            end = None
+            while True:
+                chunk = mic.read(timeout=1.0)
+                assert chunk is not None, "the microphone stalled during playback"
+                chunks.append(chunk)
+                rec.write(chunk)
+                if end is None and player.poll() is not None:
+                    end = time.monotonic() + 0.5
+                if end is not None and time.monotonic() > end:
+                    break
+                assert time.monotonic() < deadline + 15, "playback never finished"
+        finally:
+            if player.poll() is None:
+                player.kill()
+        stats = mic.stats()
+
+    # The clock: every chunk starts where the previous one ended, nothing dropped.
+    assert chunks[0].start == 0
+    assert all(a.end == b.start for a, b in zip(chunks, chunks[1:]))
+    assert stats["dropped_frames"] == 0 and stats["frames"] >= chunks[-1].end
+
+    captured = np.concatenate([c.samples[:, 0] for c in chunks])
+    lag, corr = _best_lag(captured, played)
+    assert corr > 0.9, f"captured audio does not match the WAV (correlation {corr:.3f})"
+    # The word lands at a real position on the clock, after playback began.
+    assert lag >= int(0.25 * rate)
+
+    # The recording tap kept exactly the frames heard.
+    heard, heard_rate = read_wav(recording)
+    assert heard_rate == 16000
+    assert np.array_equal(heard[:, 0], captured)
