@@ -1,0 +1,142 @@
+"""The output mixer's scheduling, the clock mapping, and the no-speaker message."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from voicesnap.playback import (
+    AudioOutputError, ClockMap, DevicePlayback, Mixer, SpeechEnded, SpeechStarted, VirtualPlayback,
+)
+from voicesnap.speech import NoSpeechEngine, SpeechCache
+
+
+def _tone(n: int, value: int) -> np.ndarray:
+    return np.full(n, value, dtype=np.int16)
+
+
+def _drain(mixer: Mixer) -> list[tuple[str, int, int]]:
+    out = [(r.kind, r.id, r.frame) for r in mixer.reports]
+    mixer.reports.clear()
+    return out
+
+
+def test_clips_play_back_to_back_with_exact_start_frames():
+    m = Mixer(16000)
+    m.enqueue(1, _tone(300, 1000))
+    m.enqueue(2, _tone(200, 2000))
+    out = np.zeros(1024, dtype=np.int16)
+    m.fill(out[:256])
+    m.fill(out[256:512])
+    m.fill(out[512:])
+    assert _drain(m) == [("started", 1, 0), ("finished", 1, 300), ("started", 2, 300), ("finished", 2, 500)]
+    assert (out[:300] == 1000).all() and (out[300:500] == 2000).all() and (out[500:] == 0).all()
+    assert not m.busy
+
+
+def test_cancel_cuts_the_playing_clip_with_a_short_fade_and_the_next_starts_at_once():
+    m = Mixer(16000, fade=0.004)
+    m.enqueue(1, _tone(16000, 10000))
+    out = np.zeros(256, dtype=np.int16)
+    m.fill(out)
+    m.cancel([1])
+    m.enqueue(2, _tone(1000, 3000))
+    m.fill(out)
+    assert _drain(m) == [("started", 1, 0), ("cut", 1, 256), ("started", 2, 256)]
+    fade = 64  # 4 ms at 16 kHz
+    # clip 2 from the cut's first frame, plus clip 1's tail ramping down over 4 ms
+    assert out[0] == 3000 + 10000 and out[fade] == 3000 and (out[fade:] == 3000).all()
+    assert np.all(np.diff(out[:fade].astype(int)) <= 0)
+
+
+def test_cancel_of_a_waiting_clip_drops_it_unplayed():
+    m = Mixer(16000)
+    m.enqueue(1, _tone(100, 1))
+    m.enqueue(2, _tone(100, 2))
+    m.enqueue(3, _tone(100, 3))
+    m.cancel([2])
+    out = np.zeros(400, dtype=np.int16)
+    m.fill(out)
+    kinds = _drain(m)
+    assert ("dropped", 2, 0) in kinds and not any(k == "started" and i == 2 for k, i, _ in kinds)
+    assert (out[:100] == 1).all() and (out[100:200] == 3).all()
+
+
+def test_fill_writes_float32_and_multichannel_buffers():
+    m = Mixer(48000)
+    m.enqueue(1, _tone(10, 16384))
+    out = np.zeros((16, 2), dtype=np.float32)
+    m.fill(out)
+    assert np.allclose(out[:10], 0.5) and np.allclose(out[10:], 0.0)
+
+
+def test_virtual_playback_reports_start_times_on_the_input_clock(tmp_path):
+    try:
+        clip = SpeechCache(None, rate=16000).get("Eight")
+    except NoSpeechEngine:
+        pytest.skip("espeak-ng is not installed")
+    pb = VirtualPlayback(16000, start=10.0, block=160, record=True)
+    pb.advance_to(10.5)
+    pb.play(7, "Eight", clip.samples)
+    pb.advance_to(12.0)
+    events = pb.poll()
+    started = [e for e in events if isinstance(e, SpeechStarted)]
+    ended = [e for e in events if isinstance(e, SpeechEnded)]
+    assert started == [SpeechStarted(7, "Eight", 10.5)]
+    assert ended[0].completed and ended[0].t == pytest.approx(10.5 + clip.duration, abs=1e-9)
+    # the recording (what a speaker would have played) holds the clip at that frame
+    path = tmp_path / "heard.wav"
+    sf.write(path, pb.recording(), 16000, subtype="PCM_16")
+    heard, _ = sf.read(path, dtype="int16")
+    at = int(0.5 * 16000)
+    assert np.array_equal(heard[at : at + len(clip.samples)], clip.samples)
+    assert not heard[:at].any()
+
+
+def test_clock_map_with_exact_anchors():
+    cm = ClockMap()
+    for k in range(10):  # input callbacks: ADC time of each block's first frame
+        cm.observe(1000.0 + 0.02 * k, 5.0 + 0.02 * k)
+    assert cm.to_clock(1003.25) == pytest.approx(8.25, abs=1e-9)
+    assert cm.to_pa(8.25) == pytest.approx(1003.25, abs=1e-9)
+
+
+def test_clock_map_envelope_removes_polling_lag():
+    # Polled anchors lag by 0..one 20 ms block; the envelope converges on the truth.
+    rng = random.Random(3)
+    true_offset = -1234.5
+    cm = ClockMap(window=64)
+    for k in range(64):
+        pa = 2000.0 + 0.1 * k
+        lag = rng.uniform(0.0, 0.02)
+        cm.observe(pa + lag, pa + true_offset)
+    assert cm.offset == pytest.approx(true_offset, abs=0.002)
+    assert cm.offset <= true_offset + 1e-12  # never ahead of the truth
+
+
+def test_device_playback_maps_dac_times_onto_the_input_clock():
+    # The PortAudio callback is driven by hand here (what sounddevice calls):
+    # a clip starting 100 frames into a buffer whose DAC time is 50.0 s is
+    # heard at 50.0 + 100/48000 s of stream time, i.e. that minus the offset
+    # on the input clock.
+    cm = ClockMap(offset=-40.0)  # input clock = stream time - 40 s
+    pb = DevicePlayback(rate=48000, clock_map=cm)
+    buf = np.zeros((256, 1), dtype=np.int16)
+    pb._callback(buf[:100], 100, SimpleNamespace(outputBufferDacTime=50.0), None)
+    pb.play(1, "Eight", _tone(480, 100))
+    pb._callback(buf, 256, SimpleNamespace(outputBufferDacTime=50.0 + 100 / 48000), None)
+    pb._callback(buf, 256, SimpleNamespace(outputBufferDacTime=50.0 + 356 / 48000), None)
+    started, ended = pb.poll()
+    assert started == SpeechStarted(1, "Eight", pytest.approx(10.0 + 100 / 48000, abs=1e-9))
+    assert ended.t == pytest.approx(10.0 + 580 / 48000, abs=1e-9) and ended.completed
+
+
+def test_no_audio_output_is_a_clear_message():
+    with pytest.raises(AudioOutputError) as err:
+        DevicePlayback(device="no such speaker 1234").open()
+    message = str(err.value)
+    assert "no audio output" in message and "voicesnap devices" in message
