@@ -36,7 +36,7 @@ from .session import GameScored, SessionOver
 
 __all__ = [
     "Verbosity", "Priority", "Announcement", "SpeechQueue", "Announcer", "describe", "earcon",
-    "EARCONS", "startup_phrases", "Settings", "status_words", "score_words",
+    "EARCONS", "startup_phrases", "open_announcer", "rehearse", "Settings", "status_words", "score_words",
 ]
 
 
@@ -316,6 +316,7 @@ class Announcer:
 
     def disable_speech(self, reason: str) -> None:
         self.speech = None
+        self.settings.text = True
         self.notice(reason + " (the game goes on; announcements are text only)")
 
     @property
@@ -465,6 +466,41 @@ class Announcer:
         except SpeechError as exc:
             self.disable_speech(str(exc))
             return 0.0
+
+
+def open_announcer(data_dir: Any, voice: Any = None, settings: Settings | None = None, *,
+                   output_device: int | str | None = None, clock_map: Any = None, speech: bool = True,
+                   out: TextIO | None = None, notice: Callable[[str], None] | None = None) -> Announcer:
+    """An announcer on the real speaker, or, failing that, in text (never an exception).
+
+    No speaker, no espeak-ng, an unknown voice: the reason is said once
+    (``notice``, stderr by default) and announcements go on as text lines.
+    """
+    from .playback import AudioOutputError, DevicePlayback
+    from .speech import SpeechCache, SpeechError, VoiceSettings, check_voice
+
+    settings = settings or Settings()
+    ann = Announcer(None, None, settings, out, notice)
+    if not speech:
+        settings.text = True
+        return ann
+    voice = voice or VoiceSettings()
+    try:
+        check_voice(voice)
+    except SpeechError as exc:
+        settings.text = True
+        ann.notice(f"{exc}")
+        return ann
+    try:
+        playback = DevicePlayback(device=output_device, clock_map=clock_map).open()
+    except AudioOutputError as exc:
+        settings.text = True
+        ann.notice(f"{exc}; the game goes on and announcements are printed as text")
+        return ann
+    ann.speech = SpeechCache.in_data_dir(data_dir, voice, rate=playback.rate)
+    ann.playback = playback
+    ann.prepare()
+    return ann
 
 
 def rehearse(game: Any, announcer: Announcer, playback: Any, seed: int, pace: float = 1.0,

@@ -1,0 +1,302 @@
+"""The announcer: wording, the queue's interrupt rules, a seeded game's timeline, text mode,
+earcons, and going on in text without speech or a speaker."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+
+from voicesnap.announcer import (
+    EARCONS, Announcement, Announcer, Priority, Settings, SpeechQueue, Verbosity, describe, earcon,
+    open_announcer, rehearse, startup_phrases, status_words,
+)
+from voicesnap.cards import Card, Rank, Suit
+from voicesnap.playback import VirtualPlayback
+from voicesnap.rules import (
+    Dealt, Eliminated, Flipped, GameOver, Game, PoolWon, SnapWon, TieToPool, WrongCall,
+)
+from voicesnap.session import GameScored, SessionOver
+from voicesnap.speech import NoSpeechEngine, SpeechCache, VoiceSettings
+from voicesnap.variants import SpeedSnap
+from voicesnap.vocabulary import CALLS, COMMAND_PREFIX
+
+EIGHT_H = Card(rank=Rank.EIGHT, suit=Suit.HEARTS)
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def cache(data_dir):
+    try:
+        c = SpeechCache.in_data_dir(data_dir, VoiceSettings(), rate=16000)
+        c.get("Eight")
+    except NoSpeechEngine:
+        pytest.skip("espeak-ng is not installed")
+    return c
+
+
+# --- wording -------------------------------------------------------------------
+
+
+def test_flip_wording_by_verbosity():
+    ev = Flipped(1.0, 0, "alice", EIGHT_H, 3, False, False)
+    assert describe(ev, Verbosity.RANKS)[:2] == ("Eight", Priority.FLIP)
+    assert describe(ev, Verbosity.NAMES)[0] == "alice, Eight of Hearts"
+    assert describe(ev, Verbosity.ALL)[0] == "alice, Eight of Hearts"
+
+
+def test_rulings_say_who_how_many_and_the_pool_top_card():
+    game = Game(["alice", "bob", "cara"], seed=1)
+    state = game.state
+    assert describe(SnapWon(2.0, "bob", "snap", (0, 1), (3, 2), 5), Verbosity.RANKS) == (
+        "bob wins 5 cards.", Priority.RULING, "snap_won")
+    text, prio, ear = describe(TieToPool(2.0, ("alice", "bob"), "snap", (0, 1), (2, 2), 4), Verbosity.RANKS,
+                               state._replace(pool=(EIGHT_H,)) if hasattr(state, "_replace") else None)
+    assert "Tie between alice and bob" in text and "4 cards" in text and prio is Priority.RULING
+    assert ear == "pool_formed"
+    text, _, ear = describe(WrongCall(3.0, "cara", "snap", 1, 0, 7), Verbosity.RANKS)
+    assert text.startswith("Wrong call by cara. 1 card to the pool") and ear == "wrong_call"
+    assert describe(PoolWon(4.0, "alice", 9, 12), Verbosity.RANKS)[0] == "alice wins the pool, 9 cards."
+    assert describe(Eliminated(5.0, 2, "cara"), Verbosity.RANKS) == ("cara is out.", Priority.RULING, "elimination")
+    assert describe(GameOver(6.0, "alice", "last player", (52, 0, 0)), Verbosity.RANKS)[0] == "Game over. alice wins."
+    assert describe(Dealt(0.0, 0, (26, 26), 1), Verbosity.RANKS, players=("alice", "bob"))[0] == (
+        "alice deals. bob goes first.")
+    assert describe(GameScored(6.0, 1, "alice", (1, 0), False), Verbosity.RANKS, players=("alice", "bob"))[0] == (
+        "Game 1 to alice. Scores: alice 1, bob 0.")
+    assert "alice wins the session" in describe(SessionOver(9.0, "alice", (2, 0), 2, False), Verbosity.RANKS,
+                                                players=("alice", "bob"))[0]
+
+
+def test_tie_names_the_pools_top_card_from_the_table():
+    game = Game(["alice", "bob"], seed=1)
+    state = game.state
+    from dataclasses import replace
+
+    state = replace(state, pool=(Card(rank=Rank.TWO, suit=Suit.CLUBS), EIGHT_H))
+    text = describe(TieToPool(2.0, ("alice", "bob"), "snap", (0, 1), (2, 2), 4), Verbosity.RANKS, state)[0]
+    assert text.endswith("the pool has 4 cards, top card Eight of Hearts.")
+
+
+def test_announcer_never_says_a_call_or_the_command_prefix():
+    # Its own voice must not be heard as a call or a command (see commands.py).
+    game = Game(["alice", "bob", "cara"], seed=5)
+    ann = Announcer(None, None, Settings(verbosity=Verbosity.ALL))
+    rehearse(game, ann, VirtualPlayback(16000), seed=5, max_flips=200)
+    words = {w.strip(".,!?;:'").lower() for a in ann.log for w in a.text.split()}
+    assert not words & {c for c in CALLS if " " not in c}  # "pool" alone is fine; "snap pool" is not
+    assert not any(c in a.text.lower() for a in ann.log for c in CALLS)
+    assert COMMAND_PREFIX not in words
+
+
+# --- the queue -----------------------------------------------------------------
+
+
+def _a(i: int, prio: Priority, flip: int) -> Announcement:
+    return Announcement(i, 0.0, "x", prio, f"item {i}", flip)
+
+
+def test_a_flip_cancels_older_flips_and_info_but_never_rulings():
+    q = SpeechQueue()
+    assert q.submit(_a(1, Priority.FLIP, 1)) == []
+    assert q.submit(_a(2, Priority.INFO, 1)) == []
+    assert q.submit(_a(3, Priority.RULING, 1)) == [2]  # a ruling supersedes info
+    assert q.submit(_a(4, Priority.INFO, 1)) == []
+    assert sorted(q.submit(_a(5, Priority.FLIP, 2))) == [1, 4]
+    assert set(q.active) == {3, 5} and q.stale() == 0
+
+
+def test_flips_of_the_same_serial_queue_in_turn():
+    q = SpeechQueue()  # Speed Snap: everyone flips at once, each card is said
+    for i in range(1, 4):
+        assert q.submit(_a(i, Priority.FLIP, 7)) == []
+    assert sorted(q.submit(_a(9, Priority.FLIP, 8))) == [1, 2, 3]
+
+
+def test_rulings_are_never_cancelled():
+    q = SpeechQueue()
+    for i in range(1, 6):
+        q.submit(_a(i, Priority.RULING, i))
+    for i in range(6, 20):
+        assert not set(q.submit(_a(i, Priority.FLIP, i))) & {1, 2, 3, 4, 5}
+
+
+# --- a seeded game's timeline ----------------------------------------------------
+
+
+def _timeline(cache, game, verbosity=Verbosity.NAMES, pace=1.0, seed=11, flips=60):
+    out = io.StringIO()
+    pb = VirtualPlayback(16000, block=128, record=True)
+    ann = Announcer(cache, pb, Settings(verbosity=verbosity, text=True), out=out)
+    ann.prepare()
+    stale_seen = []
+    log = rehearse(game, ann, pb, seed=seed, pace=pace, max_flips=flips,
+                   on_step=lambda now: stale_seen.append(ann.queue.stale()))
+    return ann, pb, log, out.getvalue().splitlines(), stale_seen
+
+
+def test_seeded_game_timeline(cache):
+    game = Game(["alice", "bob", "cara"], seed=21)
+    ann, pb, log, lines, stale_seen = _timeline(cache, game)
+    rulings = [a for a in ann.log if a.priority is Priority.RULING]
+    flips = [a for a in ann.log if a.kind == "flipped"]
+    assert len(flips) == sum(isinstance(e, Flipped) for e in log) == 60
+    assert any(a.kind == "snap-won" for a in rulings) and any(a.kind == "wrong-call" for a in rulings)
+    # every ruling was played, in order, each after the event it reports
+    starts = [ann.started[a.id] for a in rulings]
+    assert starts == sorted(starts) and all(ann.started[a.id] >= a.t for a in rulings)
+    # pre-rendered flips start within 20 ms of the flip (one 8 ms output block here)
+    delays = [ann.started[a.id] - a.t for a in flips]
+    assert max(delays) <= 0.020
+    # nothing stale ever waited, and no flip started after a newer flip was made
+    assert max(stale_seen) == 0
+    flip_times = sorted(a.t for a in flips)
+    for a in flips:
+        newer = [t for t in flip_times if t > a.t]
+        assert not newer or ann.started[a.id] < newer[0]
+    # text: one plain line per announcement, same words
+    assert lines == [a.text for a in ann.log]
+    # what was "heard" at a flip's start is that flip's audio (name clip first)
+    rec = pb.recording()
+    first = flips[0]
+    at = round(ann.started[first.id] * 16000)
+    name = cache.get(first.text.split(",")[0]).samples
+    assert np.array_equal(rec[at : at + len(name)], name)
+
+
+def test_seeded_game_is_announced_the_same_way_twice(cache):
+    a1 = _timeline(cache, Game(["alice", "bob"], seed=4), flips=30)[0]
+    a2 = _timeline(cache, Game(["alice", "bob"], seed=4), flips=30)[0]
+    assert [(x.text, a1.started.get(x.id)) for x in a1.log] == [(x.text, a2.started.get(x.id)) for x in a2.log]
+
+
+def test_fast_speed_snap_leaves_no_stale_backlog(cache):
+    game = SpeedSnap(["alice", "bob", "cara", "dev"], seed=8)
+    ann, pb, log, lines, stale_seen = _timeline(cache, game, verbosity=Verbosity.NAMES, pace=0.6, flips=40)
+    assert max(stale_seen) == 0
+    assert pb.dropped + pb.cut > 0  # the pace really was too fast to say every card
+    assert all(a.id in ann.started for a in ann.log if a.priority is Priority.RULING)
+
+
+def test_text_lines_carry_no_decoration():
+    out = io.StringIO()
+    ann = Announcer(None, None, Settings(verbosity=Verbosity.ALL, text=True), out=out)
+    rehearse(Game(["alice", "bob", "cara"], seed=2), ann, VirtualPlayback(16000), seed=2, max_flips=80)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(ann.log) > 80
+    for line in lines:
+        assert line == line.strip() and line
+        assert not re.search(r"[\[\]{}<>|*#_~`=\\]|\x1b|->|\d+\.\d+ ?s\b", line), line
+        assert line.isascii()
+
+
+# --- earcons ---------------------------------------------------------------------
+
+
+def _pitch(x: np.ndarray, rate: int) -> float:
+    spec = np.abs(np.fft.rfft(x.astype(np.float64)))
+    return float(np.argmax(spec) * rate / len(x))
+
+
+def test_earcons_are_short_and_distinct():
+    rate = 16000
+    sounds = {name: earcon(name, rate) for name in EARCONS}
+    assert set(sounds) == {"snap_won", "pool_formed", "wrong_call", "elimination", "your_turn"}
+    signatures = set()
+    for name, x in sounds.items():
+        assert x.dtype == np.int16 and 0.05 < len(x) / rate < 0.5, name
+        assert np.abs(x.astype(int)).max() < 32767 * 0.5  # quieter than speech, no clipping
+        notes = EARCONS[name]
+        signatures.add((len(notes), round(_pitch(x, rate), -1), notes[0][0] < notes[-1][0]))
+    assert len(signatures) == len(sounds)
+
+
+def test_ruling_audio_starts_with_its_earcon(cache):
+    pb = VirtualPlayback(16000, record=True)
+    ann = Announcer(cache, pb, Settings())
+    ann.handle([SnapWon(0.0, "bob", "snap", (0,), (3,), 3)])
+    pb.advance_to(3.0)
+    rec = pb.recording()
+    tone = earcon("snap_won", 16000)
+    assert np.array_equal(rec[: len(tone)], tone)
+
+
+# --- commands the announcer answers ------------------------------------------------
+
+
+def test_repeat_status_and_adjust(cache):
+    out = io.StringIO()
+    pb = VirtualPlayback(16000)
+    ann = Announcer(cache, pb, Settings(text=True), out=out)
+    game = Game(["alice", "bob"], seed=3)
+    ann.handle(game.events, game.state)
+    ann.handle(game.flip(1.0), game.state)
+    said = ann.repeat(2.0)
+    assert said.text == ann.log[-2].text == "bob, " + game.piles[1][-1].spoken
+    text = status_words(game.state)
+    assert text.startswith("alice 26 cards, nothing showing. bob 26 cards, showing ") and text.endswith("Pool empty.")
+    before = cache.settings
+    ann.adjust(rate=-25)
+    assert cache.settings.rate == before.rate - 25 and cache.cached("Eight of Hearts")
+    ann.adjust(volume=0.2)
+    assert cache.settings.volume == pytest.approx(before.volume + 0.2)
+    assert out.getvalue().splitlines()[-2:] == ["Rate 175.", "Volume 120."]
+
+
+def test_startup_set_covers_every_flip_phrase():
+    ranks = startup_phrases(["alice"], Verbosity.RANKS)
+    assert {r.spoken for r in Rank} <= set(ranks) and "alice" not in ranks
+    names = startup_phrases(["alice", "bob"], Verbosity.NAMES)
+    assert "Eight of Hearts" in names and {"alice", "bob"} <= set(names)
+
+
+# --- no speech, no speaker: say why once, go on in text ------------------------------
+
+
+def test_no_speaker_says_why_once_and_the_game_goes_on_in_text(data_dir):
+    notices: list[str] = []
+    out = io.StringIO()
+    ann = open_announcer(data_dir, VoiceSettings(), Settings(verbosity=Verbosity.RANKS), out=out,
+                         output_device="no such speaker 1234", notice=notices.append)
+    if ann.speech is None and notices and "espeak-ng" in notices[0]:
+        pytest.skip("espeak-ng is not installed")
+    assert len(notices) == 1 and "no audio output" in notices[0] and "text" in notices[0]
+    game = Game(["alice", "bob"], seed=9)
+    rehearse(game, ann, VirtualPlayback(16000), seed=9, max_flips=20)
+    assert len(notices) == 1
+    assert len(out.getvalue().splitlines()) == len(ann.log) >= 22
+
+
+def test_unknown_voice_says_why_once_with_close_matches(data_dir):
+    notices: list[str] = []
+    out = io.StringIO()
+    ann = open_announcer(data_dir, VoiceSettings(voice="gmw/en-uss"), Settings(), out=out, notice=notices.append)
+    if notices and "not installed" in notices[0]:
+        pytest.skip("espeak-ng is not installed")
+    assert len(notices) == 1 and "gmw/en-US" in notices[0] and ann.speech is None
+    game = Game(["alice", "bob"], seed=9)
+    ann.handle(game.events, game.state)
+    ann.handle(game.flip(1.0), game.state)
+    assert out.getvalue().splitlines()[-1].startswith("bob, ")
+
+
+def test_speech_failing_mid_game_switches_to_text_once(cache, monkeypatch):
+    from voicesnap import speech
+
+    notices: list[str] = []
+    out = io.StringIO()
+    ann = Announcer(cache, VirtualPlayback(16000), Settings(), out=out, notice=notices.append)
+    monkeypatch.setattr(speech, "_ENGINE", None)
+    monkeypatch.setattr(speech, "_Binding", lambda: (_ for _ in ()).throw(OSError("gone")))
+    monkeypatch.setenv("PATH", "")
+    game = Game(["alice", "bob"], seed=3)
+    ann.handle(game.events, game.state)  # "New game." is not cached: rendering fails
+    ann.handle(game.flip(1.0), game.state)
+    assert len(notices) == 1 and "espeak-ng" in notices[0]
+    assert out.getvalue().splitlines()[-1].startswith("bob, ")
