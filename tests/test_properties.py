@@ -5,11 +5,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from voicesnap import gamelog, variants
 from voicesnap.referee import Call, Referee
+from voicesnap.rules import CallError
 from voicesnap.rules import Flipped, Game, Options
 
 NAMES = ("Ann", "Ben", "Cat", "Dan", "Eve", "Fay")
@@ -106,3 +108,50 @@ def test_without_any_calls_the_guard_ends_the_game(n: int, seed: int) -> None:
         game.flip(float(game.flips))
         assert game.total() == 52
     assert game.reason in ("repeat", "flip cap") and game.flips <= 3000
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables, st.floats(0.0, 0.8), st.floats(0.1, 1.5))
+def test_slow_recognition_rulings_stay_in_onset_order(p: dict[str, Any], latency: float, pace: float) -> None:
+    """Calls reach the referee up to ``latency`` s late, often after the next flip;
+    the referee ticks every 50 ms. Rulings come out in onset order, only calls
+    heard after their window are 'late', and the deck is conserved throughout."""
+    n = p["players"]
+    game = variants.create(p["variant"], NAMES[:n], p["seed"], Options(max_flips=300), p["dealer"] % n)
+    window = 0.5
+    ref = Referee(game, decision_window=window)
+    rng = random.Random(p["callers"])
+    in_flight: list[tuple[float, Call]] = []  # (arrival, call)
+    rulings: list[Any] = []
+    now, next_flip = 0.0, pace
+    while not game.is_over():
+        now = round(now + 0.05, 6)
+        for arrival, call in sorted(in_flight, key=lambda x: x[0]):
+            if arrival <= now:
+                out_at = game.out_at[game.seat_of[call.player]]
+                if out_at is not None and out_at <= call.onset:
+                    # calls made after a player went out are refused (the table drops them)
+                    with pytest.raises(CallError):
+                        ref.submit(call)
+                    continue
+                rulings += ref.submit(call)
+        in_flight = [(a, c) for a, c in in_flight if a > now]
+        rulings += [ev for ev in ref.advance(now) if type(ev).__name__ != "Eliminated"]
+        game.check()
+        if now >= next_flip and not game.is_over():
+            next_flip += pace
+            for ev in ref.flip(now):
+                if isinstance(ev, Flipped) and (ev.match or ev.pool_match or rng.random() < p["noise"]):
+                    for name in game.players:
+                        if not game.out[game.seat_of[name]] and rng.random() < max(p["eagerness"], 0.3):
+                            onset = now + rng.uniform(0.1, 0.7)
+                            arrival = onset + rng.uniform(0.0, latency)
+                            in_flight.append((arrival, Call(name, rng.choice(_words(game, name)), onset)))
+            game.check()
+    rulings += ref.close()
+    game.check(full=True)
+    judged = [ev for ev in rulings if getattr(ev, "reason", None) != "late" and hasattr(ev, "t")]
+    onsets = [ev.t for ev in judged if type(ev).__name__ != "GameOver"]
+    assert onsets == sorted(onsets)
+    if latency + 0.05 < window:  # every call arrives inside its window: none can be late
+        assert not any(getattr(ev, "reason", None) == "late" for ev in rulings)

@@ -134,8 +134,8 @@ def test_a_call_heard_after_its_window_closed_is_ignored_as_late() -> None:
     ref.flip(1.0)
     ref.flip(2.0)
     ref.advance(4.0)
-    ref.submit(Call("Ann", "snap", 2.3))
-    assert ref.advance(4.1) == [CallIgnored(2.3, "Ann", "snap", "late")]
+    assert ref.submit(Call("Ann", "snap", 2.3)) == [CallIgnored(2.3, "Ann", "snap", "late")]
+    assert ref.advance(4.1) == [] and ref.pending == []
     assert game.piles[0] == cards("7H")
 
 

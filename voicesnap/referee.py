@@ -68,7 +68,6 @@ class Referee:
         self._times: list[float] = [float("-inf")]
         self._views: list[View] = [game.view()]
         self._pending: list[tuple[float, str, str, Call]] = []
-        self._late: list[Any] = []
         self._memo: tuple[Any, tuple[str, tuple[int, ...]]] = (None, ("", ()))
 
     # ------------------------------------------------------------------ inputs
@@ -89,8 +88,13 @@ class Referee:
             self._prune()
         return events
 
-    def submit(self, call: Call) -> None:
-        """Queue a call; it is ruled by ``advance`` once its decision window has closed."""
+    def submit(self, call: Call) -> list[Any]:
+        """Queue a call; it is ruled by ``advance`` once its decision window has closed.
+
+        Returns what is decided at once: nothing, or the "late" ignore for a call
+        whose window has already closed. Raises CallError for a stranger, for a
+        player already out at the call's onset, and for a call without a real onset.
+        """
         game = self.game
         if not isinstance(call.kind, str) or not isinstance(call.onset, (int, float)) or not (
             -math.inf < call.onset < math.inf
@@ -101,19 +105,19 @@ class Referee:
         if out_at is not None and out_at <= call.onset:
             raise CallError(f"{call.player} is out of this game and can no longer call")
         if call.onset + self.window <= self.horizon:  # its window closed at an earlier advance
-            self._late.extend(game.ignored(call.onset, call.player, call.kind, "late"))
-            return
+            return game.ignored(call.onset, call.player, call.kind, "late")
         key = (call.onset, call.player, call.kind)
         i = bisect.bisect_left(self._pending, key)
         if i < len(self._pending) and self._pending[i][:3] == key:
-            return  # the same call twice (e.g. from two engines): once is enough
+            return []  # the same call twice (e.g. from two engines): once is enough
         self._pending.insert(i, (*key, call))
+        return []
 
     def advance(self, now: float) -> list[Any]:
         """Rule on every call whose decision window has closed by ``now``."""
         if now > self.horizon:
             self.horizon = now
-        out, self._late = self._late, []
+        out: list[Any] = []
         pending = self._pending
         window = self.window
         while pending and pending[0][0] + window <= now:
