@@ -47,11 +47,11 @@ COMMAND_WORDS: tuple[str, ...] = tuple(command_phrases().values())
 CHUNK_MS = 20
 TIE_TOLERANCE = 0.010  # a tie is recovered when the detected offset is within 10 ms of the true one
 
-# A small, varied subset for --quick: most categories once, about 2.7 minutes of audio.
+# A small, varied subset for --quick: most categories once, about 3.5 minutes of audio.
 QUICK = (
     "clean_alice", "clean_dev", "snap_vs_pool_1", "nearmiss_bob", "echo_ranks",
     "overlap_000ms_alice_bob", "overlap_050ms_dev_alice", "overlap_120ms_cara_finn",
-    "noisy_babble_10db", "noisy_pink_05db", "quiet_calls", "clipped_calls", "commands_1",
+    "noisy_babble_10db", "noisy_pink_05db", "noisy_over_announcer", "quiet_calls", "clipped_calls", "commands_1",
     "chatter_players",
 )
 
