@@ -79,9 +79,10 @@ def is_model(path: str | os.PathLike[str], kind: str = "en") -> bool:
 
 
 def _fixes(kind: ModelKind) -> str:
+    flag = "" if kind.key == "en" else f" --kind {kind.key}"
     return (
-        f"get one with 'voicesnap models download{'' if kind.key == 'en' else ' --kind ' + kind.key}', "
-        f"or install a folder/zip you have with 'voicesnap models install PATH', "
+        f"get one with 'voicesnap models download{flag}', "
+        f"or install a folder/zip you have with 'voicesnap models install{flag} PATH', "
         f"or point {kind.env} at an unpacked model folder (see models/README.md)"
     )
 
@@ -244,11 +245,12 @@ def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name:
     except ModelError:
         raise
     except Exception as exc:  # network errors come as URLError/HTTPError/OSError
+        aar = " (or the Maven AAR com.alphacephei:vosk-model-en, see models/README.md)" if kind == "en" else ""
+        flag = "" if kind == "en" else f" --kind {kind}"
         raise ModelError(
             f"could not download {model_name} from {vosk.MODEL_PRE_URL} ({exc}); on a machine with "
-            f"internet, fetch {vosk.MODEL_PRE_URL}{model_name}.zip (or the Maven AAR "
-            "com.alphacephei:vosk-model-en, see models/README.md) and run "
-            "'voicesnap models install FILE'"
+            f"internet, fetch {vosk.MODEL_PRE_URL}{model_name}.zip{aar} and run "
+            f"'voicesnap models install{flag} FILE'"
         ) from exc
     finally:
         shutil.rmtree(work, ignore_errors=True)

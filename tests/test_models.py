@@ -1,0 +1,144 @@
+"""Model discovery (option, environment, data dir), install from folder/zip/AAR, and the errors."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from voicesnap import models
+from voicesnap.cli import main
+
+# The real model CI provides, captured before the fixture below hides it.
+REAL_EN_MODEL = os.environ.get("VOICESNAP_VOSK_MODEL")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    data = tmp_path / "data"
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(data))
+    monkeypatch.delenv("VOICESNAP_VOSK_MODEL", raising=False)
+    monkeypatch.delenv("VOICESNAP_SPK_MODEL", raising=False)
+    return data
+
+
+def _layout(root: Path, kind: str = "en") -> Path:
+    """A folder with the files that make a model of this kind recognisable (not a working model)."""
+    for marker in models.KINDS[kind].markers:
+        (root / marker).parent.mkdir(parents=True, exist_ok=True)
+        (root / marker).write_bytes(b"x")
+    (root / "conf").mkdir(exist_ok=True)
+    (root / "conf" / "model.conf").write_text("--beam=10.0\n")
+    return root
+
+
+def test_missing_model_error_names_every_fix(_isolated: Path) -> None:
+    with pytest.raises(models.ModelError) as info:
+        models.find_model("en")
+    text = str(info.value)
+    assert "voicesnap models download" in text and "voicesnap models install" in text
+    assert "VOICESNAP_VOSK_MODEL" in text and str(_isolated / "models") in text
+    with pytest.raises(models.ModelError, match="--kind spk.*VOICESNAP_SPK_MODEL"):
+        models.find_model("spk")
+    assert not _isolated.exists()  # looking never creates the data dir
+
+
+def test_discovery_order_option_then_env_then_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    in_data = _layout(models.models_dir(create=True) / "vosk-model-small-en-us-0.15")
+    assert models.find_model("en") == in_data
+    from_env = _layout(tmp_path / "env-model")
+    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", str(from_env))
+    assert models.find_model("en") == from_env
+    from_option = _layout(tmp_path / "opt-model")
+    assert models.find_model("en", option=from_option) == from_option
+    assert [f.source for f in models.candidates("en", from_option)] == [
+        "option", "environment (VOICESNAP_VOSK_MODEL)", "data dir"]
+
+
+def test_wrong_option_or_env_is_an_error_not_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _layout(models.models_dir(create=True) / "vosk-model-small-en-us-0.15")
+    with pytest.raises(models.ModelError, match="is not a small English speech model .*lacks am/final.mdl"):
+        models.find_model("en", option=tmp_path)
+    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", str(tmp_path / "nowhere"))
+    with pytest.raises(models.ModelError, match="VOICESNAP_VOSK_MODEL=.*fix or unset"):
+        models.find_model("en")
+
+
+def test_kinds_are_told_apart(tmp_path: Path) -> None:
+    _layout(models.models_dir(create=True) / "vosk-model-spk-0.4", "spk")
+    assert models.find_model("spk").name == "vosk-model-spk-0.4"
+    with pytest.raises(models.ModelError):
+        models.find_model("en")
+
+
+def test_install_from_folder_zip_and_aar(tmp_path: Path) -> None:
+    src = _layout(tmp_path / "src" / "vosk-model-small-en-us-0.15")
+    installed = models.install(src)
+    assert installed == models.models_dir() / "vosk-model-small-en-us-0.15"
+    assert models.is_model(installed) and models.find_model() == installed
+
+    archive = tmp_path / "vosk-model-small-en-us-0.22.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for f in src.rglob("*"):
+            z.write(f, Path("vosk-model-small-en-us-0.22") / f.relative_to(src))
+    assert models.install(archive).name == "vosk-model-small-en-us-0.22"
+
+    aar = tmp_path / "vosk-model-en-0.3.45.aar"  # Maven's Android package: model under assets/
+    with zipfile.ZipFile(aar, "w") as z:
+        z.writestr("AndroidManifest.xml", "<manifest/>")
+        for f in src.rglob("*"):
+            z.write(f, Path("assets/model-en-us") / f.relative_to(src))
+    assert models.install(aar).name == "vosk-model-small-en-us-aar-0.3.45"
+    assert sorted(p.name for p in models.models_dir().iterdir()) == [
+        "vosk-model-small-en-us-0.15", "vosk-model-small-en-us-0.22", "vosk-model-small-en-us-aar-0.3.45"]
+
+
+def test_install_refuses_bad_sources(tmp_path: Path) -> None:
+    with pytest.raises(models.ModelError, match="no such file"):
+        models.install(tmp_path / "missing.zip")
+    junk = tmp_path / "junk.zip"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(models.ModelError, match="not a zip archive"):
+        models.install(junk)
+    empty = tmp_path / "empty.zip"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("README", "nothing here")
+    with pytest.raises(models.ModelError, match=r"no small English speech model \(keyword spotting\) inside"):
+        models.install(empty)
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as z:
+        z.writestr("../../escape/am/final.mdl", "x")
+    with pytest.raises(models.ModelError, match="unsafe path"):
+        models.install(evil)
+    # A failed install leaves nothing that discovery could pick up.
+    assert [p for p in models.models_dir().iterdir() if not p.name.startswith(".")] == []
+    assert list(models.models_dir().iterdir()) == []
+
+
+def test_cli_where_list_install(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "where"]) == 2
+    assert "voicesnap models download" in capsys.readouterr().err
+    src = _layout(tmp_path / "vosk-model-small-en-us-0.15")
+    assert main(["models", "install", str(src)]) == 0
+    assert main(["models", "where"]) == 0
+    where = capsys.readouterr().out.strip().splitlines()[-1]
+    assert where == str(models.models_dir() / "vosk-model-small-en-us-0.15")
+    assert main(["models"]) == 0
+    listing = capsys.readouterr().out
+    assert "* " + where in listing and "[data dir]" in listing
+    assert main(["models", "install"]) == 2
+    assert "needs a PATH" in capsys.readouterr().err
+
+
+def test_installed_real_model_loads_in_vosk(tmp_path: Path) -> None:
+    real = REAL_EN_MODEL
+    if not real or not models.is_model(real):
+        pytest.skip("no English Vosk model (VOICESNAP_VOSK_MODEL unset in the test session; .ci/run sets it)")
+    import vosk
+
+    vosk.SetLogLevel(-1)
+    installed = models.install(real)
+    assert vosk.Model(str(models.find_model())) is not None
+    assert installed.parent == models.models_dir()

@@ -1,0 +1,53 @@
+"""Find, download or install the Vosk speech models (English recogniser, speaker model).
+
+Models are looked up in this order: --model (where a command takes one), the
+environment variable (VOICESNAP_VOSK_MODEL / VOICESNAP_SPK_MODEL), then the
+data directory's models/ folder, where `download` and `install` put them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import models
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", default="list", choices=["list", "where", "download", "install"],
+                        help="list (default): every model found; where: the one used; download: fetch with "
+                        "vosk's downloader; install PATH: copy a model folder, .zip or Maven .aar")
+    parser.add_argument("path", nargs="?", help="for install: a model folder, .zip or .aar")
+    parser.add_argument("--kind", choices=sorted(models.KINDS), default="en",
+                        help="en: English recogniser (default); spk: speaker model")
+    parser.add_argument("--name", help="download/install under this model name")
+
+
+def run(args: argparse.Namespace) -> int:
+    data = getattr(args, "data_dir", None)
+    if args.action == "install":
+        if not args.path:
+            raise models.ModelError("install needs a PATH: voicesnap models install vosk-model-small-en-us-0.15.zip")
+        path = models.install(args.path, args.kind, data, name=args.name)
+        print(f"installed {models.KINDS[args.kind].what} at {path}")
+        return 0
+    if args.path:
+        raise models.ModelError(f"'{args.action}' takes no PATH (only 'install' does)")
+    if args.action == "download":
+        path = models.download(args.kind, data, name=args.name)
+        print(f"{models.KINDS[args.kind].what} ready at {path}")
+        return 0
+    if args.action == "where":
+        print(models.find_model(args.kind, None, data))
+        return 0
+    for key, kind in models.KINDS.items():
+        print(f"{key}: {kind.what} (download: {kind.default_name}, {kind.size}; env {kind.env})")
+        try:
+            used = models.find_model(key, None, data)
+        except models.ModelError as exc:
+            print(f"  none usable: {exc}")
+            continue
+        for found in models.candidates(key, None, data):
+            mark = "*" if found.path == used else " "
+            print(f"  {mark} {found.path}  [{found.source}]")
+    print(f"models folder: {models.models_dir(data)}")
+    return 0
