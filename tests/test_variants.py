@@ -103,6 +103,15 @@ def test_double_snap_the_player_who_completed_the_match_gives_a_card(winner: str
     assert game.total() == 52
 
 
+def test_double_snap_a_loser_who_went_out_gives_nothing_and_nobody_pays_instead() -> None:
+    game = rig(["2C 7H", "9D 7S", "7D"], cls=variants.DoubleSnap, rest_to=2)
+    # 2C 9D 7D, then Ann's 7H matches Cat's 7D and Ben's 7S (his last card) completes the match
+    out = play(game, 1.0, 2.0, 3.0, 4.0, 5.0, Call("Ann", "snap", 5.3))
+    assert out[5] == SnapWon(5.3, "Ann", "snap", (0, 1, 2), (2, 2, 1), 5, 5)
+    assert out[6] == Eliminated(5.3, 1, "Ben")
+    assert "Forfeit" not in kinds(out)  # Ben, the loser, is out; Cat does not pay for him
+
+
 # --------------------------------------------------------------------------- single pile
 
 

@@ -101,10 +101,10 @@ class DoubleSnap(Game):
         if self.over:
             return out
         winner = self.seat_of[player]
-        losers = [p for p in piles if p != winner and not self.out[p]]
+        losers = [p for p in piles if p != winner]
         if losers:
             loser = max(losers, key=lambda p: view.extra[p] if view.extra else 0)
-            if self.down[loser]:
+            if not self.out[loser] and self.down[loser]:  # a loser who is out has nothing to give
                 out.extend(self.apply(Forfeit(t, self.players[loser], player, 1)))
         return out
 
