@@ -522,12 +522,47 @@ def ratio_to_score(r: float) -> float:
     return float(np.clip(1.0 - 0.5 * r, 0.0, 1.0)) if math.isfinite(r) else 0.0
 
 
-class Voices:
-    """The enrolled players, ready to match: one template bank, their voiceprints."""
+ANNOUNCER = "<announcer>"
 
-    def __init__(self, profiles: Sequence[Profile]):
-        self.profiles = {p.name: p for p in profiles}
-        self.bank = TemplateBank([(p.name, ph, t) for p in profiles
+
+def announcer_profile(word: str = "snap") -> Profile | None:
+    """A profile of the game's own announcer voice, rendered locally (no recording).
+
+    Attribution treats it as a rival that always loses: when the announcer's
+    own "snap" fits best, the call is nobody's. None when speech cannot be rendered.
+    """
+    try:
+        from .speech import VoiceSettings, render
+    except ImportError:  # pragma: no cover - speech module missing
+        return None
+    takes = []
+    try:
+        for phrase, rates in ((word, (170, 185, 200, 215, 230)), (pool_phrase(word), (180, 200, 220))):
+            for r in rates:
+                pcm, rate = render(phrase, VoiceSettings(rate=r))
+                y = F.resample(pcm, rate)
+                pad = np.zeros(480, np.float32)
+                takes.append(Take(phrase, np.concatenate([pad, y, pad])))
+    except Exception:  # no espeak-ng: attribution goes on without the guard
+        return None
+    prof = build_profile("announcer", word, takes)
+    prof.name = ANNOUNCER
+    return prof
+
+
+class Voices:
+    """The enrolled players, ready to match: one template bank, their voiceprints.
+
+    ``rivals`` are voices that must never be attributed (the announcer): they
+    compete in matching, and a call they win is reported as nobody's.
+    """
+
+    def __init__(self, profiles: Sequence[Profile], rivals: Sequence[Profile] = ()):
+        self.rivals = {p.name for p in rivals}
+        every = [*profiles, *[r for r in rivals if r.name not in {p.name for p in profiles}]]
+        self.profiles = {p.name: p for p in every}
+        self.players = [p.name for p in profiles]
+        self.bank = TemplateBank([(p.name, ph, t) for p in every
                                   for ph, ts in p.templates.items() for t in ts])
         self.channels = {p.channel: p.name for p in profiles if p.channel is not None}
 
@@ -551,8 +586,8 @@ class Voices:
         """The enrolled player whose call this recording most resembles, or nobody."""
         full = F.resample(x, rate)
         y, _level, _snr = trim(full)
-        if len(y) == 0 or not self.profiles:
-            return Attribution(None, 0.0, None, {n: 0.0 for n in self.profiles})
+        if len(y) == 0 or not self.players:
+            return Attribution(None, 0.0, None, {n: 0.0 for n in self.players})
         feats = F.analyse(full)
         floor = F.noise_floor(feats.log_mel)
         # match on the call with generous context: a fricative lost in noise by
@@ -573,12 +608,14 @@ class Voices:
             if cur is None or combined < cur[0] - 0.0 or (
                     r < 1.0 and phrase.endswith(POOL_SUFFIX) and combined < 1.0):
                 per_player[player] = (combined, phrase, h)
-        scores = {p: ratio_to_score(v[0]) for p, v in per_player.items()}
+        scores = {p: ratio_to_score(v[0]) for p, v in per_player.items() if p not in self.rivals}
         if not per_player:
             return Attribution(None, 0.0, None, scores)
         name, (comb, phrase, h) = min(per_player.items(), key=lambda kv: kv[1][0])
         r = best[(name, phrase)][0]
         v = voice.get(name, r)
+        if name in self.rivals:
+            return Attribution(None, 0.0, None, scores, h.start, h.end)
         if comb > 1.0 or r > 1.25 or v > 1.25:
             return Attribution(None, scores[name], None, scores, h.start, h.end)
         return Attribution(name, scores[name], phrase, scores, h.start, h.end)

@@ -1,0 +1,276 @@
+"""The model-free spotter: finds players' own calls by matching their enrollment.
+
+Needs no speech model and no download, and knows no language: a call is
+whatever the player enrolled ("snap", "woof", a whistle). Per channel it
+tracks the background level, cuts voiced stretches with an energy detector,
+and when a stretch ends matches it against every player's templates at once
+(``voices.TemplateBank``: subsequence DTW, the whole template must align, so
+most near-miss words cost too much). The best fit under its player's
+calibrated threshold, confirmed by the voiceprint, becomes a Detection with
+the player's name; the game's announcer voice competes as a rival and is
+never reported. Onsets come from the signal itself (2 ms blocks), not from
+the 10 ms feature grid, because ties are judged on them.
+
+With several microphones (channels) a shout reaches all of them; it is kept
+only on the channel where it is loudest, and a channel mapped to a player
+(``Profile.channel``) names the caller. Two players overlapping on one mic are
+reported as two calls when two players' templates both fit the stretch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+
+from .. import features as F
+from ..audio import AudioChunk, Resampler
+from ..voices import POOL_SUFFIX, Profile, Voices, announcer_profile, ratio_to_score, voiceprint
+from . import Detection
+
+HANGOVER = 15  # frames of quiet that end a stretch (150 ms): bridges "snap ... pool"
+MIN_FRAMES = 8  # 80 ms: shorter bursts are clicks, not calls
+MAX_FRAMES = 300  # a stretch is matched at least every 3 s, even in endless chatter
+CONTEXT = 12  # frames of context kept each side of a stretch for matching
+HISTORY = 300  # frames of history kept per channel for the background estimate
+POOL_GAP = 35  # frames: a "snap" waits this long for a "pool" before it is final
+OVERLAP_MARGIN = 0.25  # second player's combined ratio may exceed the first's by this
+
+
+@dataclass
+class _Channel:
+    """One microphone's running state (all indices in 16 kHz samples / 10 ms frames)."""
+
+    audio: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    base: int = 0  # stream sample index of frame 0
+    audio_start: int = 0  # stream sample index of audio[0]
+    energy: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    log_mel: np.ndarray = field(default_factory=lambda: np.zeros((0, F.N_MELS), np.float32))
+    frame0: int = 0  # stream frame index of energy[0]
+    next_frame: int = 0  # first frame not analysed yet
+    seg_start: int | None = None
+    last_loud: int = -1
+    run: int = 0  # consecutive loud frames while not in a stretch
+    floor_db: float = -70.0
+    floor_mel: np.ndarray | None = None
+    pending: tuple[int, int, list[Detection]] | None = None  # a "snap" that may become "snap pool"
+
+
+class EnrolledSpotter:
+    """Spotter over enrolled players' calls (see module docstring)."""
+
+    name = "enrolled"
+
+    def __init__(self, profiles: Sequence[Profile], *, announcer: bool | Profile = True,
+                 overlaps: bool = True, min_db: float = -62.0):
+        rivals: list[Profile] = []
+        if isinstance(announcer, Profile):
+            rivals.append(announcer)
+        elif announcer:
+            words = {p.word for p in profiles} or {"snap"}
+            for w in sorted(words):
+                prof = announcer_profile(w)
+                if prof is not None:
+                    rivals.append(prof)
+        self.voices = Voices(profiles, rivals)
+        self.overlaps = overlaps
+        self.min_db = min_db
+        self._channels: list[_Channel] = []
+        self._resampler: Resampler | None = None
+        self._position = 0  # samples seen (16 kHz clock)
+
+    # -- streaming -----------------------------------------------------------
+
+    def accept(self, chunk: AudioChunk) -> list[Detection]:
+        if chunk.rate != F.RATE:
+            if self._resampler is None:
+                self._resampler = Resampler(F.RATE, mono=False)
+            out = self._resampler.accept(chunk)
+            if out is None:
+                return []
+            chunk = out
+        return self._feed(chunk.samples, chunk.start, final=False)
+
+    def flush(self) -> list[Detection]:
+        if self._resampler is not None:
+            out = self._resampler.flush()
+            if out is not None:
+                dets = self._feed(out.samples, out.start, final=False)
+                return dets + self._feed(np.zeros((0, max(1, len(self._channels))), np.int16),
+                                         self._position, final=True)
+        return self._feed(np.zeros((0, max(1, len(self._channels))), np.int16), self._position,
+                          final=True)
+
+    def _feed(self, samples: np.ndarray, start: int, final: bool) -> list[Detection]:
+        pcm = samples if samples.ndim == 2 else samples[:, None]
+        while len(self._channels) < pcm.shape[1]:
+            self._channels.append(_Channel(base=start, audio_start=start))
+        self._position = start + pcm.shape[0]
+        closed: list[tuple[int, int, int]] = []  # (channel, start frame, end frame)
+        for c, st in enumerate(self._channels):
+            x = F.to_float(pcm[:, c]) if c < pcm.shape[1] else np.zeros(0, np.float32)
+            st.audio = np.concatenate([st.audio, x])
+            closed += [(c, s, e) for s, e in self._analyse(st, final)]
+        dets: list[Detection] = []
+        for c, s, e in closed:
+            st = self._channels[c]
+            if st.pending is not None:
+                ps, pe, pdets = st.pending
+                st.pending = None
+                if s - pe <= POOL_GAP:
+                    s = ps  # "snap" + "pool": judge them together
+                else:
+                    dets += pdets
+            if self._is_crosstalk(c, s, e):
+                continue
+            found = self._match(c, s, e)
+            # hold calls that may still grow into "<word> pool", and unmatched
+            # stretches too: the "snap" of a long pause may only fit with its "pool"
+            if not final and (not found or any(self._may_grow(d) for d in found)):
+                st.pending = (s, e, found)
+            else:
+                dets += found
+        for st in self._channels:
+            if st.pending is not None:
+                ps, pe, pdets = st.pending
+                growing = st.seg_start is not None and st.seg_start - pe <= POOL_GAP
+                if final or (not growing and st.next_frame - pe >= POOL_GAP):
+                    dets += [replace(d, detected_at=self._position / F.RATE) for d in pdets]
+                    st.pending = None
+        self._trim_history()
+        return sorted(dets, key=lambda d: (d.onset, d.channel))
+
+    def _analyse(self, st: _Channel, final: bool) -> list[tuple[int, int]]:
+        """Analyse new frames and run the voice-activity state machine."""
+        first_sample = st.base + st.next_frame * F.HOP - st.audio_start
+        new = F.analyse(st.audio[first_sample:])
+        n = len(new)
+        st.energy = np.concatenate([st.energy, new.energy_db])
+        st.log_mel = np.concatenate([st.log_mel, new.log_mel])
+        out: list[tuple[int, int]] = []
+        if n:
+            recent = st.energy[-HISTORY:]
+            st.floor_db = float(np.percentile(recent, 10))
+            st.floor_mel = F.noise_floor(st.log_mel[-HISTORY:])
+        thr = max(st.floor_db + 10.0, self.min_db)
+        for k in range(n):
+            f = st.next_frame + k
+            loud = new.energy_db[k] >= thr
+            if st.seg_start is None:
+                st.run = st.run + 1 if loud else 0
+                if st.run >= 3:
+                    st.seg_start = f - 2
+                    st.last_loud = f
+            else:
+                if loud:
+                    st.last_loud = f
+                if f - st.last_loud >= HANGOVER or f - st.seg_start >= MAX_FRAMES:
+                    if st.last_loud + 1 - st.seg_start >= MIN_FRAMES:
+                        out.append((st.seg_start, st.last_loud + 1))
+                    st.seg_start, st.run = None, 0
+        st.next_frame += n
+        if final and st.seg_start is not None:
+            if st.last_loud + 1 - st.seg_start >= MIN_FRAMES:
+                out.append((st.seg_start, st.last_loud + 1))
+            st.seg_start = None
+        return out
+
+    def _may_grow(self, d: Detection) -> bool:
+        """A call word whose player also enrolled the pool call: "pool" may follow."""
+        prof = self.voices.profiles.get(d.player or "")
+        return prof is not None and not d.word.endswith(POOL_SUFFIX) and \
+            any(ph.endswith(POOL_SUFFIX) for ph in prof.templates)
+
+    def _trim_history(self) -> None:
+        for st in self._channels:
+            keep_from = st.next_frame - 2 * HISTORY
+            if st.seg_start is not None:
+                keep_from = min(keep_from, st.seg_start - CONTEXT)
+            if st.pending is not None:
+                keep_from = min(keep_from, st.pending[0] - CONTEXT)
+            cut = max(0, keep_from - st.frame0)
+            if cut > 0:
+                st.energy = st.energy[cut:]
+                st.log_mel = st.log_mel[cut:]
+                st.frame0 += cut
+            drop = max(0, st.base + st.frame0 * F.HOP - st.audio_start)
+            if drop > 0:
+                st.audio = st.audio[drop:]
+                st.audio_start += drop
+
+    # -- decisions -----------------------------------------------------------
+
+    def _level(self, c: int, s: int, e: int) -> float:
+        st = self._channels[c]
+        lo, hi = max(s - st.frame0, 0), max(e - st.frame0, 0)
+        seg = st.energy[lo:hi]
+        return float(np.percentile(seg, 90)) if len(seg) else -120.0
+
+    def _is_crosstalk(self, c: int, s: int, e: int) -> bool:
+        """True when the same stretch is clearly louder on another microphone."""
+        if len(self._channels) < 2:
+            return False
+        mine = self._level(c, s, e)
+        return any(self._level(o, s, e) > mine + 3.0 for o in range(len(self._channels)) if o != c)
+
+    def _samples(self, st: _Channel, f0: int, f1: int) -> np.ndarray:
+        a = max(0, st.base + f0 * F.HOP - st.audio_start)
+        b = max(0, st.base + f1 * F.HOP + F.FRAME - st.audio_start)
+        return st.audio[a:b]
+
+    def _match(self, c: int, s: int, e: int) -> list[Detection]:
+        st = self._channels[c]
+        lo = max(s - CONTEXT, st.frame0)
+        hi = min(e + CONTEXT, st.frame0 + len(st.energy))
+        log_mel = st.log_mel[lo - st.frame0: hi - st.frame0]
+        if len(log_mel) < MIN_FRAMES or not self.voices.players:
+            return []
+        best, _ = self.voices.ratios(log_mel, st.floor_mel, None)
+        # voiceprint per candidate span (the span its own template matched)
+        voice: dict[str, float] = {}
+        for (player, _phrase), (_r, h) in best.items():
+            if player in voice:
+                continue
+            vp = voiceprint(self._samples(st, max(s, lo + h.start), min(e, lo + h.end + 1)))
+            voice[player] = self.voices.profiles[player].voice_distance(vp) / \
+                self.voices.profiles[player].voice_threshold
+        att = self.voices.decide(best, voice)
+        detections: list[Detection] = []
+        found: list[tuple[str, str, object]] = []
+        if att.player is not None and att.phrase is not None:
+            found.append((att.player, att.phrase, best[(att.player, att.phrase)][1]))
+            if self.overlaps:
+                found += self._second(best, voice, att.player)
+        thr_db = max(st.floor_db + 6.0, self.min_db)
+        for player, phrase, hit in found:
+            r = best[(player, phrase)][0]
+            f_on = lo + hit.start  # type: ignore[attr-defined]
+            f_end = lo + hit.end  # type: ignore[attr-defined]
+            if abs(f_on - s) <= 8:
+                f_on = s
+            shift = (st.audio_start - st.base) // F.HOP  # audio[0] is frame ``shift``
+            onset = F.refine_onset(st.audio, f_on - shift, thr_db) + st.audio_start
+            end = F.refine_end(st.audio, f_end + 1 - shift, thr_db) + st.audio_start
+            mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
+            detections.append(Detection(
+                word=phrase, onset=onset / F.RATE, end=max(end, onset) / F.RATE,
+                confidence=ratio_to_score(r), channel=c, player=mapped or player,
+                score=ratio_to_score(0.5 * r + 0.5 * voice.get(player, r)), engine=self.name,
+                detected_at=self._position / F.RATE))
+        return detections
+
+    def _second(self, best, voice, first: str) -> list[tuple[str, str, object]]:
+        """A second enrolled player whose call also fits this stretch (an overlap)."""
+        first_comb = min(0.5 * r + 0.5 * voice.get(p, r) for (p, _), (r, _h) in best.items() if p == first)
+        cands = []
+        for (p, ph), (r, h) in best.items():
+            if p == first or p in self.voices.rivals or ph.endswith(POOL_SUFFIX):
+                continue
+            comb = 0.5 * r + 0.5 * voice.get(p, r)
+            if r < 1.0 and comb < 1.0 and comb <= first_comb + OVERLAP_MARGIN:
+                cands.append((comb, p, ph, h))
+        if not cands:
+            return []
+        _, p, ph, h = min(cands, key=lambda t: t[0])
+        return [(p, ph, h)]
