@@ -1,0 +1,195 @@
+"""Voice commands: the prefix rule, the keymap, the gate, and real fixture audio through Vosk."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicesnap.announcer import Announcer, Settings, Verbosity, rehearse
+from voicesnap.audio import AudioChunk
+from voicesnap.commands import (
+    KEYMAP, Command, CommandGate, allowed, from_detection, from_key, help_text, is_call, respond,
+)
+from voicesnap.corpus import CORPUS_DIR, load
+from voicesnap.playback import VirtualPlayback
+from voicesnap.rules import Game
+from voicesnap.spotters import Detection
+from voicesnap.vocabulary import CALLS, COMMAND_PREFIX, COMMANDS, command_phrases
+
+MODEL_CANDIDATES = (
+    os.environ.get("VOICESNAP_VOSK_MODEL", ""),
+    "/root/.cache/voicesnap-ci/vosk-model-small-en-us-aar-0.3.45",
+)
+
+
+def _det(word: str, onset: float = 1.0, player: str | None = "alice", conf: float = 1.0) -> Detection:
+    return Detection(word, onset, onset + 0.5, conf, player=player)
+
+
+# --- the prefix rule and the keymap ----------------------------------------------
+
+
+def test_only_exact_prefixed_phrases_are_commands():
+    for name, phrase in command_phrases().items():
+        cmd = from_detection(_det(phrase, 2.5))
+        assert cmd == Command(name, 2.5, "alice", "voice", 1.0)
+    for word in (*CALLS, COMMAND_PREFIX, *COMMANDS.values(), "dealer snap", "snap pause", "dealer dealer"):
+        assert from_detection(_det(word)) is None, word
+
+
+def test_calls_and_commands_never_cross():
+    for call in CALLS:
+        assert is_call(_det(call)) and from_detection(_det(call)) is None
+    for phrase in command_phrases().values():
+        assert not is_call(_det(phrase))
+    assert not is_call(_det(COMMAND_PREFIX)) and not is_call(_det("pause"))
+
+
+def test_every_command_has_one_key_and_none_clashes_with_call_keys():
+    from voicesnap.keyboard import SEAT_KEYS, announcer_command_keys
+
+    assert set(KEYMAP) == set(COMMANDS)
+    assert len(set(KEYMAP.values())) == len(KEYMAP)
+    assert not set(KEYMAP.values()) & {k for seat in SEAT_KEYS for k in seat}
+    assert announcer_command_keys() == {k: n for n, k in KEYMAP.items()}  # the keyboard uses this map
+    assert from_key("p", 3.0) == Command("pause", 3.0, None, "key")
+    assert from_key("ü", 3.0) is None
+
+
+def test_help_lists_what_can_be_said_now_without_saying_a_command():
+    playing, paused = help_text(paused=False), help_text(paused=True)
+    assert "pause" in playing and "resume" not in playing
+    assert "resume" in paused and " pause," not in paused and "flip" not in paused
+    for text in (playing, paused, help_text(False, keys=True)):
+        words = text.replace(",", " ").replace(".", " ").split()
+        for i, w in enumerate(words[:-1]):
+            assert not (w == COMMAND_PREFIX and words[i + 1] in {v.split()[0] for v in COMMANDS.values()}), text
+
+
+def test_gate_echo_refractory_and_confidence():
+    spoken = [(5.0, 6.0)]
+    gate = CommandGate(speaking=lambda t: any(a <= t <= b for a, b in spoken), min_confidence=0.5)
+    assert gate.accept(_det("dealer pause", 5.5, player=None)) is None  # the announcer's own voice
+    assert gate.accept(_det("dealer pause", 5.5, player="bob")).name == "pause"  # a player barging in
+    assert gate.accept(_det("dealer pause", 6.0, player="bob")) is None  # same utterance again
+    assert gate.accept(_det("dealer status", 8.0, conf=0.3)) is None
+    assert gate.accept(_det("dealer status", 9.0)).name == "status"
+    assert gate.counts == {"echo": 1, "repeat": 1, "low confidence": 1}
+
+
+def test_state_rules_and_replies():
+    assert allowed("resume", paused=True) and not allowed("resume", paused=False)
+    assert not allowed("flip", paused=True) and allowed("status", paused=True)
+    out = io.StringIO()
+    ann = Announcer(None, None, Settings(text=True), out=out)
+    game = Game(["alice", "bob"], seed=3)
+    ann.handle(game.events, game.state)
+    assert respond(Command("resume", 1.0), ann, paused=False) and out.getvalue().endswith("Not paused.\n")
+    assert respond(Command("status", 1.0), ann, paused=True, state=game.state)
+    assert out.getvalue().splitlines()[-1].startswith("alice 26 cards")
+    assert respond(Command("score", 1.0), ann, paused=True, scores=(1, 0))
+    assert out.getvalue().splitlines()[-1] == "Scores: alice 1, bob 0."
+    assert respond(Command("help", 1.0), ann, paused=True)
+    assert not respond(Command("pause", 1.0), ann, paused=False)  # the play loop's job
+    assert not respond(Command("end", 1.0), ann, paused=False)
+
+
+# --- real audio through the real Vosk spotter ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vosk_model():
+    path = next((p for p in MODEL_CANDIDATES if p and Path(p, "am").is_dir()), None)
+    if path is None:
+        pytest.skip("no Vosk English model (set VOICESNAP_VOSK_MODEL; .ci/run fetches one)")
+    try:
+        from voicesnap.spotters.vosk_spotter import load_model
+    except ImportError as exc:
+        pytest.skip(f"the Vosk spotter is not available ({exc})")
+    return load_model(path)
+
+
+def _spot(model, samples: np.ndarray, rate: int = 16000) -> list[Detection]:
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    spotter = VoskSpotter(model)
+    dets: list[Detection] = []
+    block = rate // 10
+    for i in range(0, len(samples), block):
+        dets += spotter.accept(AudioChunk(rate, 2, 1, i, samples[i : i + block].reshape(-1, 1)))
+    return dets + spotter.flush()
+
+
+def _fixture(name: str):
+    import soundfile as sf
+
+    fx = load(CORPUS_DIR / f"{name}.json")
+    data, rate = sf.read(fx.path, dtype="int16")
+    return fx, data, rate
+
+
+def _gate_for(data: np.ndarray, rate: int) -> CommandGate:
+    return CommandGate(audio=lambda a, b: data[max(0, int(a * rate)) : max(0, int(b * rate))])
+
+
+@pytest.mark.vosk_model
+def test_each_voice_command_from_fixture_audio(vosk_model):
+    # Two takes of all 12 commands by six fixture voices. The spotter's own
+    # misses and confusions are measured in bench/bench_announcer.py; here:
+    # most commands are heard as themselves at the right time, and whatever
+    # the gate lets through is a command that was said there, or a confusion
+    # of one command phrase with another (never chatter or a call).
+    right, wrong, as_calls, total = set(), [], [], 0
+    for name in ("commands_1", "commands_2"):
+        fx, data, rate = _fixture(name)
+        dets = _spot(vosk_model, data, rate)
+        segs = [s for s in fx.segments if s.kind == "command"]
+        total += len(segs)
+        for c in _gate_for(data, rate).feed(dets):
+            near = [s for s in segs if abs(s.onset / rate - c.t) < 0.25]
+            assert near, f"{name}: {c} heard where no command was said"
+            if near[0].text == command_phrases()[c.name]:
+                right.add((name, c.name))
+            else:
+                wrong.append((name, near[0].text, c.name))
+        as_calls += [(name, d.word, round(d.onset, 2)) for d in dets if is_call(d)
+                     and any(s.onset / rate - 0.3 <= d.onset <= s.end / rate for s in segs)]
+    assert len(right) >= 0.7 * total, (sorted(right), wrong)
+    assert len({c for _, c in right}) >= 10, sorted(right)
+    assert len(wrong) <= 2 and len(as_calls) <= 2, (wrong, as_calls)
+
+
+@pytest.mark.vosk_model
+def test_no_command_fires_from_chatter(vosk_model):
+    for name in ("bare_command_words", "chatter_players"):
+        fx, data, rate = _fixture(name)
+        commands = _gate_for(data, rate).feed(_spot(vosk_model, data, rate))
+        assert commands == [], f"{name}: {commands}"
+
+
+@pytest.mark.vosk_model
+def test_no_command_or_call_fires_from_the_announcer(vosk_model, tmp_path, monkeypatch):
+    from voicesnap.speech import NoSpeechEngine, SpeechCache
+
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path))
+    try:
+        cache = SpeechCache.in_data_dir(tmp_path, rate=16000)
+        cache.get("Eight")
+    except NoSpeechEngine:
+        pytest.skip("espeak-ng is not installed")
+    pb = VirtualPlayback(16000, record=True)
+    ann = Announcer(cache, pb, Settings(verbosity=Verbosity.ALL))
+    game = Game(["alice", "bob", "cara"], seed=13)
+    rehearse(game, ann, pb, seed=13, pace=1.2, max_flips=30)
+    from voicesnap.commands import help_text as help_
+
+    ann.say(help_(paused=False), ann.log[-1].priority, pb.now)
+    pb.advance_to(pb.now + 8.0)
+    audio = pb.recording()
+    dets = _spot(vosk_model, audio)
+    assert [d for d in dets if from_detection(d)] == []  # layer 1 alone: no echo gate needed
+    assert [d for d in dets if d.word in CALLS] == []
