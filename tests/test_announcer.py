@@ -300,3 +300,35 @@ def test_speech_failing_mid_game_switches_to_text_once(cache, monkeypatch):
     ann.handle(game.flip(1.0), game.state)
     assert len(notices) == 1 and "espeak-ng" in notices[0]
     assert out.getvalue().splitlines()[-1].startswith("bob, ")
+
+
+# --- the table's interface (voicesnap.table Output / cli play) ---------------------
+
+
+def test_table_speaker_speaks_the_tables_words_and_flips_from_clips(cache):
+    from voicesnap.announcer import TableSpeaker
+
+    pb = VirtualPlayback(16000, record=True)
+    ann = Announcer(cache, pb, Settings())
+    speaker = TableSpeaker(ann)
+    game = Game(["alice", "bob"], seed=3)
+    ev = game.flip(0.0)[0]
+    speaker.say(f"{ev.player}: {ev.card.spoken}", 1, ev)
+    speaker.say("bob snapped and won 4 cards", 3, SnapWon(0.5, "bob", "snap", (0,), (4,), 4))
+    pb.advance_to(6.0)
+    speaker.poll()
+    assert [a.priority for a in ann.log] == [Priority.FLIP, Priority.RULING]
+    assert ann.log[1].earcon == "snap_won" and len(ann.started) == 2
+    name = cache.get(ev.player).samples
+    assert np.array_equal(pb.recording()[: len(name)], name)
+    speaker.setting("louder")
+    assert cache.settings.volume == pytest.approx(1.2)
+
+
+def test_for_table_without_a_speaker_raises_a_user_error_with_the_reason(data_dir):
+    from voicesnap.announcer import for_table
+    from voicesnap.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        for_table(device="no such speaker 1234", data_dir=data_dir)
+    assert "no audio output" in str(err.value) or "espeak-ng" in str(err.value)

@@ -36,7 +36,7 @@ from .session import GameScored, SessionOver
 
 __all__ = [
     "Verbosity", "Priority", "Announcement", "SpeechQueue", "Announcer", "describe", "earcon",
-    "EARCONS", "startup_phrases", "open_announcer", "rehearse", "Settings", "status_words", "score_words",
+    "EARCONS", "startup_phrases", "open_announcer", "rehearse", "for_table", "TableSpeaker", "Settings", "status_words", "score_words",
 ]
 
 
@@ -501,6 +501,72 @@ def open_announcer(data_dir: Any, voice: Any = None, settings: Settings | None =
     ann.playback = playback
     ann.prepare()
     return ann
+
+
+class TableSpeaker:
+    """The announcer as voicesnap.table's Output wants it: ``say(text, priority, event)``,
+    ``setting(name)``, ``close()``; plus ``poll()`` for when speech started.
+
+    The table writes its own wording (and its own --text lines); this speaks
+    it. A flip (``event`` is Flipped) is played from the pre-rendered name and
+    card clips so it starts at once, whatever the table's wording.
+    Table priorities: 1 flip, 2 info, 3 ruling.
+    """
+
+    _PRIORITY = {1: Priority.FLIP, 2: Priority.INFO, 3: Priority.RULING}
+
+    def __init__(self, announcer: Announcer) -> None:
+        self.announcer = announcer
+
+    def say(self, text: str, priority: int = 2, event: Any = None) -> None:
+        ann = self.announcer
+        prio = self._PRIORITY.get(int(priority), Priority.INFO)
+        if isinstance(event, GameStarted):
+            ann.players = tuple(event.players)
+            ann.prepare()
+        if isinstance(event, Flipped):
+            ann.flip = max(ann.flip, event.flip)
+            ann.say(text, prio, event.t, event.EVENT_TYPE, None, card=event)
+            return
+        ear = None
+        if event is not None:
+            d = describe(event, ann.settings.verbosity)
+            ear = d[2] if d else None
+        ann.say(text, prio, getattr(event, "t", 0.0), getattr(event, "EVENT_TYPE", "reply"), ear)
+
+    def setting(self, name: str) -> None:
+        steps = {"slower": (-25, 0.0), "faster": (25, 0.0), "louder": (0, 0.2), "quieter": (0, -0.2)}
+        if name in steps:
+            rate, volume = steps[name]
+            self.announcer.adjust(rate=rate, volume=volume)
+
+    def poll(self) -> list[Any]:
+        return self.announcer.poll()
+
+    def close(self) -> None:
+        pb = self.announcer.playback
+        if pb is not None and hasattr(pb, "close"):
+            pb.close()
+
+
+def for_table(device: int | str | None = None, data_dir: Any = None, voice: Any = None,
+              verbosity: Verbosity = Verbosity.NAMES, clock_map: Any = None) -> TableSpeaker:
+    """The real announcer for ``voicesnap play`` (what cli/play.py looks for).
+
+    Raises UserError (no speaker, no espeak-ng, unknown voice) so the caller
+    says why once and goes on in text.
+    """
+    from .errors import UserError
+    from .files import data_dir as _data_dir
+
+    reasons: list[str] = []
+    settings = Settings(verbosity=verbosity, text=False)
+    ann = open_announcer(_data_dir(data_dir), voice, settings, output_device=device, clock_map=clock_map,
+                         out=None, notice=reasons.append)
+    if not ann.speaking:
+        raise UserError(reasons[0] if reasons else "speech could not start")
+    ann.settings.text = False  # the table prints its own lines
+    return TableSpeaker(ann)
 
 
 def rehearse(game: Any, announcer: Announcer, playback: Any, seed: int, pace: float = 1.0,
