@@ -7,12 +7,14 @@ PyPI package ships (when that package is installed).
 
 Tolerances (stated once, used below): a detection matches a ground-truth call
 when the text is equal and its onset is within ``MATCH_S``; onsets of clean
-calls must be within ``ONSET_TOL_S``; tie offsets within ``TIE_TOL_S``.
+calls must be within ``ONSET_TOL_S``; tie offsets within ``TIE_TOL_S``. Matching
+and scoring are voicesnap.corpus's (the one rule tests and benchmarks share).
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import asdict
 import json
 import os
 import tempfile
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voicesnap import models
+from voicesnap import corpus, models
 from voicesnap.audio import ArraySource, FileSource, read_wav
 from voicesnap.spotters import Detection
 
@@ -78,18 +80,10 @@ def _decode(name: str, pool_exists: bool = True) -> tuple[Detection, ...]:
 
 
 def _score(name: str, dets: tuple[Detection, ...]) -> tuple[list, list, list]:
-    """(hits as (truth, detection), misses, false detections) by text + onset within MATCH_S."""
-    free = list(dets)
-    hits, misses = [], []
-    for seg in _truth(name):
-        onset = seg["onset"] / 16000
-        match = next((d for d in free if d.word == seg["text"] and abs(d.onset - onset) < MATCH_S), None)
-        if match is None:
-            misses.append(seg)
-        else:
-            free.remove(match)
-            hits.append((seg, match))
-    return hits, misses, free
+    """(hits as (truth, detection), misses, false detections), by voicesnap.corpus's one rule."""
+    result = corpus.score(corpus.load(CORPUS / f"{name}.json"), dets, tolerance=MATCH_S)
+    hits = [(asdict(m.segment), m.detection) for m in result.hits]
+    return hits, [asdict(seg) for _, seg in result.misses], [d for _, d in result.false]
 
 
 @pytest.mark.parametrize("name", ["clean_alice", "clean_finn"])
