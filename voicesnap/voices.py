@@ -121,6 +121,10 @@ def check_take(x: np.ndarray, rate: int = F.RATE, phrase: str = "snap") -> tuple
                                     "move back from the microphone or speak a little softer"))
     y, level, snr = trim(raw)
     dur = len(y) / F.RATE - 0.06
+    if len(y) == 0 and level >= -45.0:
+        problems.append(TakeProblem("noisy", "too much background noise to hear the call: "
+                                    "find a quieter moment and try again"))
+        return y, problems
     if len(y) == 0 or level < -55.0:
         problems.append(TakeProblem("silent", "nothing was heard: check the microphone "
                                     "and say the call after the beep"))
@@ -522,7 +526,7 @@ def ratio_to_score(r: float) -> float:
     return float(np.clip(1.0 - 0.5 * r, 0.0, 1.0)) if math.isfinite(r) else 0.0
 
 
-ANNOUNCER = "<announcer>"
+ANNOUNCER = "<announcer>"  # rival profile names start with this
 
 
 def announcer_profile(word: str = "snap") -> Profile | None:
@@ -546,7 +550,7 @@ def announcer_profile(word: str = "snap") -> Profile | None:
     except Exception:  # no espeak-ng: attribution goes on without the guard
         return None
     prof = build_profile("announcer", word, takes)
-    prof.name = ANNOUNCER
+    prof.name = f"{ANNOUNCER} {word}"
     return prof
 
 

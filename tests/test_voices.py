@@ -1,0 +1,139 @@
+"""Profiles, take checks and attribution on the fixture players (real espeak-ng voices)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from voicesnap import voices as V
+from voicesnap.corpus import load
+from voicesnap.errors import UserError
+
+from voicefixtures import NAMES, PLAYERS_DIR, profile, wav
+
+
+@pytest.fixture(autouse=True)
+def tmp_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+@pytest.fixture(scope="module")
+def voices():
+    rival = V.announcer_profile("snap")
+    assert rival is not None, "espeak-ng is needed to render the announcer's voice"
+    return V.Voices([profile(n) for n in NAMES], [rival])
+
+
+def test_profile_round_trip_is_private_and_atomic(tmp_data):
+    p = profile("alice")
+    path = V.save_profile(p)
+    assert path == tmp_data / "players" / "alice.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    back = V.load_profile("alice")
+    assert back.word == "snap" and set(back.templates) == {"snap", "snap pool"}
+    assert back.thresholds == pytest.approx(p.thresholds)
+    assert np.allclose(back.voiceprint, p.voiceprint, atol=1e-4)
+    assert [f.name for f in path.parent.iterdir()] == ["alice.json"]  # no temp file left
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda t: t[: len(t) // 2], "damaged"),
+    (lambda t: "[]", "not a voicesnap voice profile"),
+    (lambda t: t.replace('"version":1', '"version":0'), "format version 0"),
+    (lambda t: t.replace('"thresholds":{', '"thresholdz":{'), "damaged"),
+])
+def test_damaged_or_old_profile_names_file_and_way_out(damage, words):
+    path = V.save_profile(profile("bob"))
+    path.write_text(damage(path.read_text()))
+    with pytest.raises(UserError) as err:
+        V.load_profile("bob")
+    msg = str(err.value)
+    assert words in msg and str(path) in msg
+    assert "voicesnap enroll bob" in msg and "voicesnap players forget bob" in msg
+
+
+def test_bad_names_refused():
+    for bad in ["", "../x", "a/b", "x" * 40]:
+        with pytest.raises(UserError):
+            V.check_name(bad)
+
+
+def _take(name="alice", k=1):
+    samples, rate = wav(f"enroll/{name}_snap_{k}.wav")
+    return samples[:, 0], rate
+
+
+def test_good_take_passes_and_is_trimmed():
+    x, rate = _take()
+    y, problems = V.check_take(x, rate)
+    assert problems == []
+    assert 0.3 < len(y) / 16000 < len(x) / rate
+
+
+@pytest.mark.parametrize("transform, code", [
+    (lambda x: (x * 0.05).astype(np.int16), "quiet"),
+    (lambda x: np.clip(x.astype(np.int32) * 40, -32768, 32767).astype(np.int16), "clipped"),
+    (lambda x: np.zeros_like(x), "silent"),
+    (lambda x: x[: len(x) // 2 - 2000], "short"),
+    (lambda x: np.repeat(x, 4), "long"),
+])
+def test_bad_takes_get_a_reason(transform, code):
+    x, rate = _take()
+    y, problems = V.check_take(transform(x), rate)
+    assert code in [p.code for p in problems], problems
+    assert all(p.reason for p in problems)
+
+
+def test_noisy_take_refused():
+    x, rate = _take()
+    rng = np.random.default_rng(1)
+    noisy = x + rng.normal(0, 0.3 * np.abs(x).max(), len(x))
+    y, problems = V.check_take(np.clip(noisy, -32768, 32767).astype(np.int16), rate)
+    assert "noisy" in [p.code for p in problems]
+
+
+def test_take_unlike_the_others_refused():
+    takes = [V.Take("snap", V.check_take(*_take("alice", k))[0], f"t{k}") for k in range(1, 6)]
+    moo, rate = wav("animal/cara_moo_1.wav")
+    takes.append(V.Take("snap", V.check_take(moo[:, 0], rate)[0], "moo"))
+    bad = V.check_consistency(takes)
+    assert list(bad) == [5] and bad[5].code == "unlike"
+
+
+def test_heldout_calls_attributed_to_their_player(voices):
+    right = total = 0
+    for name in NAMES:
+        fx = load(PLAYERS_DIR / "heldout" / f"{name}.json")
+        x = fx.read()[:, 0]
+        for seg in fx.segments:
+            att = voices.attribute(x[max(0, seg.onset - 4000): seg.end + 4000])
+            total += 1
+            right += att.player == name and att.phrase == seg.text
+    assert total == 54
+    assert right / total >= 0.9, f"{right}/{total}"
+
+
+@pytest.mark.parametrize("who", ["stranger1", "stranger2", "announcer"])
+def test_unknown_voices_and_announcer_are_nobody(voices, who):
+    fx = load(PLAYERS_DIR / "unknown" / f"{who}.json")
+    x = fx.read()[:, 0]
+    for seg in fx.segments:
+        att = voices.attribute(x[max(0, seg.onset - 4000): seg.end + 4000])
+        assert att.player is None, (seg, att)
+
+
+def test_profile_keeps_channel_and_lists(tmp_data):
+    V.save_profile(V.build_profile("dev", "snap", _takes_for("dev"), channel=2))
+    assert V.list_players() == ["dev"]
+    assert V.load_profile("dev").channel == 2
+    assert V.Voices(V.load_all()).player_for_channel(2) == "dev"
+
+
+def _takes_for(name):
+    from voicefixtures import takes_of
+    return takes_of(name)

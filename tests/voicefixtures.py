@@ -1,0 +1,36 @@
+"""Shared helpers for the voice tests: enroll fixture players from their takes."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from voicesnap import voices as V
+from voicesnap.audio import read_wav
+
+PLAYERS_DIR = Path(__file__).parent / "fixtures" / "audio" / "players"
+NAMES = ("alice", "bob", "cara", "dev", "emma", "finn")
+
+
+def takes_of(name: str, folder: str = "enroll", spare: bool = False) -> list[V.Take]:
+    out = []
+    for f in sorted((PLAYERS_DIR / folder).glob(f"{name}_*.wav")):
+        if f.stem.endswith("_6") and not spare:
+            continue  # the spare take is held out
+        phrase = "snap pool" if "snappool" in f.stem else f.stem.split("_")[1]
+        samples, rate = read_wav(f)
+        y, problems = V.check_take(samples[:, 0], rate, phrase)
+        assert not problems, (f, problems)
+        out.append(V.Take(phrase, y, f.name))
+    return out
+
+
+@lru_cache(maxsize=None)
+def profile(name: str, folder: str = "enroll", channel: int | None = None) -> V.Profile:
+    word = "snap" if folder == "enroll" else {"alice": "woof", "bob": "meow", "cara": "moo"}[name]
+    return V.build_profile(name, word, takes_of(name, folder), channel=channel)
+
+
+def wav(rel: str):
+    samples, rate = read_wav(PLAYERS_DIR / rel)
+    return samples, rate

@@ -1,0 +1,187 @@
+"""Enroll a player's voice: say the call word 5 times and "snap pool" 3 times after each beep.
+
+Each take is trimmed to the spoken call and checked (too quiet, clipped, too
+short or long, too noisy, unlike the other takes); a bad take is refused with
+the reason and asked for again. Run it again for the same NAME to re-enroll.
+--from-files does the same from recordings, without a microphone: a file may
+hold one take or several separated by silence; files whose name contains
+"pool" (or whose NAME.json sidecar says so) are "snap pool" takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+
+RECORD_SECONDS = 2.5
+MAX_RETRIES = 4
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", help="the player's name (letters, digits, spaces, - _ .)")
+    parser.add_argument("--word", default="snap",
+                        help="the player's call word or noise (default: snap; Animal Snap: woof, moo, ...)")
+    parser.add_argument("--from-files", nargs="+", metavar="WAV", type=Path,
+                        help="enroll from recordings instead of the microphone")
+    parser.add_argument("--channel", type=int, metavar="N",
+                        help="the player's own microphone channel (0-based) on a multichannel input")
+    parser.add_argument("--takes", type=int, default=5, help="takes of the call word (at least 5)")
+    parser.add_argument("--pool-takes", type=int, default=3,
+                        help="takes of '<word> pool' (at least 3; 0 with --no-pool)")
+    parser.add_argument("--no-pool", action="store_true",
+                        help="do not enroll '<word> pool' (e.g. Animal Snap has no pool call)")
+    parser.add_argument("--silent", action="store_true", help="no spoken prompts, text only")
+    parser.add_argument("--device", help="input device (name or index) for live enrollment")
+
+
+def _phrase_for(path: Path, word: str, pool: str) -> str | None:
+    side = path.with_suffix(".json")
+    if side.exists():
+        try:
+            texts = {s.get("text") for s in json.loads(side.read_text()).get("segments", [])}
+        except (json.JSONDecodeError, AttributeError):
+            texts = set()
+        if texts == {pool}:
+            return pool
+        if texts == {word}:
+            return word
+    return pool if "pool" in path.stem.lower() else None
+
+
+def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
+    from .. import voices as V
+    from ..audio import read_wav
+
+    raw: list[tuple[str, np.ndarray, str]] = []
+    for path in args.from_files:
+        samples, rate = read_wav(path)
+        if args.channel is not None and samples.shape[1] > 1:
+            if args.channel >= samples.shape[1]:
+                raise UserError(f"{path}: has {samples.shape[1]} channels, --channel {args.channel} "
+                                "does not exist (channels count from 0)")
+            mono = samples[:, args.channel]
+        else:
+            mono = samples.mean(axis=1).astype(np.int16) if samples.shape[1] > 1 else samples[:, 0]
+        phrase = _phrase_for(path, word, pool or "\0") or word
+        if phrase != word and pool is None:
+            print(f"  {path.name}: a pool take, skipped (--no-pool)")
+            continue
+        parts = V.split_takes(mono, rate)
+        if not parts:
+            print(f"  {path.name}: nothing was heard in this file, skipped")
+            continue
+        for k, part in enumerate(parts):
+            src = path.name if len(parts) == 1 else f"{path.name} (take {k + 1})"
+            raw.append((phrase, part, src))
+    takes = []
+    for phrase, part, src in raw:
+        y, problems = V.check_take(part, phrase=phrase)
+        if problems:
+            print(f"  {src}: refused: {problems[0].reason}")
+            continue
+        takes.append(V.Take(phrase, y, src))
+    return takes
+
+
+def _say(text: str, silent: bool) -> None:
+    print(text, flush=True)
+    if silent:
+        return
+    try:  # spoken prompt; text alone when speech or a device is missing
+        import sounddevice as sd
+
+        from ..features import resample
+        from ..speech import render
+
+        pcm, rate = render(text)
+        sd.play(resample(pcm, rate), 16000, blocking=True)
+    except Exception:
+        pass
+
+
+def _live(args: argparse.Namespace, word: str, pool: str | None) -> list:
+    from .. import voices as V
+
+    try:
+        import sounddevice as sd
+    except (ImportError, OSError) as exc:
+        raise UserError(f"no audio input available ({exc}); enroll from recordings with "
+                        "--from-files WAV...") from exc
+    try:
+        sd.check_input_settings(device=args.device, samplerate=16000, channels=1)
+    except Exception as exc:
+        raise UserError(f"cannot record from the microphone ({exc}); check `voicesnap devices`, "
+                        "or enroll from recordings with --from-files WAV...") from exc
+    beep = (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
+    plan = [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
+    takes = []
+    for phrase, count in plan:
+        _say(f"Say '{phrase}' after each beep, {count} times.", args.silent)
+        got = 0
+        tries = 0
+        while got < count:
+            sd.play(beep, 16000, blocking=True)
+            rec = sd.rec(int(RECORD_SECONDS * 16000), samplerate=16000, channels=1, dtype="int16",
+                         device=args.device, blocking=True)
+            y, problems = V.check_take(rec[:, 0], phrase=phrase)
+            if problems:
+                tries += 1
+                if tries > MAX_RETRIES * count:
+                    raise UserError(f"too many refused takes ({problems[0].reason}); "
+                                    "check the microphone and try again")
+                _say(f"Again please: {problems[0].reason}.", args.silent)
+                continue
+            got += 1
+            takes.append(V.Take(phrase, y, f"take {got}"))
+            print(f"  take {got} of {count} ok")
+    return takes
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import voices as V
+
+    name = V.check_name(args.name)
+    word = " ".join(str(args.word).split()).lower()
+    if not word:
+        raise UserError("--word must not be empty")
+    if args.takes < V.MIN_CALL_TAKES:
+        raise UserError(f"--takes must be at least {V.MIN_CALL_TAKES} (the thresholds are learnt from them)")
+    pool = None if args.no_pool or args.pool_takes == 0 else V.pool_phrase(word)
+    if pool and args.pool_takes < V.MIN_POOL_TAKES:
+        raise UserError(f"--pool-takes must be at least {V.MIN_POOL_TAKES}, or 0 with --no-pool")
+    if args.channel is not None and args.channel < 0:
+        raise UserError("--channel counts from 0")
+    print(f"Enrolling {name} (call: '{word}'{f', pool call: {pool!r}' if pool else ''})")
+    takes = _from_files(args, word, pool) if args.from_files else _live(args, word, pool)
+
+    # takes unlike the others of the same phrase are refused (a different word, a cough)
+    kept = []
+    for phrase in {t.phrase for t in takes}:
+        group = [t for t in takes if t.phrase == phrase]
+        bad = V.check_consistency(group)
+        for i, t in enumerate(group):
+            if i in bad:
+                print(f"  {t.source}: refused: {bad[i].reason}")
+            else:
+                kept.append(t)
+    need = [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
+    for phrase, count in need:
+        have = sum(1 for t in kept if t.phrase == phrase)
+        if have < count:
+            hint = ("give more recordings with --from-files" if args.from_files
+                    else "run the enrollment again")
+            raise UserError(f"only {have} good take(s) of '{phrase}', {count} needed; {hint}")
+    existed = V.profile_path(name, args.data_dir).exists()
+    profile = V.build_profile(name, word, kept, channel=args.channel)
+    path = V.save_profile(profile, args.data_dir)
+    counts = ", ".join(f"{n} of '{ph}'" for ph, n in profile.extra["takes"].items())
+    print(f"{'Re-enrolled' if existed else 'Enrolled'} {name}: {counts}; profile {path}")
+    if sys.stdout.isatty() and not args.silent and not args.from_files:
+        _say(f"Thank you, {name}. You are enrolled.", args.silent)
+    return 0

@@ -1,0 +1,110 @@
+"""List, rename, forget or identify enrolled players.
+
+To re-enroll a player, run `voicesnap enroll NAME` again: the new takes
+replace the old profile. `forget` deletes the player's voice data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION")
+    sub.add_parser("list", help="list enrolled players (the default)")
+    ren = sub.add_parser("rename", help="rename a player, keeping their voice")
+    ren.add_argument("old")
+    ren.add_argument("new")
+    fgt = sub.add_parser("forget", help="delete a player's voice data")
+    fgt.add_argument("name")
+    ide = sub.add_parser("identify", help="say which enrolled player a recording sounds like")
+    ide.add_argument("file", type=Path, metavar="FILE.wav")
+    ide.add_argument("--json", action="store_true", help="print the result as JSON")
+    ide.add_argument("--channel", type=int, help="use this channel of a multichannel file")
+
+
+def _list(args: argparse.Namespace) -> int:
+    from .. import voices as V
+
+    names = V.list_players(args.data_dir)
+    if not names:
+        print(f"No players enrolled yet (in {V.players_dir(args.data_dir)}); "
+              "enroll one with `voicesnap enroll NAME`.")
+        return 0
+    for name in names:
+        try:
+            p = V.load_profile(name, args.data_dir)
+        except UserError as exc:
+            print(f"{name:16s} DAMAGED: {exc}")
+            continue
+        takes = ", ".join(f"{n}x '{ph}'" for ph, n in p.extra.get("takes", {}).items())
+        chan = f"mic channel {p.channel}" if p.channel is not None else "any mic"
+        print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}")
+    return 0
+
+
+def _rename(args: argparse.Namespace) -> int:
+    from .. import voices as V
+
+    old_path = V.profile_path(args.old, args.data_dir)
+    new_path = V.profile_path(args.new, args.data_dir)
+    if not old_path.exists():
+        raise UserError(f"no player called {args.old!r}; see `voicesnap players list`")
+    if new_path.exists() and new_path != old_path:
+        raise UserError(f"a player called {args.new!r} already exists; forget or rename them first")
+    prof = V.load_profile(args.old, args.data_dir)
+    prof.name = args.new
+    V.save_profile(prof, args.data_dir)
+    if new_path != old_path:
+        old_path.unlink()
+    print(f"Renamed {args.old} to {args.new}.")
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    from .. import voices as V
+
+    path = V.profile_path(args.name, args.data_dir)
+    if not path.exists():
+        raise UserError(f"no player called {args.name!r}; see `voicesnap players list`")
+    path.unlink()
+    print(f"Forgot {args.name}: their voice data ({path}) is deleted.")
+    return 0
+
+
+def _identify(args: argparse.Namespace) -> int:
+    from .. import voices as V
+    from ..audio import read_wav
+
+    profiles = V.load_all(args.data_dir)
+    if not profiles:
+        raise UserError("no players enrolled yet; enroll with `voicesnap enroll NAME` first")
+    samples, rate = read_wav(args.file)
+    if args.channel is not None:
+        if not 0 <= args.channel < samples.shape[1]:
+            raise UserError(f"{args.file}: has {samples.shape[1]} channel(s); --channel counts from 0")
+        mono = samples[:, args.channel]
+    else:
+        mono = samples.mean(axis=1).astype("int16") if samples.shape[1] > 1 else samples[:, 0]
+    rivals = [r for r in (V.announcer_profile(w) for w in sorted({p.word for p in profiles})) if r is not None]
+    att = V.Voices(profiles, rivals).attribute(mono, rate)
+    if args.json:
+        print(json.dumps({"file": str(args.file), "player": att.player, "score": round(att.score, 3),
+                          "phrase": att.phrase,
+                          "scores": {k: round(v, 3) for k, v in sorted(att.scores.items())}}))
+        return 0
+    who = att.player or "nobody enrolled (unknown voice)"
+    print(f"{args.file}: {who}" + (f", saying '{att.phrase}'" if att.phrase else "")
+          + f" (score {att.score:.2f}; 0.50 is the acceptance line)")
+    for name, sc in sorted(att.scores.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:16s} {sc:.2f}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    action = getattr(args, "action", None) or "list"
+    return {"list": _list, "rename": _rename, "forget": _forget, "identify": _identify}[action](args)
