@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from snaptable import NAMES, cards, kinds, play, rig
+from snaptable import NAMES, cards, kinds, play, rig, snap
 from voicesnap.cards import standard_deck
 from voicesnap.errors import UserError
 from voicesnap.referee import Call
@@ -121,12 +121,64 @@ def test_flip_cap_ends_the_game_by_most_cards() -> None:
     assert out[-1].cards == tuple(held) and held[game.seat_of[game.winner]] == max(held)
 
 
-def test_tiebreak_on_equal_holdings_is_the_seat_nearest_the_dealers_left() -> None:
+def test_tiebreak_on_equal_holdings_and_nothing_won_draws_lots_from_the_seed() -> None:
+    # Nothing separates them, so lots decide; for seed 3 the lot falls on the
+    # first seat from the dealer's left whoever deals (fair across seeds: below).
     for dealer, winner in [(0, "Ben"), (1, "Ann")]:
         game = Game(NAMES[:2], seed=3, dealer=dealer, options=Options(max_flips=2))
         game.flip(1.0)
         out = game.flip(2.0)
         assert out[-1] == GameOver(2.0, winner, "flip cap", (26, 26))
+
+
+def _capped(script: list, stacks: list[str], cap: int) -> tuple[Game, GameOver]:
+    game = rig(stacks, options=Options(max_flips=cap))  # dealer Ben: Ann flips first
+    out = play(game, *script)
+    assert game.is_over() and out[-1].reason == "flip cap"
+    return game, out[-1]
+
+
+def test_tiebreak_on_equal_holdings_goes_to_most_cards_won_by_calls() -> None:
+    # Ben snaps 2 cards, then pays 1 to the pool by a wrong call; Ann wins that 1
+    # back with "snap pool": 26 each, but Ben won 2 cards by calls, Ann 1.
+    game, over = _capped(
+        [1.0, 2.0, snap("Ben", 2.4), ("advance", 2.95), 3.0, 4.0, snap("Ben", 4.4), ("advance", 4.95),
+         5.0, snap("Ann", 5.4, "snap pool"), ("advance", 5.95), 6.0],
+        ["7H 9C 5H", "7S 5D 3C"], cap=6,
+    )
+    assert over.cards == (26, 26) and game.won == [1, 2]
+    assert over.winner == "Ben"  # the old rule (seat order) gave it to Ann
+    assert game.tiebreak_order() == ["Ben", "Ann"]
+
+
+def test_tiebreak_on_equal_holdings_and_cards_won_goes_to_the_latest_winner() -> None:
+    # Ann snaps the sevens (2 cards), then Ben snaps the nines, one card each: 26 all,
+    # 2 cards won each, and Ben won last.
+    game, over = _capped(
+        [1.0, 2.0, snap("Ann", 2.4), ("advance", 2.95), 3.0, 4.0, snap("Ben", 4.4), ("advance", 4.95), 5.0],
+        ["7H 9C 2C", "7S 9D 3C"], cap=5,
+    )
+    assert over.cards == (26, 26) and game.won == [2, 2]
+    assert game.last_won == [2.4, 4.4]
+    assert over.winner == "Ben"
+
+
+def test_tiebreak_lots_favour_no_seat_and_replay_the_same() -> None:
+    """With no calls two players keep 26 cards each and win nothing: every game is
+    level to the last step. The old rule gave all of them to the first seat."""
+    winners = []
+    for seed in range(80):
+        game = Game(NAMES[:2], seed)
+        while not game.is_over():
+            game.flip(float(game.flips))
+        assert game.reason == "repeat" and [game.holds(0), game.holds(1)] == [26, 26]
+        again = Game(NAMES[:2], seed)
+        while not again.is_over():
+            again.flip(float(again.flips))
+        assert again.winner == game.winner
+        winners.append(game.winner)
+    first = winners.count("Ben") / len(winners)  # Ben sits on the dealer's left
+    assert 0.3 <= first <= 0.7, first
 
 
 def _table_key(game: Game) -> tuple:

@@ -172,3 +172,14 @@ def test_the_match_count_is_what_the_table_shows(players: int) -> None:
                 assert mine[-1] == ev.card
                 assert ev.match == (ev.card.face in others)
         t += 1.5
+
+
+def test_tiebreak_wins_are_counted_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard-ended games are where a seat bias in the tiebreak would show
+    (its fairness is tested in test_rules)."""
+    data = simulate.simulate([2], games=100, seed=1).to_data()["results"][0]
+    capped = data["wins_by_seat_capped"]
+    assert sum(capped) == data["capped_games"] > 5
+    assert all(c <= w for c, w in zip(capped, data["wins_by_seat"]))
+    code, out, _ = _cli(capsys, "--players", "2", "--games", "100", "--seed", "1")
+    assert code == 0 and f"of them by the tiebreak          1:{capped[0]}  2:{capped[1]}" in out

@@ -342,6 +342,9 @@ class Game:
         self.version = 0  # counts rulings that changed the table (for the referee's memo)
         self.out: list[bool] = [False] * n
         self.out_at: list[float | None] = [None] * n
+        # For the tiebreak: cards each seat won by calls this game, and when it last won.
+        self.won: list[int] = [0] * n
+        self.last_won: list[float | None] = [None] * n
         self.flips = 0
         self.flipped: tuple[int, ...] = ()  # seats that made the latest flip
         self.t = t
@@ -458,7 +461,7 @@ class Game:
         new.down = [deque(d) for d in self.down]
         new.piles = [list(p) for p in self.piles]
         for name in ("tops", "top_flip", "placed", "base", "ruled", "ruled_flip", "pool", "out", "out_at",
-                     "events"):
+                     "won", "last_won", "events"):
             setattr(new, name, list(getattr(self, name)))
         new._seen = set(self._seen)
         return new
@@ -689,6 +692,7 @@ class Game:
             for p, count in zip(ev.piles, ev.counts):
                 stack.extend(self._take(p, count, ev.flip))
                 touched.extend(self._owners(p))
+            self._won(seat, ev.cards, ev.t)
         elif isinstance(ev, TieToPool):
             for p, count in zip(ev.piles, ev.counts):
                 self.pool.extend(self._take(p, count, ev.flip))
@@ -702,6 +706,7 @@ class Game:
             self.down[seat].extend(self.pool)
             self.pool.clear()
             self.pool_spent = ev.flip
+            self._won(seat, ev.cards, ev.t)
         elif isinstance(ev, WrongCall):
             seat = self._seat(ev.player)
             if ev.from_pile:
@@ -722,6 +727,12 @@ class Game:
             self._eliminate(gone, ev.t, out)
         self.events.extend(out)
         return out
+
+    def _won(self, seat: int, cards: int, t: float) -> None:
+        self.won[seat] += cards
+        last = self.last_won[seat]
+        if last is None or t > last:
+            self.last_won[seat] = t
 
     def _owners(self, p: int) -> list[int]:
         if len(self.piles) == self.n:
@@ -763,12 +774,42 @@ class Game:
         out.append(GameOver(t, self.winner, reason, tuple(self.holds(s) for s in range(self.n))))
 
     def _tiebreak(self) -> int:
-        """Most cards held wins; equal holdings go to the seat nearest the dealer's left.
+        """Who wins a game the guard ended (or that put the last players out together).
 
-        When everyone went out together, "held" is zero for all, so the seat
-        nearest the dealer's left among those out last wins.
+        In order, each step only among those still level after the one before:
+
+        1. most cards held (face-down stack plus own face-up pile);
+        2. most cards won by calls in this game (snaps, slaps, slams, pools);
+        3. the most recent winning call (the player who won cards last);
+        4. lots drawn from the game's seed (so a replay draws the same).
+
+        Steps 2 and 3 reward play. Step 4 replaces the old "seat nearest the
+        dealer's left", which gave the first seat every level game: with 2
+        players the guard ends about 15% of games, a third of those with equal
+        holdings, most of them dead deals where no flip ever matches and nobody
+        won anything. Only a draw is fair there. When everyone went out
+        together, "held" is zero for all, and only those out last are considered.
         """
+        return self._ranked()[0]
+
+    def tiebreak_order(self) -> list[str]:
+        """The players the tiebreak considers, best first (for display and tests)."""
+        return [self.players[s] for s in self._ranked()]
+
+    def _ranked(self) -> list[int]:
         order = [(self.dealer + 1 + i) % self.n for i in range(self.n)]
         last_out = max((t for t in self.out_at if t is not None), default=None)
         candidates = [s for s in order if not self.out[s]] or [s for s in order if self.out_at[s] == last_out]
-        return max(candidates, key=lambda s: (self.holds(s), -order.index(s)))
+        never = float("-inf")
+
+        def key(s: int) -> tuple[int, int, float]:
+            last = self.last_won[s]
+            return (self.holds(s), self.won[s], never if last is None else last)
+
+        ranked = sorted(candidates, key=key, reverse=True)  # stable: seat order within a level
+        level = [s for s in ranked if key(s) == key(ranked[0])]
+        if len(level) > 1:
+            pick = level[random.Random(f"tiebreak:{self.seed}").randrange(len(level))]
+            ranked.remove(pick)
+            ranked.insert(0, pick)
+        return ranked

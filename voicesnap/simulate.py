@@ -117,9 +117,12 @@ class CountStats:
         flips = sum(r.flips for r in rs)
         minutes = [r.seconds / 60.0 for r in rs]
         wins = [0] * self.players
+        capped_wins = [0] * self.players  # the tiebreak's share: where a seat bias would show
         for r in rs:
             if r.winner_seat is not None:
                 wins[r.winner_seat] += 1
+                if r.capped:
+                    capped_wins[r.winner_seat] += 1
 
         def per_game(name: str) -> float:
             return round(sum(getattr(r, name) for r in rs) / games, 3)
@@ -140,6 +143,7 @@ class CountStats:
             "capped_games": sum(1 for r in rs if r.capped),
             "pool_at_end_per_game": per_game("pool_at_end"),
             "wins_by_seat": wins,
+            "wins_by_seat_capped": capped_wins,
         }
 
 
@@ -194,6 +198,8 @@ class Report:
                 ("ended by the cycle/flip cap", f"{d['capped_games']} of {d['games']}"),
                 ("cards left in the pool at the end", f"{d['pool_at_end_per_game']:.1f}"),
                 ("wins by seat", "  ".join(f"{i + 1}:{w}" for i, w in enumerate(d["wins_by_seat"]))),
+                ("  of them by the tiebreak", "  ".join(f"{i + 1}:{w}"
+                                                       for i, w in enumerate(d["wins_by_seat_capped"]))),
             ]
             if "sessions" in d:
                 ss = d["sessions"]
