@@ -1,0 +1,86 @@
+"""The model-free spotter on the player fixtures, streamed chunk by chunk."""
+
+from __future__ import annotations
+
+import pytest
+
+from voicesnap import corpus as C
+from voicesnap.audio import ArraySource
+from voicesnap.spotters.enrolled import EnrolledSpotter
+
+from voicefixtures import NAMES, PLAYERS_DIR, profile
+
+WORDS = ["snap", "snap pool"]
+
+
+@pytest.fixture(scope="module")
+def spotter_factory():
+    profiles = [profile(n) for n in NAMES]
+    return lambda **kw: EnrolledSpotter(profiles, **kw)
+
+
+def detect(spotter, fx, chunk=320):
+    dets = []
+    for ch in ArraySource(fx.read(), fx.rate, chunk_frames=chunk):
+        dets += spotter.accept(ch)
+    return dets + spotter.flush()
+
+
+@pytest.mark.parametrize("name", ["bob", "finn"])
+def test_heldout_calls_found_with_player_and_precise_onsets(spotter_factory, name):
+    fx = C.load(PLAYERS_DIR / "heldout" / f"{name}.json")
+    dets = detect(spotter_factory(), fx)
+    sc = C.score(fx, dets, words=WORDS)
+    assert len(sc.hits) >= 8 and not sc.false, (sc.misses, sc.false)
+    assert all(m.detection.player == name and m.detection.engine == "enrolled" for m in sc.hits)
+    assert max(abs(e) for e in sc.onset_errors) <= 0.015
+    assert all(d.detected_at >= d.end for d in dets)
+
+
+def test_chunk_size_does_not_change_results(spotter_factory):
+    fx = C.load(PLAYERS_DIR / "heldout" / "cara.json")
+    a = [(d.word, d.onset, d.player) for d in detect(spotter_factory(), fx, 160)]
+    b = [(d.word, d.onset, d.player) for d in detect(spotter_factory(), fx, 4000)]
+    assert a == b and len(a) >= 8
+
+
+@pytest.mark.parametrize("who", ["stranger1", "announcer"])
+def test_unknown_voices_give_no_calls(spotter_factory, who):
+    fx = C.load(PLAYERS_DIR / "unknown" / f"{who}.json")
+    assert detect(spotter_factory(), fx) == []
+
+
+def test_animal_snap_calls_any_word():
+    """Each player's animal noise, enrolled from 4 takes, is found in their 5th take.
+
+    (On animal/heldout.wav, with wider jitter and noise, the animal calls are
+    NOT found yet: see the README's Voices section.)
+    """
+    from voicesnap import voices as V
+    from voicefixtures import takes_of
+
+    words = {"alice": "woof", "bob": "meow", "cara": "moo"}
+    profiles = [V.build_profile(n, w, takes_of(n, "animal")[:4]) for n, w in words.items()]
+    for name, word in words.items():
+        fx = C.load(PLAYERS_DIR / "animal" / f"{name}_{word}_5.json")
+        dets = detect(EnrolledSpotter(profiles), fx)
+        assert [(d.word, d.player) for d in dets] == [(word, name)]
+        assert abs(dets[0].onset - fx.segments[0].onset / 16000) <= 0.015
+
+
+def test_multichannel_attributes_by_mic_and_drops_crosstalk():
+    profiles = [profile(n, channel=i) for i, n in enumerate(["alice", "bob"])]
+    fx = C.load(PLAYERS_DIR / "multichannel" / "mc2.json")
+    dets = detect(EnrolledSpotter(profiles), fx)
+    sc = C.score(fx, dets, words=WORDS)
+    assert len(sc.hits) == len(fx.segments) == 6, (sc.misses, sc.false)
+    assert not sc.false  # crosstalk on the other mic is not a second call
+    for m in sc.hits:
+        assert m.detection.channel == m.segment.channel
+        assert m.detection.player == m.segment.speaker
+    # the pairs 30 ms apart on two mics keep two onsets each for the referee
+    onsets = sorted(m.detection.onset for m in sc.hits)[2:]
+    for first, second in (onsets[0:2], onsets[2:4]):
+        # crosstalk of the first shout reaches the second mic before its own
+        # shout, so the second onset comes early (known limit, see README)
+        assert 0.0 < second - first <= 0.04
