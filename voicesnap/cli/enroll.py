@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
 
     # takes unlike the others of the same phrase are refused (a different word, a cough)
     kept = []
-    for phrase in {t.phrase for t in takes}:
+    for phrase in [word] + ([pool] if pool else []):
         group = [t for t in takes if t.phrase == phrase]
         bad = V.check_consistency(group)
         for i, t in enumerate(group):

@@ -1,0 +1,78 @@
+"""`voicesnap enroll --from-files` end to end, in a temporary data directory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from voicesnap import voices as V
+from voicesnap.audio import read_wav, write_wav
+from voicesnap.cli import main
+
+from voicefixtures import PLAYERS_DIR
+
+E = PLAYERS_DIR / "enroll"
+
+
+@pytest.fixture(autouse=True)
+def tmp_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+
+
+def files(name, snaps=5, pools=3):
+    return ([str(E / f"{name}_snap_{k}.wav") for k in range(1, snaps + 1)]
+            + [str(E / f"{name}_snappool_{k}.wav") for k in range(1, pools + 1)])
+
+
+def test_enroll_from_files_then_reenroll(capsys):
+    assert main(["enroll", "alice", "--from-files", *files("alice")]) == 0
+    out = capsys.readouterr().out
+    assert "Enrolled alice: 5 of 'snap', 3 of 'snap pool'" in out
+    prof = V.load_profile("alice")
+    assert prof.extra["takes"] == {"snap": 5, "snap pool": 3}
+    assert main(["enroll", "alice", "--channel", "1", "--from-files", *files("alice")]) == 0
+    assert "Re-enrolled alice" in capsys.readouterr().out
+    assert V.load_profile("alice").channel == 1
+
+
+def test_too_few_takes_is_a_clear_error(capsys):
+    assert main(["enroll", "bob", "--from-files", *files("bob", 3, 3)]) == 2
+    err = capsys.readouterr().err
+    assert "only 3 good take(s) of 'snap', 5 needed" in err
+    assert V.list_players() == []
+
+
+def test_bad_take_refused_with_reason_and_others_kept(tmp_path, capsys):
+    samples, rate = read_wav(E / "bob_snap_1.wav")
+    loud = np.clip(samples.astype(np.int32) * 40, -32768, 32767).astype(np.int16)
+    write_wav(tmp_path / "clipped.wav", loud, rate)
+    args = ["enroll", "bob", "--from-files", str(tmp_path / "clipped.wav"), *files("bob")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "clipped.wav: refused: that take was too loud and clipped" in out
+    assert V.load_profile("bob").extra["takes"]["snap"] == 5
+
+
+def test_one_file_with_several_takes(tmp_path):
+    parts = [read_wav(E / f"cara_snap_{k}.wav")[0] for k in range(1, 6)]
+    write_wav(tmp_path / "five.wav", np.concatenate(parts), 16000)
+    pools = [str(E / f"cara_snappool_{k}.wav") for k in (1, 2, 3)]
+    assert main(["enroll", "cara", "--from-files", str(tmp_path / "five.wav"), *pools]) == 0
+    assert V.load_profile("cara").extra["takes"] == {"snap": 5, "snap pool": 3}
+
+
+def test_animal_word_without_pool():
+    takes = [str(PLAYERS_DIR / "animal" / f"bob_meow_{k}.wav") for k in range(1, 6)]
+    assert main(["enroll", "bob", "--word", "meow", "--no-pool", "--from-files", *takes]) == 0
+    prof = V.load_profile("bob")
+    assert prof.word == "meow" and list(prof.templates) == ["meow"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["enroll", "x/y", "--from-files", "a.wav"], "not usable"),
+    (["enroll", "dev", "--takes", "2", "--from-files", "a.wav"], "at least 5"),
+    (["enroll", "dev", "--from-files", "missing.wav"], "no such audio file"),
+])
+def test_impossible_options(argv, words, capsys):
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err

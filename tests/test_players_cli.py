@@ -1,0 +1,65 @@
+"""`voicesnap players`: list, rename, forget, identify."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from voicesnap import voices as V
+from voicesnap.cli import main
+
+from voicefixtures import PLAYERS_DIR, profile
+
+
+@pytest.fixture(autouse=True)
+def enrolled(tmp_path, monkeypatch):
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+    for n in ("alice", "bob", "dev"):
+        V.save_profile(profile(n))
+
+
+def test_list(capsys):
+    assert main(["players"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()] == ["alice", "bob", "dev"]
+
+
+def test_rename_and_forget(capsys):
+    assert main(["players", "rename", "bob", "robert"]) == 0
+    assert V.list_players() == ["alice", "dev", "robert"]
+    assert V.load_profile("robert").name == "robert"
+    assert main(["players", "rename", "robert", "alice"]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert main(["players", "forget", "robert"]) == 0
+    assert V.list_players() == ["alice", "dev"]
+    assert not (V.players_dir() / "robert.json").exists()
+    assert main(["players", "forget", "robert"]) == 2
+
+
+def test_identify_json(capsys):
+    assert main(["players", "identify", "--json", str(PLAYERS_DIR / "enroll" / "dev_snap_6.wav")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["player"] == "dev" and data["phrase"] == "snap"
+    assert data["score"] > 0.5 and set(data["scores"]) == {"alice", "bob", "dev"}
+
+
+def test_identify_stranger_is_nobody(capsys, tmp_path):
+    from voicesnap.audio import read_wav, write_wav
+    from voicesnap.corpus import load
+
+    fx = load(PLAYERS_DIR / "unknown" / "stranger2.json")
+    seg = fx.segments[0]
+    write_wav(tmp_path / "s.wav", fx.read()[seg.onset - 4000: seg.end + 4000], 16000)
+    assert main(["players", "identify", str(tmp_path / "s.wav")]) == 0
+    assert "nobody enrolled" in capsys.readouterr().out
+
+
+def test_damaged_profile_listed_not_crashing(capsys):
+    (V.players_dir() / "bob.json").write_text("{")
+    assert main(["players", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "bob" in listed and "DAMAGED" in listed and "alice" in listed
+    assert main(["players", "identify", str(PLAYERS_DIR / "enroll" / "dev_snap_6.wav")]) == 2
+    err = capsys.readouterr().err
+    assert "bob.json is damaged" in err and "voicesnap players forget bob" in err
