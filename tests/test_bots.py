@@ -106,3 +106,18 @@ def test_bots_say_their_own_words() -> None:
 def test_slap_on_show_gets_slaps() -> None:
     rounds = _many(Bots(NAMES, seed=6), 100, snap=False, slap=True)
     assert {c.kind for r in rounds for c in r} == {"slap"}
+
+
+def test_bots_for_a_game_take_its_words_and_options() -> None:
+    from voicesnap import variants
+    from voicesnap.rules import Options
+
+    game = variants.create("animal", NAMES, seed=1, options=Options(flipper_may_call=False, pool_claim="flipper"))
+    bots = Bots.for_game(game, seed=3)
+    said = {(c.player, c.kind) for r in _many(bots, 300, flippers=[1]) for c in r}
+    # each says their own noise (now and then "snap pool" by a slip); Bob flipped, so is quiet
+    assert {k for _, k in said} - {"snap pool"} == {"moo", "meow", "baa"} and "bob" not in {p for p, _ in said}
+    game = variants.create("silent", NAMES, seed=1, options=Options(pool_claim="flipper"))
+    bots = Bots.for_game(game, seed=3)
+    pool = {(c.player, c.kind) for r in _many(bots, 300, snap=False, pool=True, flippers=[2]) for c in r}
+    assert pool == {("cat", "slam")}

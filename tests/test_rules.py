@@ -236,6 +236,29 @@ def test_legal_calls_follow_the_live_table() -> None:
         game.call_is_valid("Zed", "snap")
 
 
+def test_public_view_follows_the_table() -> None:
+    """showing/pile_index/is_out/pool_*/on_show: what bots, announcer and display read."""
+    game = rig(["7H 9C", "7S"], pool="9D", rest_to=0)  # Ben holds only the 7S
+    assert game.showing() == (None, None) and game.pool_size() == 1 and game.pool_top() == cards("9D")[0]
+    assert [game.pile_index(s) for s in range(2)] == [0, 1]
+    game.flip(1.0)
+    game.flip(2.0)
+    assert game.showing() == tuple(cards("7H 7S")) == tuple(p[-1] for p in game.state.piles)
+    assert game.on_show("snap") and not game.on_show("pool")
+    shown = game.showing()
+    game.flip(3.0)  # 9C matches the pool; the snap on the sevens is covered
+    assert shown == tuple(cards("7H 7S"))  # a snapshot, not the live table
+    assert game.showing() == tuple(cards("9C 7S")) and game.on_show("pool") and not game.on_show("snap")
+    assert game.eliminated() == (False, False) and not game.is_out(1)
+    play(game, Call("Ben", "snap", 3.2))  # wrong: Ben's only card goes to the pool
+    assert game.is_out(1) and game.eliminated() == (False, True) and game.is_over()
+    assert game.pool_size() == 2 and game.pool_top() == cards("7S")[0]
+
+
+def test_call_words_name_each_players_words() -> None:
+    assert Game(NAMES[:2], seed=1).call_words(1) == {"snap": "snap", "pool": "snap pool"}
+
+
 def test_game_started_records_everything_needed_to_rebuild() -> None:
     game = Game(NAMES[:3], seed=11, options=Options(pool_claim="flipper"), dealer=2, t=4.5)
     assert game.events[0] == GameStarted(4.5, NAMES[:3], 11, 2, "classic", Options(pool_claim="flipper"), ())

@@ -194,3 +194,30 @@ def test_animal_snap_chosen_noises_survive_the_log() -> None:
 def test_animal_snap_bad_noises_are_refused(animals: dict, message: str) -> None:
     with pytest.raises(RulesError, match=message):
         variants.create("animal", NAMES[:3], 4, animals=animals)
+
+
+@pytest.mark.parametrize("name, seat, words", [
+    ("classic", 0, {"snap": "snap", "pool": "snap pool"}),
+    ("picture", 0, {"snap": "snap", "pool": "snap pool"}),
+    ("slapjack", 2, {"snap": "snap", "pool": "snap pool", "slap": "slap"}),
+    ("silent", 1, {"snap": "slam", "pool": "slam"}),
+    ("animal", 0, {"snap": "moo", "pool": "snap pool"}),
+    ("animal", 3, {"snap": "baa", "pool": "snap pool"}),
+])
+def test_call_words_are_what_the_variant_hears(name: str, seat: int, words: dict) -> None:
+    game = variants.create(name, NAMES[:4], seed=1)
+    assert game.call_words(seat) == words
+    for kind, word in words.items():  # and the variant rules each word as that kind
+        assert game.call_kind(seat, word) in (kind, "slam")
+
+
+def test_animal_call_words_follow_chosen_noises() -> None:
+    game = variants.create("animal", NAMES[:2], seed=1, animals={"Ben": "hoot"})
+    assert game.call_words(1)["snap"] == "hoot" and game.call_words(0)["snap"] == "moo"
+
+
+def test_single_pile_public_view_is_one_central_pile() -> None:
+    game = variants.create("single-pile", NAMES[:3], seed=1)
+    assert {game.pile_index(s) for s in range(3)} == {0}
+    game.flip(1.0)
+    assert len(game.showing()) == 1 and game.showing()[0] == game.state.piles[0][-1]

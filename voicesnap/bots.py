@@ -21,10 +21,13 @@ import random
 from bisect import bisect_right
 from itertools import accumulate
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .cards import Card
 from .referee import Call
+
+if TYPE_CHECKING:
+    from .rules import Game
 
 __all__ = ["BotProfile", "Bots", "profile_for", "SNAP", "POOL", "SLAP"]
 
@@ -100,6 +103,15 @@ class Bots:
         # Cumulative weights to pick which bot errs, one draw per flip.
         self._cum_false = list(accumulate(p.false_call for p in self.profiles))
         self._cum_near = list(accumulate(p.near_miss for p in self.profiles))
+
+    @classmethod
+    def for_game(cls, game: "Game", seed: int | str, skills: Sequence[float] | None = None) -> "Bots":
+        """One bot per player of ``game``, saying its words and keeping its options
+        (read through the game's public accessors only)."""
+        words = {name: game.call_words(seat) for seat, name in enumerate(game.players)}
+        opts = game.options
+        return cls(game.players, seed, skills, words=words, flipper_may_call=opts.flipper_may_call,
+                   pool_claim=opts.pool_claim)
 
     def reaction(self, seat: int) -> float:
         """One reaction time for the bot in this seat, in seconds."""

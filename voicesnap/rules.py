@@ -385,6 +385,63 @@ class Game:
         player's, or None when the word is no call in this variant (ignored)."""
         return self.words.get(word)
 
+    def _spoken(self) -> tuple[str, ...]:
+        """Every word that may be a call in this variant (for ``call_words``)."""
+        return tuple(self.words)
+
+    # ------------------------------------------------------------------ public view
+    # What bots, the announcer and the display may read. These accessors are the
+    # stable interface; the attributes behind them (tops, pile_of, out, words,
+    # animals, ...) are the engine's to change.
+
+    def showing(self) -> tuple[Card | None, ...]:
+        """The top face-up card of each pile (None where a pile is empty), by pile index."""
+        return tuple(self.tops)
+
+    def pile_index(self, seat: int) -> int:
+        """The pile a seat's flips land on: its own, or 0 in Single Pile Snap."""
+        return self.pile_of[seat]
+
+    def is_out(self, seat: int) -> bool:
+        """Whether the player in ``seat`` is out of this game (and may no longer call)."""
+        return self.out[seat]
+
+    def eliminated(self) -> tuple[bool, ...]:
+        """``is_out`` for every seat at once."""
+        return tuple(self.out)
+
+    def pool_size(self) -> int:
+        """Cards in the Snap pool (the centre), which belong to nobody."""
+        return len(self.pool)
+
+    def pool_top(self) -> Card | None:
+        """The pool's top card, the one a flip must match for "Snap pool!"."""
+        return self.pool[-1] if self.pool else None
+
+    def call_words(self, seat: int) -> dict[str, str]:
+        """The word this player says for each call they can make: canonical kind
+        ("snap", "pool", "slap") -> word ("snap", "snap pool", "moo", "slam").
+
+        Asking the variant (``call_kind``) rather than assuming "snap" keeps
+        callers honest in Animal Snap (own noise) and Silent Snap (a slam for
+        both a snap and the pool).
+        """
+        mine: dict[str, str] = {}
+        for word in self._spoken():
+            kind = self.call_kind(seat, word)
+            if kind in (SNAP, POOL, SLAP):
+                mine.setdefault(kind, word)
+            elif kind == SLAM:
+                mine.setdefault(SNAP, word)
+                mine.setdefault(POOL, word)
+        return mine
+
+    def on_show(self, kind: str) -> bool:
+        """Would a call of this canonical kind win on the table as it is now?
+        (By anyone: "pool" with ``pool_claim="flipper"`` is judged for the flipper.)"""
+        seat = self.flipped[0] if self.flipped else self.active
+        return self.judge(kind, seat, self.view())[0] == "valid"
+
     # ------------------------------------------------------------------ queries
 
     def is_over(self) -> bool:

@@ -273,24 +273,8 @@ def bot_names(players: int) -> tuple[str, ...]:
 
 
 def call_words(game: Game) -> dict[str, dict[str, str]]:
-    """Each player's word for each canonical call kind, as the variant hears it.
-
-    Asking the game (``call_kind``) rather than assuming "snap" keeps the bots
-    honest in Animal Snap (own animal noise) and Silent Snap (a slam).
-    """
-    candidates = [*game.words, *getattr(game, "animals", {}).values()]
-    words: dict[str, dict[str, str]] = {}
-    for seat, name in enumerate(game.players):
-        mine: dict[str, str] = {}
-        for word in candidates:
-            kind = game.call_kind(seat, word)
-            if kind in (rules.SNAP, rules.POOL, rules.SLAP) and kind not in mine:
-                mine[kind] = word
-            elif kind == rules.SLAM:
-                for k in (rules.SNAP, rules.POOL):
-                    mine.setdefault(k, word)
-        words[name] = mine
-    return words
+    """Each player's word for each canonical call kind, as the variant hears it."""
+    return {name: game.call_words(seat) for seat, name in enumerate(game.players)}
 
 
 def play_game(
@@ -307,17 +291,16 @@ def play_game(
 
 def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | None = None) -> GameResult:
     """Play ``game`` to its end with one bot per player, flipping every ``pace`` seconds."""
+    # Only the game's public view (showing, pile_index, eliminated, on_show,
+    # call_words, pool_size, is_over) is read here: the internals may change.
     names = game.players
     players = len(names)
     ref = Referee(game)
-    opts = game.options
-    bots = Bots(names, seed, words=call_words(game), flipper_may_call=opts.flipper_may_call,
-                pool_claim=opts.pool_claim)
+    bots = Bots.for_game(game, seed)
     res = GameResult(players)
-    out = game.out
-    tops = game.tops
-    pile_of = game.pile_of
-    has_slap = type(game)._judge_slap is not Game._judge_slap
+    pile_of = tuple(game.pile_index(s) for s in range(players))
+    showing, eliminated, on_show = game.showing, game.eliminated, game.on_show
+    has_slap = any(rules.SLAP in game.call_words(s) for s in range(players))
     flip, react, submit, advance = ref.flip, bots.react, ref.submit, ref.advance
     flips = matches = 0
     snap_on = False
@@ -347,15 +330,15 @@ def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | Non
                         fresh = True
                     pool_on = pool_on or ev.pool_match
             _count(res, evs, log)
-            if game.over:
+            if game.is_over():
                 break
         if fresh:
             snap_on = True
         elif snap_on:  # a match nobody claimed stays on show until it is covered
-            snap_on = _on_show(game, rules.SNAP)
+            snap_on = on_show(rules.SNAP)
         horizon = t + pace
-        slap_on = has_slap and _on_show(game, rules.SLAP)
-        calls = react(t, horizon, out, flippers, snap_on, pool_on, slap_on, tops, flipped)
+        slap_on = has_slap and on_show(rules.SLAP)
+        calls = react(t, horizon, eliminated(), flippers, snap_on, pool_on, slap_on, showing(), flipped)
         if calls:
             res.calls += len(calls)
             for call in calls:
@@ -365,23 +348,18 @@ def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | Non
                 horizon = deadline  # the dealer waits for the ruling before flipping again
             evs = advance(horizon)
             _count(res, evs, log)
-            if game.over:
+            if game.is_over():
                 break
             if snap_on and evs:
-                snap_on = _on_show(game, rules.SNAP)
+                snap_on = on_show(rules.SNAP)
         t = horizon
     res.flips, res.matches = flips, matches
     _count(res, ref.close(), log)
-    res.pool_at_end = len(game.pool)
+    res.pool_at_end = game.pool_size()
     if game.winner is not None:
         # Seats are reported from the dealer's left (seat 1 flips first).
         res.winner_seat = (game.players.index(game.winner) - game.dealer - 1) % players
     return res
-
-
-def _on_show(game: Game, kind: str) -> bool:
-    """Can a call of this kind win on the table as it is (by the variant's own rules)?"""
-    return game.judge(kind, game.active, game.view())[0] == "valid"
 
 
 def _count(res: GameResult, evs: Sequence[Any], log: list[Any] | None) -> None:

@@ -229,6 +229,9 @@ class AnimalSnap(Game):
     def config_kwargs(cls, config: Mapping[str, str]) -> dict[str, Any]:
         return {"animals": dict(config)}
 
+    def _spoken(self) -> tuple[str, ...]:
+        return (*self._noise_of, *_WORDS)
+
     def call_kind(self, seat: int, word: str) -> str | None:
         if word == self._noise_of[seat]:
             return SNAP
