@@ -118,6 +118,27 @@ def test_clock_map_envelope_removes_polling_lag():
     assert cm.offset <= true_offset + 1e-12  # never ahead of the truth
 
 
+def test_find_onset_locates_a_probe_in_noise_and_refuses_silence():
+    from voicesnap.playback import find_onset
+
+    rng = np.random.default_rng(1)
+    probe = (rng.standard_normal(800) * 4000).astype(np.int16)
+    rec = (rng.standard_normal(16000) * 300).astype(np.int16)
+    rec[5123 : 5123 + 800] += probe
+    assert find_onset(rec, probe, 16000, start=16000) == pytest.approx((16000 + 5123) / 16000)
+    assert find_onset(np.zeros(16000, np.int16), probe, 16000) is None
+    assert find_onset((rng.standard_normal(16000) * 300).astype(np.int16), probe, 16000) is None
+
+
+def test_calibration_is_the_median_of_recent_probes():
+    cm = ClockMap(offset=-100.0)
+    assert cm.calibrate(5.0, 5.040) == pytest.approx(0.040)
+    cm.calibrate(6.0, 6.038)
+    cm.calibrate(7.0, 7.500)  # one probe drowned out by a shout
+    assert cm.correction == pytest.approx(0.040)
+    assert cm.to_clock(200.0) == pytest.approx(100.040)
+
+
 def test_device_playback_maps_dac_times_onto_the_input_clock():
     # The PortAudio callback is driven by hand here (what sounddevice calls):
     # a clip starting 100 frames into a buffer whose DAC time is 50.0 s is
@@ -140,3 +161,88 @@ def test_no_audio_output_is_a_clear_message():
         DevicePlayback(device="no such speaker 1234").open()
     message = str(err.value)
     assert "no audio output" in message and "voicesnap devices" in message
+
+
+# --- a real output stream, heard by a real input stream ------------------------------
+
+
+def _virtual_devices_or_skip() -> str:
+    import os
+    import subprocess
+
+    sink = os.environ.get("VOICESNAP_TEST_MIC_SINK")
+    if not sink:
+        pytest.skip("no virtual microphone sink (VOICESNAP_TEST_MIC_SINK; .ci/pulse.sh sets it up)")
+    if subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
+        pytest.skip("PulseAudio is not running (.ci/pulse.sh starts it)")
+    return sink
+
+
+@pytest.mark.audio_device
+def test_mapped_start_times_match_what_the_microphone_hears(monkeypatch):
+    """Loopback: the announcer's output goes into the virtual microphone, so the
+    input clock shows when each clip really arrived; the mapped SpeechStarted
+    time must agree with it (after one calibration probe) within 5 ms."""
+    import threading
+    import time
+
+    import soxr
+
+    from voicesnap.audio import MicSource
+    from voicesnap.playback import anchor_from_input, find_onset
+
+    sink = _virtual_devices_or_skip()
+    monkeypatch.setenv("PULSE_SINK", sink)  # our "speaker" plays into the mic sink
+    try:
+        cache = SpeechCache(None, rate=48000)
+        clips = [cache.get(t).samples for t in ("Eight", "Queen of Hearts", "alice", "Seven", "bob", "King")]
+    except NoSpeechEngine:
+        pytest.skip("espeak-ng is not installed")
+    cm = ClockMap()
+    chunks = []
+    with MicSource(rate=16000, block_frames=320) as mic:
+        stop = threading.Event()
+
+        def reader() -> None:
+            while not stop.is_set():
+                c = mic.read(timeout=0.2)
+                if c is not None:
+                    chunks.append(c)
+
+        th = threading.Thread(target=reader, daemon=True)
+        th.start()
+        pb = DevicePlayback(rate=48000, clock_map=cm).open()
+        starts: list[SpeechStarted] = []
+        try:
+            def wait(seconds: float) -> None:
+                end = time.monotonic() + seconds
+                while time.monotonic() < end:
+                    anchor_from_input(cm, mic._stream, mic.position, 16000)
+                    starts.extend(e for e in pb.poll() if isinstance(e, SpeechStarted))
+                    time.sleep(0.01)
+
+            wait(1.0)  # let the output settle (first buffers may underrun)
+            for i, clip in enumerate(clips):
+                pb.play(i, "clip", clip)
+                wait(1.5)
+        finally:
+            pb.close()
+            stop.set()
+            th.join()
+    rec = np.concatenate([c.samples[:, 0] for c in chunks])
+    base = chunks[0].start
+    raw = []
+    for ev, clip in zip(starts, clips):
+        probe = soxr.resample(clip.astype(np.float32), 48000, 16000)
+        at = int(ev.t * 16000) - base
+        lo = max(0, at - 4000)
+        heard = find_onset(rec[lo : at + 4000 + len(probe)], probe, 16000, start=lo + base)
+        assert heard is not None, "the clip never reached the microphone"
+        raw.append(heard - ev.t)  # ev.t was mapped with no correction yet
+    assert len(raw) == len(clips)
+    # calibrate on the first three clips, then predict the rest
+    for ev, r in zip(starts[:3], raw[:3]):
+        cm.calibrate(ev.t, ev.t + r)
+    errors = [r - cm.correction for r in raw[3:]]
+    report = ", ".join(f"{r * 1000:.1f}" for r in raw)
+    assert all(abs(e) < 0.005 for e in errors), f"raw errors (ms): {report}; after calibration {errors}"

@@ -36,7 +36,7 @@ from .events import event
 
 __all__ = [
     "AudioOutputError", "ClockMap", "Mixer", "Report", "SpeechStarted", "SpeechEnded",
-    "VirtualPlayback", "DevicePlayback",
+    "VirtualPlayback", "DevicePlayback", "find_onset", "anchor_from_input",
 ]
 
 
@@ -93,6 +93,8 @@ class ClockMap:
         self._offsets: collections.deque[float] = collections.deque(maxlen=window)
         if offset is not None:
             self._offsets.append(offset)
+        self.correction = 0.0  # seconds, from calibrate(): what the reported latencies got wrong
+        self._deltas: collections.deque[float] = collections.deque(maxlen=9)
 
     def observe(self, pa_time: float, clock: float) -> None:
         self._offsets.append(clock - pa_time)
@@ -105,7 +107,22 @@ class ClockMap:
     def offset(self) -> float:
         if not self._offsets:
             raise RuntimeError("ClockMap has no anchors yet")
-        return max(self._offsets)
+        return max(self._offsets) + self.correction
+
+    def calibrate(self, mapped: float, heard: float) -> float:
+        """Correct the map with one sound both played and heard: ``mapped`` is
+        where the map put its first sample, ``heard`` where the microphone
+        found it (``find_onset``). PortAudio's *reported* latencies can be off
+        by tens of milliseconds (measured: 38 ms through ALSA's pulse plugin);
+        probes measure the real path, room included. Every announcement the
+        microphone hears can be a probe; the correction is the median of the
+        last nine measurements, so one probe drowned by a shout cannot move
+        it far. ``mapped`` must come from this map before any correction
+        (``to_clock(x) - correction``). Returns the correction now in force.
+        """
+        self._deltas.append(heard - mapped)
+        self.correction = float(np.median(np.asarray(self._deltas)))
+        return self.correction
 
     def to_clock(self, pa_time: float) -> float:
         return pa_time + self.offset
@@ -383,6 +400,25 @@ class DevicePlayback(_Shell):
     def stream_time(self) -> float:
         """PortAudio's time now (the base DAC/ADC times are given in)."""
         return float(self._stream.time) if self._stream is not None else 0.0
+
+
+def find_onset(recording: np.ndarray, probe: np.ndarray, rate: int, start: int = 0) -> float | None:
+    """Seconds (from ``start`` frames) where ``probe`` begins in ``recording``, by
+    normalised cross-correlation; None when it is not clearly there (peak < 0.5)."""
+    x = np.asarray(recording, dtype=np.float64).reshape(-1)
+    p = np.asarray(probe, dtype=np.float64).reshape(-1)
+    if len(x) < len(p) or not p.any():
+        return None
+    n = 1 << int(np.ceil(np.log2(len(x) + len(p))))
+    corr = np.fft.irfft(np.fft.rfft(x, n) * np.conj(np.fft.rfft(p, n)), n)[: len(x) - len(p) + 1]
+    energy = np.sqrt(np.convolve(x * x, np.ones(len(p)), "valid")) * np.sqrt(np.sum(p * p))
+    # floor: in near-silence the FFT's round-off would otherwise score above 1
+    energy = np.maximum(energy, 0.05 * float(energy.max()) + 1e-9)
+    score = corr / energy
+    best = int(np.argmax(score))
+    if score[best] < 0.5:
+        return None
+    return (start + best) / rate
 
 
 def anchor_from_input(clock_map: ClockMap, stream: Any, position: int, rate: int) -> None:
