@@ -86,7 +86,10 @@ class Keymap:
         self,
         players: Sequence[str],
         command_keys: Mapping[str, str] | None = None,
+        snap_words: Mapping[str, str] | None = None,
     ) -> None:
+        """``snap_words``: a player's word for the snap key when it is not "snap"
+        (Silent Snap's "slam", Animal Snap's own noise)."""
         if len(players) > len(SEAT_KEYS):
             raise UserError(f"keyboard play supports at most {len(SEAT_KEYS)} players, got {len(players)}")
         commands = dict(command_keys if command_keys is not None else DEFAULT_COMMAND_KEYS)
@@ -95,7 +98,8 @@ class Keymap:
             raise ValueError(f"command keymap names unknown commands {unknown}")
         self.keys: dict[str, KeyCall | KeyCommand] = {}
         for seat, name in enumerate(players):
-            for key, kind in zip(SEAT_KEYS[seat], (SNAP, SNAP_POOL, SLAP)):
+            snap = (snap_words or {}).get(name, SNAP)
+            for key, kind in zip(SEAT_KEYS[seat], (snap, SNAP_POOL, SLAP)):
                 self.keys[key] = KeyCall(name, kind)
         for key, command in commands.items():
             if key.lower() in self.keys or key in self.keys:
@@ -123,9 +127,10 @@ class Keymap:
         lines = []
         for seat, name in enumerate(self.players):
             snap, pool, slap = SEAT_KEYS[seat]
-            lines.append(f"{name}: {snap}=snap {pool}=snap pool {slap}=slap")
+            word = self.keys[snap].kind  # type: ignore[union-attr]
+            lines.append(f"{name}: {snap}={word} {pool}=snap pool {slap}=slap")
         shown = {" ": "space", "\x1b": "esc"}
-        parts = [f"{shown.get(k, k)}={v}" for k, v in self.keys.items() if isinstance(v, KeyCommand)]
+        parts = [f"{shown.get(k, k)}={v.name}" for k, v in self.keys.items() if isinstance(v, KeyCommand)]
         line = ""
         for part in parts:
             if len(line) + len(part) + 1 > 78:

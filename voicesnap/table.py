@@ -30,8 +30,9 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
+from .audio import AudioChunk
 from .events import event
 from .spotters import Detection
 from .vocabulary import CALLS, COMMAND_PREFIX, command_phrases
@@ -40,7 +41,7 @@ __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",
     "TableStep", "TableStart", "TableNote",
     "TableLoop", "Heard", "Table", "WallClock",
-    "HEARD_LAG",
+    "HEARD_LAG", "LiveInput",
 ]
 
 # Calls whose onset is this close behind the heard clock may still be in the
@@ -191,11 +192,16 @@ class TableLoop:
         self.status = status
         self.score = score
         self.offset = offset
-        self.paused = False
+        self.paused = False  # by the players' pause command
+        self.held = False  # by the table itself: the input device is gone
+        self._rearm_after: float | None = None
         self.stopped: Stop | None = None
         self.next_flip: float | None = start + first_flip_delay if pace else None
         self.last_said = ""
         self.now = start
+        self.schedule: list[float] | None = None  # replays: every flip's time, instead of the pace
+        self.ignore_commands = False  # replays: the schedule already says what players asked for
+        self.stop_at: float | None = None  # replays: where the live game stopped
         self._commands = _command_names()
 
     # -- helpers -------------------------------------------------------------
@@ -248,11 +254,36 @@ class TableLoop:
                                "status, score, slower, faster, louder, quieter, flip, or end game",
                                PRIORITY_INFO))
 
+    def _due(self) -> float | None:
+        if self.schedule is not None:
+            return self.schedule[0] if self.schedule else None
+        return self.next_flip
+
+    def _advance(self, horizon: float, actions: list[Action]) -> None:
+        produced = self.referee.advance(horizon + self.offset)
+        if produced:
+            actions.append(Log(TableStep("advance", horizon)))
+            self._events(produced, actions)
+
     def _flip(self, t: float, actions: list[Action]) -> None:
+        if self.schedule:
+            self.schedule.pop(0)
         actions.append(Log(TableStep("flip", t)))
         self._events(self.referee.flip(t + self.offset), actions)
         if self.pace:
             self.next_flip = t + self.pace
+
+    def hold(self, reason: str) -> list[Action]:
+        """Stop flipping while the table cannot hear (device lost); calls already heard still count."""
+        self.held = True
+        return [Notice(reason), Log(TableNote(self.now, reason))]
+
+    def release(self, now: float, reason: str) -> list[Action]:
+        """Hearing again: the next flip comes a full pace after the return, not at once."""
+        self.held = False
+        self.now = max(self.now, now)
+        self._rearm_after = self.now  # the clock jumps over the gap with the next audio
+        return [Notice(reason), Log(TableNote(self.now, reason))]
 
     # -- the step ----------------------------------------------------------------
     def step(self, now: float, detections: Iterable[Detection] = ()) -> list[Action]:
@@ -265,15 +296,22 @@ class TableLoop:
         if self.stopped is not None:
             return actions
         self.now = max(self.now, now)
+        if self._rearm_after is not None and self.now > self._rearm_after:
+            self._rearm_after = None
+            if self.pace:
+                self.next_flip = self.now + self.pace
         for det in sorted(detections, key=lambda d: (d.onset, d.word, d.player or "")):
             command = self._commands.get(det.word)
             if command is None and det.word.startswith(COMMAND_PREFIX + " "):
                 continue  # an unknown command phrase: nothing to do
+            if command is not None and self.ignore_commands:
+                continue
             if command is not None:
                 actions.append(Log(TableStep("command", det.onset, det.player, det.word,
                                              det.onset, det.engine)))
                 self._command(command, det, actions)
                 if self.stopped is not None:
+                    actions.append(self.stopped)
                     return actions
                 continue
             if det.player is None:
@@ -285,18 +323,20 @@ class TableLoop:
             call = self.make_call(det.player, det.word, det.onset + self.offset)
             actions.append(Log(TableStep("call", det.onset, det.player, det.word, det.onset, det.engine)))
             self._events(self.referee.submit(call), actions)
-        horizon = self.now - HEARD_LAG
-        produced = self.referee.advance(horizon + self.offset)
-        if produced:
-            actions.append(Log(TableStep("advance", horizon)))
-            self._events(produced, actions)
-        if (
-            self.stopped is None
-            and not self.paused
-            and self.next_flip is not None
-            and self.now >= self.next_flip
-        ):
-            self._flip(self.next_flip, actions)
+        # Flips that fell due inside this stretch of audio happen in time order,
+        # each after the rulings that were due before it (a slow recogniser can
+        # hand over seconds at once; the order stays that of the clock).
+        while self.stopped is None and not self.paused and not self.held and self._rearm_after is None:
+            due = self._due()
+            if due is None or due > self.now:
+                break
+            self._advance(due - HEARD_LAG, actions)
+            if self.stopped is None:
+                self._flip(due, actions)
+        if self.stopped is None:
+            self._advance(self.now - HEARD_LAG, actions)
+        if self.stopped is None and self.stop_at is not None and self.now >= self.stop_at:
+            self.stopped = Stop("ended")
         if self.stopped is not None and self.stopped not in actions:
             actions.append(self.stopped)
         return actions
@@ -345,6 +385,7 @@ class Table:
         spotter: Any = None,
         tap: Callable[[Any], None] | None = None,
         clock: Callable[[], float] | None = None,
+        wall: Callable[[], float] | None = None,
         queue_size: int = 256,
         tick: float = 0.05,
     ) -> None:
@@ -358,7 +399,7 @@ class Table:
         self.tick = tick
         self.heard = 0.0  # audio clock: how far the spotter has judged
         self._heard_at = time.monotonic()
-        self._wall = WallClock()
+        self._wall = wall or WallClock()
         self.clock = clock or self._key_clock
         self.errors: list[BaseException] = []
         self._threads: list[threading.Thread] = []
@@ -430,6 +471,10 @@ class Table:
                         self._heard_at = time.monotonic()
                     if heard.problem == "end of audio":
                         ended_audio = True
+                    elif heard.problem.startswith(LiveInput.LOST):
+                        self.on_actions(self.loop.hold(heard.problem))
+                    elif heard.problem.startswith(LiveInput.BACK):
+                        self.on_actions(self.loop.release(self.heard, heard.problem))
                     elif heard.problem:
                         self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
                 now = self.heard if self.chunks is not None else self._wall()
@@ -448,3 +493,514 @@ class Table:
             self.stopping.set()
             for thread in self._threads:
                 thread.join(timeout=2.0)
+
+
+# ---------------------------------------------------------------------------
+# The live microphone: device loss, overflow, clock continuity
+
+
+class LiveInput:
+    """Chunks from the microphone that survive the device going away.
+
+    ``open_source()`` returns an opened source with ``read(timeout)``,
+    ``stats()`` and ``close()`` (voicesnap.audio.MicSource). When no audio
+    arrives for ``stall`` seconds the device is taken as lost: ``report`` says
+    so (the table pauses), the source is reopened every second until it works,
+    and the clock continues across the gap so recordings keep true times.
+    Overflows and dropped blocks are reported as they happen, never hidden.
+    """
+
+    LOST = "input device lost"
+    BACK = "input device is back"
+
+    def __init__(
+        self,
+        open_source: Callable[[], Any],
+        report: Callable[[str], None],
+        *,
+        stall: float = 1.5,
+        retry: float = 1.0,
+    ) -> None:
+        self.open_source = open_source
+        self.report = report
+        self.stall = stall
+        self.retry = retry
+        self.closed = threading.Event()
+        self.source: Any = None
+        self.rate = 16000
+        self._seen = {"overflows": 0, "dropped_frames": 0}
+
+    def close(self) -> None:
+        self.closed.set()
+
+    def _check_overflow(self) -> None:
+        stats = self.source.stats() if hasattr(self.source, "stats") else {}
+        over = stats.get("overflows", 0) - self._seen["overflows"]
+        dropped = stats.get("dropped_frames", 0) - self._seen["dropped_frames"]
+        if over > 0 or dropped > 0:
+            self._seen = {"overflows": stats.get("overflows", 0), "dropped_frames": stats.get("dropped_frames", 0)}
+            self.report(f"audio input overflow: {dropped / self.rate * 1000:.0f} ms of sound lost "
+                        f"({over} overflow(s)); the computer is too busy, so calls in that gap were not heard")
+
+    def __iter__(self) -> Iterator[Any]:
+        offset = 0  # frames added to the source's clock (across reopenings)
+        end = 0
+        self.source = self.open_source()
+        self.rate = getattr(self.source, "rate", self.rate)
+        last = time.monotonic()
+        try:
+            while not self.closed.is_set():
+                chunk = self.source.read(timeout=0.2)
+                if chunk is not None:
+                    last = time.monotonic()
+                    if offset:
+                        chunk = AudioChunk(chunk.rate, chunk.width, chunk.channels, chunk.start + offset,
+                                           chunk.samples)
+                    end = chunk.end
+                    self._check_overflow()
+                    yield chunk
+                    continue
+                if time.monotonic() - last < self.stall:
+                    continue
+                lost_at = time.monotonic() - self.stall
+                self.report(f"{self.LOST}: the game is paused; plug the microphone back in (or check "
+                            "'voicesnap devices') and it resumes by itself")
+                try:
+                    self.source.close()
+                except Exception:
+                    pass
+                self.source = None
+                while not self.closed.is_set():
+                    time.sleep(self.retry)
+                    try:
+                        self.source = self.open_source()
+                        break
+                    except Exception:
+                        continue
+                if self.source is None:
+                    return
+                gap = int((time.monotonic() - lost_at) * self.rate)
+                offset = end + gap
+                self._seen = {"overflows": 0, "dropped_frames": 0}
+                last = time.monotonic()
+                self.report(f"{self.BACK}: resuming")
+        finally:
+            if self.source is not None:
+                try:
+                    self.source.close()
+                except Exception:
+                    pass
+
+
+# ---------------------------------------------------------------------------
+# The engine seen from the table: words, view, call records
+
+
+def describe(ev: Any) -> tuple[str, int] | None:
+    """An engine event as one plain sentence and its priority, or None for silence.
+
+    Plain words only (no symbols a screen reader would spell out). The
+    announcer may speak its own phrasing; these lines are what ``--text``
+    prints and what the log's readers see.
+    """
+    from . import rules, session
+
+    if isinstance(ev, rules.Flipped):
+        return f"{ev.player}: {ev.card.spoken}", PRIORITY_FLIP
+    if isinstance(ev, rules.SnapWon):
+        return f"{ev.player} snapped and won {ev.cards} cards", PRIORITY_RULING
+    if isinstance(ev, rules.TieToPool):
+        return (f"Tie between {' and '.join(ev.players)}: the piles go to the pool, "
+                f"now {ev.pool} cards", PRIORITY_RULING)
+    if isinstance(ev, rules.PoolTied):
+        return f"Tie for the pool between {' and '.join(ev.players)}: it stays", PRIORITY_RULING
+    if isinstance(ev, rules.WrongCall):
+        lost = ev.from_pile + ev.from_stack
+        return f"Wrong call by {ev.player}: {lost} cards to the pool, now {ev.pool}", PRIORITY_RULING
+    if isinstance(ev, rules.PoolWon):
+        return f"{ev.player} won the pool: {ev.cards} cards", PRIORITY_RULING
+    if isinstance(ev, rules.Forfeit):
+        return f"{ev.player} gives {ev.to} {ev.cards} card", PRIORITY_RULING
+    if isinstance(ev, rules.Refreshed):
+        return f"{ev.player} turns over their pile", PRIORITY_INFO
+    if isinstance(ev, rules.Eliminated):
+        return f"{ev.player} is out", PRIORITY_RULING
+    if isinstance(ev, rules.GameOver):
+        return f"{ev.winner} wins the game", PRIORITY_RULING
+    if isinstance(ev, session.GameScored):
+        return f"Game {ev.game} to {ev.winner}", PRIORITY_RULING
+    if isinstance(ev, session.SessionOver):
+        return f"{ev.winner} wins the session", PRIORITY_RULING
+    return None
+
+
+def ruling_line(ev: Any) -> str | None:
+    """Short text of a ruling for the display's "last rulings" (ignored calls included)."""
+    from . import rules
+
+    if isinstance(ev, rules.CallIgnored):
+        return f"{ev.player} '{ev.kind}' ignored: {ev.reason}"
+    if isinstance(ev, rules.RULINGS) or isinstance(ev, (rules.Eliminated, rules.GameOver)):
+        said = describe(ev)
+        return said[0] if said else None
+    return None
+
+
+def view_of(game: Any, *, rulings: Sequence[str] = (), title: str = "voicesnap", clock: float = 0.0,
+            notice: str = "", wins: dict[str, int] | None = None) -> Any:
+    """The display's view of a live game (voicesnap.rules.Game)."""
+    from .display import PlayerView, TableView
+
+    state = game.state
+    own_piles = len(state.piles) == len(state.players)
+    tops = {}
+    players = []
+    for seat, name in enumerate(state.players):
+        pile = state.piles[seat] if own_piles else ()
+        top = pile[-1] if pile else None
+        if top is not None:
+            tops.setdefault(getattr(top, "face", top), []).append(name)
+        players.append(PlayerView(
+            name, len(state.stacks[seat]), len(pile), _card(top), active=(seat == state.active),
+            out=state.eliminated[seat], wins=(wins or {}).get(name, 0)))
+    matches = tuple(n for names in tops.values() if len(names) > 1 for n in names)
+    if not own_piles and state.piles and state.piles[0]:
+        centre = state.piles[0]
+        title = f"{title}  centre pile {len(centre)}, top {_card(centre[-1])}"
+    pool_top = _card(state.pool[-1]) if state.pool else None
+    return TableView(tuple(players), len(state.pool), pool_top, tuple(rulings), title, clock, notice, matches)
+
+
+def _card(card: Any) -> str | None:
+    if card is None:
+        return None
+    return card.code if getattr(card, "picture", None) is None else (card.name or card.picture)
+
+
+# ---------------------------------------------------------------------------
+# Sessions: several games on one clock, logged as they go, resumable
+
+
+@event("table-session")
+@dataclass(frozen=True)
+class TableSession:
+    """Opens a session's log: everything needed to deal the same games again."""
+
+    players: tuple[str, ...]
+    seed: int
+    variant: str = "classic"
+    format: str = "best-of-1"
+    pace: float = 2.0  # seconds between flips; 0 = only on the flip command
+    decision_window: float = 0.5
+    tie_window: float = 0.1
+    pool_claim: str = "anyone"
+    flipper_may_call: bool = True
+    config: dict[str, Any] = field(default_factory=dict)  # variant settings (animals, deck)
+    engine: str = "keyboard"
+    audio: str = ""  # the recording's file name, relative to the log
+
+
+@event("table-resumed")
+@dataclass(frozen=True)
+class TableResumed:
+    """A crashed session continues: referee time = new audio clock + ``offset``."""
+
+    offset: float
+    audio: str = ""
+
+
+@event("table-end")
+@dataclass(frozen=True)
+class TableEnd:
+    """A game stopped: by its rules ("over"), the end command, Ctrl-C, or the audio ending."""
+
+    game: int
+    reason: str
+    now: float
+
+
+class Output:
+    """Carries out the loop's actions: the log first, then speech, text and display.
+
+    ``log`` has ``write(*records)`` (voicesnap.gamelog.GameLog); ``say(text,
+    priority, event)`` speaks (the announcer) and may be None; ``lines`` prints
+    one line (to the terminal). With ``text`` every announcement is one plain
+    line; otherwise the table display is printed after each change.
+    """
+
+    def __init__(self, log: Any, *, say: Callable[[str, int, Any], None] | None = None,
+                 lines: Callable[[str], None] = print, text: bool = True,
+                 view: Callable[[], Any] | None = None, setting: Callable[[str], None] | None = None) -> None:
+        self.log = log
+        self.say = say
+        self.lines = lines
+        self.text = text
+        self.view = view
+        self.setting = setting
+        self.rulings: list[str] = []
+        self.notice = ""
+        self.said: list[tuple[str, Any]] = []  # (text, event) in order, for tests and replays
+
+    def __call__(self, actions: list[Action]) -> None:
+        records = [a.record for a in actions if isinstance(a, Log)]
+        if records:
+            self.log.write(*records)  # before anything is said: nothing announced is unlogged
+        changed = False
+        for a in actions:
+            if isinstance(a, Log):
+                line = ruling_line(a.record)
+                if line:
+                    self.rulings = (self.rulings + [line])[-6:]
+                    changed = True
+                    if self.text and describe(a.record) is None:
+                        self.lines(line)  # ignored calls: printed, never spoken
+            elif isinstance(a, Say):
+                self.said.append((a.text, a.source))
+                if self.say is not None:
+                    self.say(a.text, a.priority, a.source)
+                if self.text:
+                    self.lines(a.text)
+                changed = changed or a.source is not None
+            elif isinstance(a, Notice):
+                self.notice = a.text
+                self.said.append((a.text, None))
+                if self.say is not None:
+                    self.say(a.text, PRIORITY_RULING, None)
+                self.lines(a.text)
+                changed = True
+            elif isinstance(a, Setting) and self.setting is not None:
+                self.setting(a.name)
+        if changed and not self.text and self.view is not None:
+            from .display import render
+
+            self.lines("\n".join(render(self.view())))
+
+
+def _drive(game: Any, logged: Sequence[Any]) -> None:
+    """Re-run a game's logged flips and rulings through the rules (resume)."""
+    from . import rules
+
+    i = 0
+    while i < len(logged):
+        ev = logged[i]
+        if isinstance(ev, (rules.Flipped, rules.Refreshed)):
+            produced = game.flip(ev.t)
+        elif isinstance(ev, rules.RULINGS) or isinstance(ev, rules.Forfeit):
+            produced = game.apply(ev)
+        else:
+            i += 1
+            continue
+        if produced and produced[0] != ev:
+            from .gamelog import LogError
+
+            raise LogError(f"the log says {ev} but the rules give {produced[0]}; the log does not "
+                           "belong to these settings, so it cannot be resumed")
+        i += max(1, len(produced))
+
+
+@dataclass
+class Resumed:
+    """A session rebuilt from its log: the game to continue (or None) and the clock."""
+
+    settings: TableSession
+    session: Any
+    game: Any
+    last_t: float
+    games: int
+    unlogged: list[Any]  # records the crash kept from the log (e.g. a missing game score)
+
+
+def rebuild(records: Sequence[Any]) -> Resumed:
+    """Deal the same session again from its log and bring it to where the log ends."""
+    from . import rules
+    from .gamelog import LogError
+    from .session import GameScored, Session
+
+    settings = next((r for r in records if isinstance(r, TableSession)), None)
+    if settings is None:
+        raise LogError("the log has no table-session record, so it is not a voicesnap play log")
+    session = new_session(settings)
+    groups: list[list[Any]] = []
+    for r in records:
+        if isinstance(r, rules.GameStarted):
+            groups.append([r])
+        elif groups and isinstance(r, (rules.Dealt, rules.Flipped, rules.Refreshed, rules.Eliminated,
+                                       rules.GameOver, rules.Forfeit, *rules.RULINGS)):
+            groups[-1].append(r)
+    scored = {r.game for r in records if isinstance(r, GameScored)}
+    current = None
+    unlogged: list[Any] = []
+    for number, group in enumerate(groups, 1):
+        game = session.new_game(group[0].t)
+        if game.events[0] != group[0]:
+            raise LogError(f"game {number} in the log was not dealt from these settings; cannot resume")
+        _drive(game, group[2:])
+        if game.is_over():
+            out = session.record(game)
+            if number not in scored:
+                unlogged.extend(out)
+        else:
+            current = game
+    times = [getattr(r, "t", None) or getattr(r, "now", None) or 0.0 for r in records]
+    last_t = max([0.0, *[t for t in times if isinstance(t, float)]])
+    return Resumed(settings, session, current, last_t, len(groups), unlogged)
+
+
+def new_session(settings: TableSession) -> Any:
+    from .rules import Options
+    from .session import Session
+
+    options = Options(tie_window=settings.tie_window, pool_claim=settings.pool_claim,  # type: ignore[arg-type]
+                      flipper_may_call=settings.flipper_may_call)
+    return Session(settings.players, settings.format, settings.seed, settings.variant, options,
+                   **settings.config)
+
+
+def status_text(game: Any) -> str:
+    """The "status" command's answer: every player's count and showing card, and the pool."""
+    state = game.state
+    parts = []
+    own = len(state.piles) == len(state.players)
+    for seat, name in enumerate(state.players):
+        if state.eliminated[seat]:
+            parts.append(f"{name} is out")
+            continue
+        pile = state.piles[seat] if own else ()
+        shows = f", showing {pile[-1].spoken}" if pile else ""
+        parts.append(f"{name} {state.held(seat)} cards{shows}")
+    pool = f"pool {len(state.pool)} cards" + (f", top {state.pool[-1].spoken}" if state.pool else "")
+    return "; ".join(parts + [pool])
+
+
+@dataclass
+class SessionResult:
+    reason: str  # "over" (session finished), "ended", "interrupted", "audio ended"
+    winner: str | None
+    games: int
+    said: list[tuple[str, Any]]
+
+
+def play_session(
+    settings: TableSession,
+    log: Any,
+    *,
+    chunks: Iterable[Any] | None = None,
+    spotter: Any = None,
+    tap: Callable[[Any], None] | None = None,
+    keyboard: Any = None,
+    say: Callable[[str, int, Any], None] | None = None,
+    lines: Callable[[str], None] = print,
+    text: bool = True,
+    setting: Callable[[str], None] | None = None,
+    resumed: Resumed | None = None,
+    schedule: Sequence[float] | None = None,
+    stop_at: Sequence[float] | None = None,
+    first_flip_delay: float = 1.0,
+    tick: float = 0.05,
+    pool_flag: list[Any] | None = None,
+) -> SessionResult:
+    """Play (or continue) a whole session; everything goes to ``log`` as it happens.
+
+    ``schedule`` (replays) gives every flip's time instead of the pace, and
+    ``stop_at`` each game's logged end time; commands are then ignored, since
+    the flips already say what the players did.
+    """
+    from .keyboard import Keymap, pump_keys
+    from .referee import Call, Referee
+    from .rules import GameOver
+
+    offset = 0.0
+    if resumed is not None:
+        session = resumed.session
+        game = resumed.game
+        offset = resumed.last_t + 1.0
+        log.write(TableResumed(offset, settings.audio))
+        if resumed.unlogged:
+            log.write(*resumed.unlogged)
+    else:
+        session = new_session(settings)
+        game = None
+        log.write(settings)
+    it = iter(chunks) if chunks is not None else None
+    wall = WallClock()
+    audio_now = 0.0  # position on this run's audio clock where the next game starts
+    said: list[tuple[str, Any]] = []
+    reason = "over"
+    flips = list(schedule or ())
+    ends = list(stop_at or ())
+    while not session.is_over():
+        fresh = game is None
+        if fresh:
+            game = session.new_game(audio_now + offset)
+            log.write(*game.events)
+        holder = game
+        if pool_flag is not None:
+            pool_flag[:] = [holder]
+        referee = Referee(game, settings.decision_window)
+        scores = dict(zip(session.players, session.scores))
+        title = f"voicesnap {settings.variant}, game {session.games + 1} ({settings.format})"
+        out_box: list[Output] = []
+
+        def view(game: Any = holder, title: str = title, scores: dict = scores) -> Any:
+            o = out_box[0]
+            return view_of(game, rulings=o.rulings, title=title, clock=table.heard if it else wall(),
+                           notice=o.notice, wins=scores)
+
+        output = Output(log, say=say, lines=lines, text=text, view=view, setting=setting)
+        out_box.append(output)
+        start = audio_now if it is not None else wall()
+        loop = TableLoop(
+            referee, game.players,
+            pace=None if schedule is not None else (settings.pace or None),
+            make_call=Call,
+            describe=describe,
+            is_over=lambda ev: isinstance(ev, GameOver),
+            active_player=lambda g=holder: g.players[g.active],
+            status=lambda g=holder: status_text(g),
+            score=lambda s=session: ", ".join(f"{p} {n}" for p, n in zip(s.players, s.scores)),
+            offset=offset,
+            start=start,
+            first_flip_delay=first_flip_delay,
+        )
+        if schedule is not None:
+            loop.schedule = [t - offset for t in flips]
+            loop.ignore_commands = True
+            loop.stop_at = (ends.pop(0) - offset) if ends else None
+        if fresh:
+            dealer = game.players[game.dealer]
+            output([Say(f"Game {session.games + 1}. {dealer} deals.", PRIORITY_INFO)])
+        table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick)
+        if keyboard is not None:
+            snap_words = {}
+            if settings.variant == "silent":
+                snap_words = {p: "slam" for p in game.players}
+            elif getattr(game, "animals", None):
+                snap_words = dict(game.animals)
+            keymap = Keymap(game.players, snap_words=snap_words)
+            table.start_thread(lambda: pump_keys(keyboard, keymap, table.clock, table.put_key,
+                                                 table.stopping.is_set), "voicesnap-keys")
+        stop = table.run()
+        if stop.reason != "over":
+            tail = referee.close() if not game.is_over() else []
+            acts: list[Action] = []
+            loop._events(tail, acts)
+            output(acts)
+        end_now = table.heard if it is not None else wall()
+        log.write(TableEnd(session.games + 1, stop.reason, end_now + offset))
+        audio_now = end_now + 1.0
+        if schedule is not None:
+            flips = [t for t in flips if t > end_now + offset]
+        if not game.is_over():
+            said.extend(output.said)
+            reason = stop.reason
+            break
+        scored = session.record(game)
+        acts = []
+        loop._events(scored, acts)
+        output(acts)
+        said.extend(output.said)
+        game = None
+        if stop.reason not in ("over",):
+            reason = stop.reason
+            break
+    return SessionResult(reason, session.winner, session.games, said)

@@ -1,0 +1,322 @@
+"""Play Snap around the table: deal, flip, announce, listen for calls and rule, hands-free.
+
+Calls come from the microphone (the Vosk spotter and/or the players' enrolled
+voices) and from the keyboard (each seat has its keys; see the help printed at
+the start). Every game's events are logged as they happen in the session
+folder; --resume continues the last session after a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..files import data_dir
+
+DEFAULT_PACE = 2.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--players", help="comma-separated names in seat order, e.g. Alice,Bob,Cara (2-6)")
+    parser.add_argument("--variant", default="classic", help="classic, picture, speed, double, single-pile, "
+                        "slapjack, silent or animal (default classic)")
+    parser.add_argument("--session", default="single", help="single, best-of-3, best-of-5 or first-to-N")
+    parser.add_argument("--pace", type=float, default=DEFAULT_PACE,
+                        help=f"seconds between flips (default {DEFAULT_PACE}); 0 = flip only on the flip command")
+    parser.add_argument("--engine", choices=("auto", "vosk", "enrolled", "combined", "none"), default="auto",
+                        help="how calls are heard: vosk (needs a model), enrolled (players' own voices), "
+                        "combined, or none (keyboard only); default: the best available")
+    parser.add_argument("--input", help="input device (number or name; see voicesnap devices)")
+    parser.add_argument("--output", help="output device for the announcer")
+    parser.add_argument("--channels", help="one microphone per player: Alice=0,Bob=1 (input channel numbers)")
+    parser.add_argument("--text", action="store_true",
+                        help="print every announcement as one plain line (for screen readers) "
+                        "instead of the table display")
+    parser.add_argument("--quiet", action="store_true", help="do not speak (text only)")
+    parser.add_argument("--record", metavar="DIR", help="keep the session's audio and event log in DIR")
+    parser.add_argument("--resume", action="store_true", help="continue the last session (or --record DIR) "
+                        "from its last ruling")
+    parser.add_argument("--seed", type=int, help="deal from this seed (default: random)")
+    parser.add_argument("--input-file", metavar="WAV", help="listen to a recorded WAV instead of the "
+                        "microphone, as fast as possible (tests, benchmarks)")
+    parser.add_argument("--model", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL or the data dir)")
+    parser.add_argument("--tie-window", type=float, default=0.1, help="seconds between onsets that tie (0.1)")
+    parser.add_argument("--decision-window", type=float, default=0.5,
+                        help="seconds after a call's onset before it is ruled (0.5): time for rivals to be heard")
+    parser.add_argument("--no-keyboard", action="store_true", help="ignore the keyboard")
+
+
+def parse_players(text: str | None) -> tuple[str, ...]:
+    if not text:
+        raise UserError("say who is playing: --players Alice,Bob (2 to 6 names, in seat order)")
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not 2 <= len(names) <= 6:
+        raise UserError(f"Snap needs 2 to 6 players, --players gives {len(names)}")
+    folded = [n.casefold() for n in names]
+    if len(set(folded)) != len(folded):
+        raise UserError("every player needs a different name in --players")
+    return names
+
+
+def parse_channels(text: str | None, players: tuple[str, ...]) -> dict[str, int]:
+    """--channels Alice=0,Bob=1 -> {"Alice": 0, "Bob": 1}, checked against the players."""
+    if not text:
+        return {}
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, number = part.partition("=")
+        name = name.strip()
+        if not sep or not number.strip().isdigit():
+            raise UserError(f"--channels entry {part!r} should look like Alice=0 (player=input channel)")
+        if name not in players:
+            raise UserError(f"--channels names {name!r}, who is not in --players ({', '.join(players)})")
+        out[name] = int(number)
+    if len(set(out.values())) != len(out):
+        raise UserError("--channels gives two players the same input channel; give each their own")
+    return out
+
+
+def _device(value: str | None) -> int | str | None:
+    if value is None:
+        return None
+    return int(value) if value.strip().isdigit() else value
+
+
+def latest_session(root: Path) -> Path:
+    games = root / "games"
+    found = sorted((p for p in games.glob("*/log.jsonl")), key=lambda p: p.stat().st_mtime) if games.is_dir() else []
+    if not found:
+        raise UserError(f"there is no session to resume in {games}; start one with voicesnap play --players ...")
+    return found[-1].parent
+
+
+def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tuple[str, ...],
+                  channels: dict[str, int], pool_flag: list[Any], variant: str) -> tuple[Any, str]:
+    """The keyword spotter for this table, and the engine's name (or None, "none")."""
+    if engine == "none":
+        return None, "none"
+    from .. import models
+
+    model = None
+    if engine in ("auto", "vosk", "combined"):
+        try:
+            model = models.find_model("en", args.model, root)
+        except UserError:
+            if engine != "auto":
+                raise
+    profiles = _profiles(root, players) if engine in ("auto", "enrolled", "combined") else {}
+
+    def pool_exists() -> bool:
+        game = pool_flag[0] if pool_flag else None
+        return bool(game is not None and game.pool)
+
+    if model is not None and channels:
+        from ..spotters.vosk_spotter import VoskSpotter, load_model
+
+        loaded = load_model(model)
+        per = {ch: VoskSpotter(loaded, channel=ch, pool_exists=pool_exists, calls=_calls(variant))
+               for ch in sorted(set(channels.values()))}
+        return ChannelSpotters(per, {ch: p for p, ch in channels.items()}), "vosk"
+    if engine in ("auto", "combined") and model is not None and profiles:
+        try:
+            from ..spotters import combined
+
+            return combined.CombinedSpotter(model, profiles, pool_exists=pool_exists), "combined"
+        except (ImportError, AttributeError, TypeError):
+            pass
+    if engine in ("auto", "enrolled") and profiles:
+        try:
+            from ..spotters import enrolled
+
+            return enrolled.EnrolledSpotter(profiles), "enrolled"
+        except (ImportError, AttributeError, TypeError):
+            pass
+    if model is not None:
+        raise UserError("the Vosk spotter hears calls but not who made them: enroll the players "
+                        "(voicesnap enroll NAME), give each a microphone (--channels Alice=0,Bob=1), "
+                        "or play by keyboard (--engine none)")
+    raise UserError("nothing to hear calls with: no Vosk model and no enrolled players. Get the model "
+                    "(voicesnap models download), enroll players (voicesnap enroll NAME), or play by "
+                    "keyboard: --engine none")
+
+
+def _calls(variant: str) -> tuple[str, ...]:
+    return ("snap", "snap pool", "slap") if variant == "slapjack" else ("snap", "snap pool")
+
+
+def _profiles(root: Path, players: tuple[str, ...]) -> dict[str, Any]:
+    try:
+        from .. import voices
+    except ImportError:
+        return {}
+    loader = getattr(voices, "load_profile", None)
+    if loader is None:
+        return {}
+    out = {}
+    for name in players:
+        try:
+            out[name] = loader(name, root)
+        except FileNotFoundError:
+            continue
+        except UserError:
+            raise
+        except Exception:
+            continue
+    return out
+
+
+class ChannelSpotters:
+    """One spotter per player's microphone channel: the channel says who called."""
+
+    name = "vosk-channels"
+
+    def __init__(self, spotters: dict[int, Any], owner: dict[int, str]) -> None:
+        self.spotters = spotters
+        self.owner = owner
+
+    def _attribute(self, found: list[Any], ch: int) -> list[Any]:
+        from dataclasses import replace
+
+        return [replace(d, player=d.player or self.owner.get(ch), channel=ch) for d in found]
+
+    def accept(self, chunk: Any) -> list[Any]:
+        out = []
+        for ch, spotter in self.spotters.items():
+            out.extend(self._attribute(spotter.accept(chunk), ch))
+        return out
+
+    def flush(self) -> list[Any]:
+        out = []
+        for ch, spotter in self.spotters.items():
+            out.extend(self._attribute(spotter.flush(), ch))
+        return out
+
+
+def _announcer(args: argparse.Namespace, lines: Any) -> tuple[Any, Any, Any]:
+    """(say, setting, close) for the announcer, or Nones when speech is off or impossible."""
+    if args.quiet:
+        return None, None, lambda: None
+    try:
+        from .. import announcer as ann
+    except ImportError:
+        lines("(speech is not available in this build: announcements are printed)")
+        return None, None, lambda: None
+    make = getattr(ann, "for_table", None)
+    if make is None:
+        lines("(the announcer cannot be started from here yet: announcements are printed)")
+        return None, None, lambda: None
+    try:
+        speaker = make(device=_device(args.output), data_dir=args.data_dir)
+    except UserError as exc:
+        lines(f"(no speech: {exc}; announcements are printed)")
+        return None, None, lambda: None
+    return speaker.say, getattr(speaker, "setting", None), speaker.close
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import gamelog, variants
+    from ..audio import FileSource, MicSource, RecordingTap
+    from ..keyboard import Keymap, RawKeyboard
+    from ..session import parse_format
+    from ..table import LiveInput, TableSession, play_session, rebuild
+
+    root = data_dir(args.data_dir)
+    resumed = None
+    if args.resume:
+        folder = Path(args.record) if args.record else latest_session(root)
+        records = [ev for _, ev in gamelog.read(folder / "log.jsonl", torn_tail=True)]
+        resumed = rebuild(records)
+        settings = resumed.settings
+        if resumed.game is None and resumed.session.is_over():
+            print(f"that session is over: {resumed.session.winner} won. Start a new one without --resume.")
+            return 0
+    else:
+        players = parse_players(args.players)
+        if args.pace < 0 or args.pace > 60:
+            raise UserError(f"--pace {args.pace} is impossible; use 0 (flip command only) to 60 seconds")
+        variant = variants.get(args.variant).variant
+        fmt = str(parse_format(args.session))
+        seed = args.seed if args.seed is not None else secrets.randbits(48)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = Path(args.record) if args.record else root / "games" / stamp
+        if (folder / "log.jsonl").exists():
+            raise UserError(f"{folder} already holds a game log; choose a new --record folder or add --resume")
+        settings = TableSession(
+            players=players, seed=seed, variant=variant, format=fmt, pace=args.pace,
+            decision_window=args.decision_window, tie_window=args.tie_window, engine=args.engine,
+        )
+    players = settings.players
+    channels = parse_channels(args.channels, players)
+    pool_flag: list[Any] = []
+    listen = args.engine != "none" or bool(args.input_file)
+    spotter, engine_name = (None, "none")
+    if listen:
+        spotter, engine_name = build_spotter(args.engine if args.engine != "none" else "auto", args, root,
+                                             players, channels, pool_flag, settings.variant)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not args.resume:
+        import dataclasses
+
+        settings = dataclasses.replace(settings, engine=engine_name,
+                                       audio="audio.wav" if (args.record and spotter is not None) else "")
+    lines = print
+    say, setting, close_speech = _announcer(args, lines)
+    chunks = None
+    recorder = None
+    live = None
+    if spotter is not None:
+        if args.input_file:
+            chunks = FileSource(args.input_file, chunk_frames=320)
+        else:
+            n_channels = max(channels.values()) + 1 if channels else 1
+
+            def open_mic() -> Any:
+                return MicSource(device=_device(args.input), channels=n_channels).open()
+
+            live = LiveInput(open_mic, lambda text: None)
+            chunks = live
+        if args.record:
+            name = "audio.wav" if not args.resume else f"audio-resumed-{int(time.time())}.wav"
+            recorder = RecordingTap(folder / name)
+    keyboard_on = not args.no_keyboard and sys.stdin is not None and not sys.stdin.closed
+    log = gamelog.GameLog(folder / "log.jsonl", fsync=True)
+    print(f"voicesnap: {', '.join(players)}; {settings.variant}, {settings.format}; "
+          f"calls by {engine_name if spotter is not None else 'keyboard'}; log in {folder}")
+    if keyboard_on:
+        for line in Keymap(players).help_lines():
+            print(line)
+    try:
+        with RawKeyboard() if keyboard_on else _Nothing() as keys:
+            result = play_session(
+                settings, log, chunks=chunks, spotter=spotter,
+                tap=recorder.write if recorder is not None else None,
+                keyboard=keys if keyboard_on else None, say=say, lines=lines, text=args.text,
+                setting=setting, resumed=resumed, pool_flag=pool_flag,
+            )
+    finally:
+        if live is not None:
+            live.close()
+        if recorder is not None:
+            recorder.close()
+        log.close()
+        close_speech()
+    if result.winner:
+        print(f"{result.winner} wins the session ({result.games} game(s)). Log: {folder}")
+    elif result.reason in ("interrupted", "ended"):
+        print(f"stopped ({result.reason}); continue with: voicesnap play --resume"
+              + (f" --record {folder}" if args.record else ""))
+    return 0
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
