@@ -216,6 +216,10 @@ class TableLoop:
             if self.stopped is None and self.is_over(ev):
                 self.stopped = Stop("over", (ev,))
 
+    def _say(self, text: str, actions: list[Action]) -> None:
+        actions.append(Say(text, PRIORITY_INFO))
+        self.last_said = text
+
     def _command(self, name: str, det: Detection, actions: list[Action]) -> None:
         t = self.now
         if name == "pause":
@@ -239,14 +243,14 @@ class TableLoop:
             if self.last_said:
                 actions.append(Say(self.last_said, PRIORITY_INFO))
         elif name == "status":
-            actions.append(Say(self.status() or "no status yet", PRIORITY_INFO))
+            self._say(self.status() or "no status yet", actions)
         elif name == "score":
-            actions.append(Say(self.score() or "no score yet", PRIORITY_INFO))
+            self._say(self.score() or "no score yet", actions)
         elif name in ("slower", "faster"):
             if self.pace:
                 self.pace = round(self.pace * (1.25 if name == "slower" else 0.8), 3)
                 self.pace = min(10.0, max(0.5, self.pace))
-                actions.append(Say(f"one flip every {self.pace:g} seconds", PRIORITY_INFO))
+                self._say(f"one flip every {self.pace:g} seconds", actions)
         elif name in ("louder", "quieter"):
             actions.append(Setting(name))
         elif name == "help":

@@ -1,0 +1,296 @@
+"""The table's game loop against the real engine and referee: pace, calls, ties, commands,
+late recognition, and the threaded shell over real audio chunks and real key records."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicesnap import gamelog, rules
+from voicesnap.audio import ArraySource
+from voicesnap.keyboard import Keymap
+from voicesnap.referee import Call, Referee
+from voicesnap.spotters import Detection
+from voicesnap.table import (
+    LiveInput, Log, Notice, Say, Stop, Table, TableLoop, TableSession, TableStep, describe,
+    play_session, rebuild, status_text, view_of,
+)
+from voicesnap.display import render
+
+PLAYERS = ("Alice", "Bob", "Cara")
+
+
+@pytest.fixture(autouse=True)
+def _tmp_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+
+
+def new_loop(seed: int = 7, pace: float | None = 1.0, window: float = 0.5) -> tuple[TableLoop, rules.Game]:
+    game = rules.Game(PLAYERS, seed)
+    referee = Referee(game, window)
+    loop = TableLoop(
+        referee, PLAYERS, pace=pace, make_call=Call, describe=describe,
+        is_over=lambda ev: isinstance(ev, rules.GameOver),
+        active_player=lambda: game.players[game.active], first_flip_delay=1.0,
+        status=lambda: status_text(game),
+    )
+    return loop, game
+
+
+def first_match(seed: int) -> float:
+    """Time (pace 1 s, first flip at 1 s) of the first flip that shows a snap."""
+    probe = rules.Game(PLAYERS, seed)
+    for k in range(1, 200):
+        if any(isinstance(e, rules.Flipped) and e.match for e in probe.flip(float(k))):
+            return float(k)
+    raise AssertionError("no match in 200 flips")
+
+
+def snap(player: str | None, onset: float, word: str = "snap", engine: str = "vosk") -> Detection:
+    return Detection(word, onset, onset + 0.3, 0.9, player=player, engine=engine)
+
+
+def run_clock(loop: TableLoop, until: float, feed: dict[float, list[Detection]], step: float = 0.02) -> list:
+    """Step the loop every ``step`` seconds of audio; ``feed`` maps a step time to what arrives then."""
+    actions = []
+    t = 0.0
+    keys = sorted(feed)
+    while t <= until + 1e-9 and loop.stopped is None:
+        got = []
+        while keys and keys[0] <= t + 1e-9:
+            got.extend(feed[keys.pop(0)])
+        actions.extend(loop.step(round(t, 4), got))
+        t += step
+    return actions
+
+
+def rulings(actions: list) -> list:
+    return [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.RULINGS)]
+
+
+def test_flips_come_at_the_pace_on_the_audio_clock() -> None:
+    loop, game = new_loop(pace=1.0)
+    actions = run_clock(loop, 5.5, {})
+    flips = [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in flips] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    spoken = [a for a in actions if isinstance(a, Say) and isinstance(a.source, rules.Flipped)]
+    assert len(spoken) == 5 and spoken[0].text.startswith(flips[0].player)
+
+
+def test_a_snap_on_a_match_wins_the_piles() -> None:
+    seed = 7
+    t = first_match(seed)
+    loop, game = new_loop(seed)
+    actions = run_clock(loop, t + 0.95, {t + 0.5: [snap("Bob", t + 0.2)]})
+    won = [r for r in rulings(actions) if isinstance(r, rules.SnapWon)]
+    assert len(won) == 1 and won[0].player == "Bob" and won[0].t == pytest.approx(t + 0.2)
+    assert any(isinstance(a, Say) and "Bob snapped" in a.text for a in actions)
+    assert game.total() == 52
+
+
+def test_calls_within_the_tie_window_tie_to_the_pool() -> None:
+    seed = 7
+    t = first_match(seed)
+    loop, game = new_loop(seed)
+    feed = {t + 0.55: [snap("Cara", t + 0.23)], t + 0.52: [snap("Alice", t + 0.2)]}
+    actions = run_clock(loop, t + 0.95, feed)
+    ties = [r for r in rulings(actions) if isinstance(r, rules.TieToPool)]
+    assert len(ties) == 1 and set(ties[0].players) == {"Alice", "Cara"}
+    assert len(game.pool) == ties[0].pool > 0
+
+
+def test_a_slow_recogniser_delays_rulings_but_never_changes_them() -> None:
+    """The same detections, handed over promptly or all at once seconds late, give the same rulings."""
+    seed = 11
+    t = first_match(seed)
+    calls = [snap("Alice", t + 0.25), snap("Bob", t + 0.31), snap("Cara", t + 2.4)]  # last: a wrong call
+    prompt, _ = new_loop(seed)
+    a = run_clock(prompt, t + 4, {c.onset + 0.3: [c] for c in calls})
+    slow, _ = new_loop(seed)
+    # nothing reaches the loop until t+3.5: the recogniser was busy, the clock waited for it
+    b = []
+    b += [x for now in np.arange(0, t + 0.2, 0.02) for x in slow.step(float(now), [])]
+    b += slow.step(t + 3.5, list(reversed(calls)))
+    b += [x for now in np.arange(t + 3.52, t + 3.99, 0.02) for x in slow.step(float(now), [])]
+    b += slow.step(t + 4.0, [])
+    ra, rb = rulings(a), rulings(b)
+    assert ra and [type(r).__name__ for r in ra] == [type(r).__name__ for r in rb]
+    assert ra == rb
+    fa = [x.record.t for x in a if isinstance(x, Log) and isinstance(x.record, rules.Flipped)]
+    fb = [x.record.t for x in b if isinstance(x, Log) and isinstance(x.record, rules.Flipped)]
+    assert fa == fb  # flips stay on the pace's clock times too
+
+
+def test_unknown_voices_and_strangers_are_logged_not_judged() -> None:
+    loop, game = new_loop()
+    actions = loop.step(0.5, [snap(None, 0.2), snap("Zed", 0.3)])
+    notes = [a.record.text for a in actions if isinstance(a, Log) and hasattr(a.record, "text")]
+    assert any("unknown voice" in n for n in notes) and any("Zed" in n for n in notes)
+    assert not rulings(actions + loop.step(1.5, []))
+
+
+def test_pause_stops_flips_and_resume_restarts_the_pace() -> None:
+    loop, game = new_loop(pace=1.0)
+    cmd = lambda word, t: Detection(f"dealer {word}", t, t + 0.4, 0.9, engine="vosk")  # noqa: E731
+    actions = run_clock(loop, 6.0, {1.5: [cmd("pause", 1.2)], 4.0: [cmd("resume", 3.8)]})
+    flips = [a.record.t for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert flips == [1.0, 5.0, 6.0]
+    assert any(isinstance(a, Notice) and "paused" in a.text for a in actions)
+
+
+def test_flip_command_only_from_the_active_player_or_a_key() -> None:
+    loop, game = new_loop(pace=None)
+    active = game.players[game.active]
+    other = next(p for p in PLAYERS if p != active)
+    wrong = loop.step(1.0, [dataclasses.replace(snap(other, 0.9, "dealer flip"))])
+    assert not any(isinstance(a, Log) and isinstance(a.record, rules.Flipped) for a in wrong)
+    right = loop.step(2.0, [snap(active, 1.9, "dealer flip")])
+    key = loop.step(3.0, [Keymap(PLAYERS).detection(" ", 2.9)])
+    flipped = [a for a in right + key if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert len(flipped) == 2
+
+
+def test_end_game_stops_and_status_and_repeat_answer() -> None:
+    loop, game = new_loop(pace=1.0)
+    run_clock(loop, 2.1, {})
+    cmd = lambda word, t: Detection(f"dealer {word}", t, t, 1.0, engine="keyboard")  # noqa: E731
+    acts = loop.step(2.2, [cmd("status", 2.15)])
+    said = [a.text for a in acts if isinstance(a, Say)]
+    assert said and all(p in said[0] for p in PLAYERS) and "pool 0 cards" in said[0]
+    acts = loop.step(2.3, [cmd("repeat", 2.25)])
+    assert [a.text for a in acts if isinstance(a, Say)] == [said[0]]
+    acts = loop.step(2.4, [cmd("end game", 2.35)])
+    assert acts[-1] == Stop("ended") and loop.stopped == Stop("ended")
+    assert loop.step(9.0, []) == []
+
+
+class _Log(list):
+    def write(self, *records: object) -> None:
+        self.extend(records)
+
+
+def test_the_threaded_shell_judges_real_chunks_and_keys_in_clock_order(tmp_path: Path) -> None:
+    """Audio chunks drive the clock through a spotter thread; a key press lands by its onset."""
+    seed = 7
+    t = first_match(seed)
+    rate = 16000
+    audio = ArraySource(np.zeros(int(rate * (t + 2.0)), dtype=np.int16), rate, chunk_frames=320)
+
+    class KeySpotter:
+        """Hands over a key press record once the audio reaches it (what a keyboard thread would do)."""
+
+        name = "keys"
+
+        def __init__(self) -> None:
+            self.sent = False
+
+        def accept(self, chunk):  # noqa: ANN001
+            if not self.sent and chunk.end / chunk.rate > t + 0.4:
+                self.sent = True
+                return [Keymap(PLAYERS).detection("w", t + 0.3)]
+            return []
+
+        def flush(self):  # noqa: ANN201
+            return []
+
+    settings = TableSession(players=PLAYERS, seed=seed, pace=1.0)
+    log = _Log()
+    out: list[str] = []
+    result = play_session(settings, log, chunks=audio, spotter=KeySpotter(), lines=out.append, text=True,
+                          first_flip_delay=1.0)
+    assert result.reason == "audio ended"
+    # The session deals its own game seed: find what it did and check the snap was judged.
+    flips = [r for r in log if isinstance(r, rules.Flipped)]
+    assert [f.t for f in flips][:3] == [1.0, 2.0, 3.0]
+    calls = [r for r in log if isinstance(r, TableStep) and r.kind == "call"]
+    assert calls and calls[0].player == "Bob" and calls[0].onset == pytest.approx(t + 0.3)
+    assert any(isinstance(r, rules.RULINGS) and r.player == "Bob" for r in log if hasattr(r, "player"))
+    assert out[0].startswith("Game 1.")
+
+
+def test_a_session_log_rebuilds_the_same_table_for_resume(tmp_path: Path) -> None:
+    settings = TableSession(players=PLAYERS, seed=5, pace=1.0)
+    rate = 16000
+    audio = ArraySource(np.zeros(rate * 12, dtype=np.int16), rate, chunk_frames=320)
+    path = tmp_path / "log.jsonl"
+    calls = iter([Detection("snap", 4.2, 4.5, 0.9, player="Cara", engine="vosk")])
+
+    class OneCall:
+        name = "one"
+
+        def accept(self, chunk):  # noqa: ANN001
+            return list(calls) if chunk.end / chunk.rate > 4.6 else []
+
+        def flush(self):  # noqa: ANN201
+            return []
+
+    box: list = []
+    with gamelog.GameLog(path, fsync=True) as log:
+        play_session(settings, log, chunks=audio, spotter=OneCall(), lines=lambda s: None, pool_flag=box)
+    live = box[0]
+    records = [ev for _, ev in gamelog.read(path)]
+    back = rebuild(records)
+    assert back.game is not None and back.game.state == live.state
+    assert back.game.total() == 52 and back.last_t >= 11.0
+    # a torn last line (power cut mid-write) is skipped and the rest still resumes
+    with open(path, "a") as f:
+        f.write('{"type":"flipped","t":99')
+    records = [ev for _, ev in gamelog.read(path, torn_tail=True)]
+    assert rebuild(records).game.state == live.state
+
+
+def test_the_display_of_a_live_game_fits_80_columns() -> None:
+    loop, game = new_loop(pace=1.0)
+    run_clock(loop, 6.0, {})
+    lines = render(view_of(game, rulings=("Bob snapped and won 6 cards",), title="classic, game 1"))
+    assert all(len(line) <= 80 for line in lines)
+    assert sum(1 for line in lines if line[3:].split(" ")[0] in PLAYERS) == 3
+    shown = [p for p in PLAYERS if game.state.piles[PLAYERS.index(p)]]
+    assert shown and all(game.state.piles[PLAYERS.index(p)][-1].code in "\n".join(render(
+        view_of(game), ascii_only=True)) for p in shown)
+
+
+def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -> None:
+    """A source that stops delivering (unplugged) and then works again after reopening."""
+
+    class Mic:
+        opened = 0
+
+        def __init__(self) -> None:
+            Mic.opened += 1
+            self.rate = 16000
+            self.n = 0
+            self.fail = Mic.opened == 1
+
+        def read(self, timeout: float):  # noqa: ANN201
+            import time as _t
+
+            from voicesnap.audio import AudioChunk
+
+            if self.fail and self.n >= 5:
+                _t.sleep(timeout)  # the device went away: nothing arrives
+                return None
+            self.n += 1
+            return AudioChunk(16000, 2, 1, (self.n - 1) * 320, np.zeros((320, 1), dtype=np.int16))
+
+        def stats(self) -> dict:
+            return {"overflows": 0, "dropped_frames": 0}
+
+        def close(self) -> None:
+            pass
+
+    reports: list[str] = []
+    live = LiveInput(Mic, reports.append, stall=0.3, retry=0.05)
+    got = []
+    for chunk in live:
+        got.append(chunk)
+        if len(got) == 10:
+            live.close()
+    assert reports[0].startswith(LiveInput.LOST) and reports[1].startswith(LiveInput.BACK)
+    starts = [c.start for c in got]
+    assert starts == sorted(starts) and starts[5] > starts[4] + 320  # the gap is kept on the clock
