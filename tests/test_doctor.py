@@ -61,3 +61,12 @@ def test_device_problems_point_to_the_sound_server_and_text_play() -> None:
     for check in doctor.check_devices():
         if not check.ok:
             assert "voicesnap devices" in check.fix and "--text" in check.fix
+
+
+def test_a_damaged_profile_is_named_with_re_enroll_and_forget(_tmp_data: Path) -> None:
+    players = _tmp_data / "players"
+    players.mkdir(parents=True)
+    (players / "alice.json").write_text('{"version": 1, "name": "alice", "templ')  # cut off mid-write
+    check = doctor.check_profiles(_tmp_data)
+    assert not check.ok and "alice" in check.detail
+    assert "voicesnap enroll alice" in check.fix and "voicesnap players forget alice" in check.fix

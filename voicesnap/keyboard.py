@@ -92,7 +92,9 @@ class Keymap:
         (Silent Snap's "slam", Animal Snap's own noise)."""
         if len(players) > len(SEAT_KEYS):
             raise UserError(f"keyboard play supports at most {len(SEAT_KEYS)} players, got {len(players)}")
-        commands = dict(command_keys if command_keys is not None else DEFAULT_COMMAND_KEYS)
+        if command_keys is None:
+            command_keys = announcer_command_keys() or DEFAULT_COMMAND_KEYS
+        commands = dict(command_keys)
         unknown = sorted(set(commands.values()) - set(COMMANDS))
         if unknown:
             raise ValueError(f"command keymap names unknown commands {unknown}")

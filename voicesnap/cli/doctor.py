@@ -129,7 +129,7 @@ def check_profiles(root: Path) -> Check:
     if lister is None:
         return Check("profiles", True, "profile listing is not available", needed=False)
     try:
-        names = list(lister(root))
+        names = list(lister(str(root)))
     except Exception as exc:
         return Check("profiles", False, f"cannot read the profiles in {root}: {exc}",
                      "run: voicesnap players   (it names the bad profile and how to re-enroll it)", needed=False)
@@ -139,7 +139,7 @@ def check_profiles(root: Path) -> Check:
         if loader is None or not isinstance(name, str):
             continue
         try:
-            loader(root, name)
+            loader(name, str(root))
         except TypeError:
             break  # a different signature: listing worked, that is enough
         except Exception as exc:

@@ -124,19 +124,15 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
                for ch in sorted(set(channels.values()))}
         return ChannelSpotters(per, {ch: p for p, ch in channels.items()}), "vosk"
     if engine in ("auto", "combined") and model is not None and profiles:
-        try:
-            from ..spotters import combined
+        from ..spotters.combined import CombinedSpotter
+        from ..spotters.vosk_spotter import VoskSpotter
 
-            return combined.CombinedSpotter(model, profiles, pool_exists=pool_exists), "combined"
-        except (ImportError, AttributeError, TypeError):
-            pass
+        vosk = VoskSpotter(model, pool_exists=pool_exists, calls=_calls(variant))
+        return CombinedSpotter(vosk, profiles), "combined"
     if engine in ("auto", "enrolled") and profiles:
-        try:
-            from ..spotters import enrolled
+        from ..spotters.enrolled import EnrolledSpotter
 
-            return enrolled.EnrolledSpotter(profiles), "enrolled"
-        except (ImportError, AttributeError, TypeError):
-            pass
+        return EnrolledSpotter(profiles), "enrolled"
     if model is not None:
         raise UserError("the Vosk spotter hears calls but not who made them: enroll the players "
                         "(voicesnap enroll NAME), give each a microphone (--channels Alice=0,Bob=1), "
@@ -150,25 +146,35 @@ def _calls(variant: str) -> tuple[str, ...]:
     return ("snap", "snap pool", "slap") if variant == "slapjack" else ("snap", "snap pool")
 
 
-def _profiles(root: Path, players: tuple[str, ...]) -> dict[str, Any]:
+def _profiles(root: Path, players: tuple[str, ...]) -> list[Any]:
+    """The enrolled profiles of this table's players (a damaged one is a UserError with the fix)."""
     try:
         from .. import voices
     except ImportError:
-        return {}
-    loader = getattr(voices, "load_profile", None)
-    if loader is None:
-        return {}
-    out = {}
-    for name in players:
-        try:
-            out[name] = loader(name, root)
-        except FileNotFoundError:
-            continue
-        except UserError:
-            raise
-        except Exception:
-            continue
-    return out
+        return []
+    enrolled = set(voices.list_players(str(root)))
+    return [voices.load_profile(name, str(root)) for name in players if name in enrolled]
+
+
+def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[str]:
+    """Players without a voice profile; when ``ask``, offer to enroll each on the spot."""
+    try:
+        from .. import voices
+    except ImportError:
+        return list(players)
+    missing = [p for p in players if p not in set(voices.list_players(str(root)))]
+    if not missing or not ask:
+        return missing
+    from . import main as cli_main
+
+    still = []
+    for name in missing:
+        answer = input(f"{name} has no voice profile. Enroll now (about a minute)? [Y/n] ").strip().lower()
+        if answer in ("", "y", "yes"):
+            cli_main(["--data-dir", str(root), "enroll", name])
+        if name not in set(voices.list_players(str(root))):
+            still.append(name)
+    return still
 
 
 class ChannelSpotters:
@@ -253,6 +259,11 @@ def run(args: argparse.Namespace) -> int:
         )
     players = settings.players
     channels = parse_channels(args.channels, players)
+    if args.engine != "none" and not args.input_file and not channels:
+        missing = offer_enrollment(root, players, ask=sys.stdin is not None and sys.stdin.isatty())
+        if missing:
+            print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
+                  f"(or enroll later: voicesnap enroll {missing[0]})")
     pool_flag: list[Any] = []
     listen = args.engine != "none" or bool(args.input_file)
     spotter, engine_name = (None, "none")
