@@ -37,13 +37,33 @@ def test_skill_sets_median_reaction_and_errors() -> None:
 
 
 def test_reaction_times_follow_each_bots_log_normal() -> None:
-    bots = Bots(("ann", "bob"), seed=1, skills=[0.0, 1.0])
+    bots = Bots(("ann", "bob"), seed=1, skills=[0.0, 1.0], spread="tight")  # the first bots' spread
     for seat, median in ((0, 0.60), (1, 0.35)):
         draws = [bots.reaction(seat) for _ in range(4000)]
         assert min(draws) >= 0.15
         assert statistics.median(draws) == pytest.approx(median, rel=0.05)
         spread = statistics.stdev(math.log(d) for d in draws)
         assert spread == pytest.approx(0.20, rel=0.1)
+
+
+def test_default_spread_is_the_published_human_one() -> None:
+    """Within-person SD of choice RT ~100-150 ms around 0.5-0.7 s means (see bots.py), plus
+    the recogniser's onset jitter; the tight spread (the first bots) is narrower."""
+    human = Bots(("ann", "bob"), seed=1, skills=[0.0, 1.0])
+    tight = Bots(("ann", "bob"), seed=1, skills=[0.0, 1.0], spread="tight")
+    for seat, median, (lo, hi) in ((0, 0.60, (0.16, 0.22)), (1, 0.35, (0.09, 0.13))):
+        draws = [human.reaction(seat) for _ in range(6000)]
+        assert min(draws) >= 0.15
+        assert statistics.median(draws) == pytest.approx(median, rel=0.05)
+        sd = statistics.stdev(draws)
+        assert lo <= sd <= hi, sd
+        assert sd > 1.3 * statistics.stdev(tight.reaction(seat) for _ in range(6000))
+    # Between people: default skills span 0-1 (medians 0.35-0.60 s), the tight ones 0.2-1.
+    skills = [p.skill for seed in range(200) for p in Bots(NAMES, seed).profiles]
+    assert min(skills) < 0.05 and max(skills) > 0.95
+    assert min(p.skill for seed in range(200) for p in Bots(NAMES, seed, spread="tight").profiles) >= 0.2
+    with pytest.raises(ValueError, match="tight"):
+        Bots(NAMES, 1, spread="sloppy")
 
 
 def test_onsets_come_after_the_flip_and_before_the_horizon() -> None:

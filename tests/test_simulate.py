@@ -183,3 +183,19 @@ def test_tiebreak_wins_are_counted_apart(capsys: pytest.CaptureFixture[str]) -> 
     assert all(c <= w for c, w in zip(capped, data["wins_by_seat"]))
     code, out, _ = _cli(capsys, "--players", "2", "--games", "100", "--seed", "1")
     assert code == 0 and f"of them by the tiebreak          1:{capped[0]}  2:{capped[1]}" in out
+
+
+def test_default_bots_are_human_spread_and_tight_is_an_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """Wider, published reaction spread: fewer near-simultaneous calls, so ties fall
+    relative to won snaps (tight bots: about 2.4 ties per won snap with 4 players)."""
+    human = simulate.simulate([4], games=100, seed=2).to_data()
+    tight = simulate.simulate([4], games=100, seed=2, spread="tight").to_data()
+    assert (human["bots_spread"], tight["bots_spread"]) == ("human", "tight")
+    h, t = human["results"][0], tight["results"][0]
+    assert h["ties_per_game"] / h["snaps_won_per_game"] < 1.5 < t["ties_per_game"] / t["snaps_won_per_game"]
+    code, out, _ = _cli(capsys, "--games", "2", "--spread", "tight")
+    assert code == 0 and "bots: tight reaction spread (sigma 0.2" in out
+    with pytest.raises(SystemExit) as info:  # argparse's own clear message
+        _cli(capsys, "--games", "2", "--spread", "sloppy")
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "choose from 'human', 'tight'" in err and "Traceback" not in err

@@ -8,10 +8,32 @@ miss matches and make false calls, mostly on near misses (a neighbouring
 rank on show), since those are the mistakes real players make and the
 referee's wrong-call and pool rules only get exercised if someone errs.
 
+How much reactions vary (``SPREADS``; the default is "human"):
+
+* Within a person. Choice reaction times in large population samples have a
+  within-person SD of roughly 100-150 ms around means of 0.5-0.7 s in
+  adults, growing with the mean (Der & Deary 2006, Psychology and Aging
+  21:62-73, UK Health and Lifestyle Survey, n = 7,130, 4-choice RT; Dykiert,
+  Der, Starr & Deary 2012, PLoS ONE 7:e45759, meta-analysis of
+  intra-individual variability). A constant log-normal sigma keeps the SD in
+  proportion to the median, as those data show; sigma 0.30 gives an SD of
+  about 110 ms at the fastest median (0.35 s) and 190 ms at the slowest
+  (0.60 s). The first bots used sigma 0.20 (about +-90 ms, SD 70-120 ms),
+  the "tight" spread, which made near-simultaneous calls too common.
+* Between people. Skills are drawn from 0-1 (medians 0.35-0.60 s, SD of
+  the medians about 70 ms), wider than the first bots' 0.2-1.0.
+* The recogniser. The spotter stamps a call's onset with its own error:
+  Gaussian, SD 15 ms (our listening bench measures 3 ms median / 9 ms p95
+  absolute onset error for Vosk with energy refinement, 33 / 51 ms for
+  PocketSphinx; 15 ms sits between them).
+* A floor of 0.15 s on the stamped onset: faster than that is anticipation,
+  not reaction (fastest vocal reactions are about 0.16-0.25 s).
+
 A bot's call must land before the next flip: a slower reaction is a miss
 for this flip, and if the match is still on show it gets a fresh chance
 after the next one. Everything comes from one seed, so a simulation is
-reproducible call for call.
+reproducible call for call; the "tight" spread reproduces the first bots'
+calls exactly.
 """
 
 from __future__ import annotations
@@ -29,7 +51,7 @@ from .referee import Call
 if TYPE_CHECKING:
     from .rules import Game
 
-__all__ = ["BotProfile", "Bots", "profile_for", "SNAP", "POOL", "SLAP"]
+__all__ = ["BotProfile", "Bots", "Spread", "SPREADS", "DEFAULT_SPREAD", "profile_for", "SNAP", "POOL", "SLAP"]
 
 # Canonical call kinds (voicesnap.rules) and the words a bot says for them by default.
 SNAP = "snap"
@@ -38,6 +60,22 @@ SLAP = "slap"
 DEFAULT_WORDS = {SNAP: "snap", POOL: "snap pool", SLAP: "slap"}
 
 _MIN_REACTION = 0.15  # faster than this is anticipation, not reaction
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """How much reactions vary: within a bot, between bots, and in the recogniser."""
+
+    sigma: float  # log-normal spread of one bot's reaction times
+    skills: tuple[float, float]  # range the bots' skills are drawn from
+    jitter: float  # SD of the recogniser's onset error, seconds
+
+
+SPREADS = {
+    "human": Spread(sigma=0.30, skills=(0.0, 1.0), jitter=0.015),  # published figures: see above
+    "tight": Spread(sigma=0.20, skills=(0.2, 1.0), jitter=0.0),  # the first bots, for comparison
+}
+DEFAULT_SPREAD = "human"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +92,7 @@ class BotProfile:
     pool_slip: float  # chance of saying "snap pool" when only a snap is on
 
 
-def profile_for(name: str, skill: float) -> BotProfile:
+def profile_for(name: str, skill: float, sigma: float = SPREADS[DEFAULT_SPREAD].sigma) -> BotProfile:
     """The bot a skill level describes: better players are faster and err less."""
     if not 0.0 <= skill <= 1.0:
         raise ValueError(f"bot skill must be between 0 and 1, got {skill}")
@@ -62,7 +100,7 @@ def profile_for(name: str, skill: float) -> BotProfile:
         name=name,
         skill=skill,
         median=0.60 - 0.25 * skill,
-        sigma=0.20,
+        sigma=sigma,
         miss=0.20 - 0.15 * skill,
         false_call=0.003 - 0.0025 * skill,
         near_miss=0.025 - 0.02 * skill,
@@ -86,13 +124,19 @@ class Bots:
         words: Mapping[str, Mapping[str, str]] | None = None,
         flipper_may_call: bool = True,
         pool_claim: str = "anyone",
+        spread: str = DEFAULT_SPREAD,
     ) -> None:
+        if spread not in SPREADS:
+            raise ValueError(f"no bot spread called {spread!r}; choose one of: {', '.join(SPREADS)}")
+        self.spread = SPREADS[spread]
         self.rng = random.Random(f"voicesnap-bots:{seed}")
         if skills is None:
-            skills = [round(self.rng.uniform(0.2, 1.0), 3) for _ in players]
+            lo, hi = self.spread.skills
+            skills = [round(self.rng.uniform(lo, hi), 3) for _ in players]
         if len(skills) != len(players):
             raise ValueError(f"{len(players)} players but {len(skills)} skills")
-        self.profiles = tuple(profile_for(p, s) for p, s in zip(players, skills))
+        self.profiles = tuple(profile_for(p, s, self.spread.sigma) for p, s in zip(players, skills))
+        self._jitter = self.spread.jitter
         self._mu = tuple(math.log(p.median) for p in self.profiles)
         self._sigma = tuple(p.sigma for p in self.profiles)
         self.flipper_may_call = flipper_may_call
@@ -105,19 +149,23 @@ class Bots:
         self._cum_near = list(accumulate(p.near_miss for p in self.profiles))
 
     @classmethod
-    def for_game(cls, game: "Game", seed: int | str, skills: Sequence[float] | None = None) -> "Bots":
+    def for_game(cls, game: "Game", seed: int | str, skills: Sequence[float] | None = None,
+                 spread: str = DEFAULT_SPREAD) -> "Bots":
         """One bot per player of ``game``, saying its words and keeping its options
         (read through the game's public accessors only)."""
         words = {name: game.call_words(seat) for seat, name in enumerate(game.players)}
         opts = game.options
         return cls(game.players, seed, skills, words=words, flipper_may_call=opts.flipper_may_call,
-                   pool_claim=opts.pool_claim)
+                   pool_claim=opts.pool_claim, spread=spread)
 
     def reaction(self, seat: int) -> float:
-        """One reaction time for the bot in this seat, in seconds."""
+        """One reaction time for the bot in this seat as the recogniser stamps it, in seconds."""
         # exp of a normal draw is the log-normal; gauss() is several times
         # faster than lognormvariate() and just as reproducible from the seed.
-        r = math.exp(self._mu[seat] + self._sigma[seat] * self.rng.gauss())
+        gauss = self.rng.gauss
+        r = math.exp(self._mu[seat] + self._sigma[seat] * gauss())
+        if self._jitter:
+            r += self._jitter * gauss()
         return r if r > _MIN_REACTION else _MIN_REACTION
 
     def react(

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from . import rules, variants
-from .bots import Bots
+from .bots import DEFAULT_SPREAD, SPREADS, Bots
 from .referee import Referee
 from .rules import Flipped, Game
 from .session import Format, Session, parse_format
@@ -158,6 +158,7 @@ class Report:
     counts: list[CountStats]
     options: rules.Options = field(default_factory=rules.Options)
     session: str | None = None  # session format, when whole sessions were played
+    spread: str = DEFAULT_SPREAD  # the bots' reaction-time spread (voicesnap.bots.SPREADS)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -166,6 +167,7 @@ class Report:
             "pace_seconds": self.pace,
             "games_per_count": self.games,
             "session": self.session,
+            "bots_spread": self.spread,
             "options": asdict(self.options),
             "results": [c.to_data() for c in self.counts],
         }
@@ -173,12 +175,15 @@ class Report:
     def render(self) -> str:
         """A plain table per player count, for people."""
         what = f"{self.games} {self.session} sessions" if self.session else f"{self.games} games"
+        sp = SPREADS[self.spread]
         lines = [
             f"voicesnap simulate: variant {self.variant}, {what} per player count, "
             f"seed {self.seed}, one flip every {self.pace:g} s",
             f"tie window {self.options.tie_window * 1000:g} ms, pool claimed by {self.options.pool_claim}, "
             f"flipper {'may' if self.options.flipper_may_call else 'may not'} call, "
             f"cap {self.options.max_flips} flips",
+            f"bots: {self.spread} reaction spread (sigma {sp.sigma:g}, skills {sp.skills[0]:g}-{sp.skills[1]:g}, "
+            f"recogniser jitter {sp.jitter * 1000:g} ms)",
             "",
         ]
         for c in self.counts:
@@ -226,22 +231,25 @@ def simulate(
     pace: float = DEFAULT_PACE,
     options: rules.Options | None = None,
     session: str | None = None,
+    spread: str = DEFAULT_SPREAD,
 ) -> Report:
     """Play ``games`` games (or sessions of format ``session``) per player count; gather statistics."""
     options = options or rules.Options()
+    if spread not in SPREADS:
+        raise rules.RulesError(f"no bot spread called {spread!r}; choose one of: {', '.join(SPREADS)}")
     fmt = parse_format(session) if session else None
     out = []
     for n in counts:
         stats = CountStats(n)
         for i in range(games):
             if fmt is None:
-                stats.results.append(play_game(n, game_seed(seed, n, i), variant, pace, options))
+                stats.results.append(play_game(n, game_seed(seed, n, i), variant, pace, options, spread=spread))
             else:
                 stats.sessions.append(play_session(n, fmt, game_seed(seed, n, i), variant, pace, options,
-                                                   stats.results))
+                                                   stats.results, spread))
         out.append(stats)
     return Report(seed=seed, variant=variant, pace=pace, games=games, counts=out, options=options,
-                  session=str(fmt) if fmt else None)
+                  session=str(fmt) if fmt else None, spread=spread)
 
 
 def play_session(
@@ -252,6 +260,7 @@ def play_session(
     pace: float = DEFAULT_PACE,
     options: rules.Options | None = None,
     results: list[GameResult] | None = None,
+    spread: str = DEFAULT_SPREAD,
 ) -> SessionResult:
     """One whole session with bots (winner deals next, sudden death on a tie); its games go to ``results``."""
     names = bot_names(players)
@@ -259,7 +268,7 @@ def play_session(
     seconds = 0.0
     while not session.is_over():
         game = session.new_game()
-        res = play(game, game.seed, pace)
+        res = play(game, game.seed, pace, spread=spread)
         seconds += res.seconds
         session.record(game)
         if results is not None:
@@ -284,19 +293,21 @@ def play_game(
     pace: float = DEFAULT_PACE,
     options: rules.Options | None = None,
     log: list[Any] | None = None,
+    spread: str = DEFAULT_SPREAD,
 ) -> GameResult:
     """One whole game with bots through the referee; every event goes to ``log`` if given."""
-    return play(variants.create(variant, bot_names(players), seed, options), seed, pace, log)
+    return play(variants.create(variant, bot_names(players), seed, options), seed, pace, log, spread)
 
 
-def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | None = None) -> GameResult:
+def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | None = None,
+         spread: str = DEFAULT_SPREAD) -> GameResult:
     """Play ``game`` to its end with one bot per player, flipping every ``pace`` seconds."""
     # Only the game's public view (showing, pile_index, eliminated, on_show,
     # call_words, pool_size, is_over) is read here: the internals may change.
     names = game.players
     players = len(names)
     ref = Referee(game)
-    bots = Bots.for_game(game, seed)
+    bots = Bots.for_game(game, seed, spread=spread)
     res = GameResult(players)
     pile_of = tuple(game.pile_index(s) for s in range(players))
     showing, eliminated, on_show = game.showing, game.eliminated, game.on_show

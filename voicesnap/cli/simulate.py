@@ -49,6 +49,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--session", default=None, metavar="FORMAT",
         help="play whole sessions (best-of-3, best-of-5, first-to-N): --games then counts sessions",
     )
+    parser.add_argument(
+        "--spread", choices=("human", "tight"), default="human",
+        help="bots' reaction-time spread: human (published figures, the default) or tight "
+             "(the first bots: about +-90 ms, for comparison)",
+    )
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON for machines")
 
 
@@ -94,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     options = rules.Options(**{k: v for k, v in changes.items() if v is not None})
     if args.session:
         session.parse_format(args.session)  # a bad format fails here, before any game
-    report = simulate.simulate(counts, args.games, args.seed, args.variant, args.pace, options, args.session)
+    report = simulate.simulate(counts, args.games, args.seed, args.variant, args.pace, options, args.session,
+                               args.spread)
     text = json.dumps(report.to_data(), indent=2) + "\n" if args.json else report.render()
     try:
         sys.stdout.write(text)
