@@ -43,6 +43,10 @@ THRESHOLD_FACTOR = 1.35
 # Takes made in one sitting agree more closely than calls in a noisy game do;
 # this absolute margin (per-frame cepstral distance) allows for that.
 THRESHOLD_MARGIN = 1.0
+# A call is accepted when template and voice together fit (mean ratio <= 1)
+# and neither alone is far off.
+R_LIMIT = 1.5
+V_LIMIT = 1.25
 VOICE_THRESHOLD_FACTOR = 1.6
 VOICE_SCALE_FLOOR = 0.6
 
@@ -620,7 +624,7 @@ class Voices:
         v = voice.get(name, r)
         if name in self.rivals:
             return Attribution(None, 0.0, None, scores, h.start, h.end)
-        if comb > 1.0 or r > 1.25 or v > 1.25:
+        if comb > 1.0 or r > R_LIMIT or v > V_LIMIT:
             return Attribution(None, scores[name], None, scores, h.start, h.end)
         return Attribution(name, scores[name], phrase, scores, h.start, h.end)
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import features as F
 from ..audio import AudioChunk, Resampler
-from ..voices import POOL_SUFFIX, Profile, Voices, announcer_profile, ratio_to_score, voiceprint
+from ..voices import POOL_SUFFIX, Attribution, Profile, Voices, announcer_profile, ratio_to_score, voiceprint
 from . import Detection
 
 HANGOVER = 15  # frames of quiet that end a stretch (150 ms): bridges "snap ... pool"
@@ -259,6 +259,56 @@ class EnrolledSpotter:
                 score=ratio_to_score(0.5 * r + 0.5 * voice.get(player, r)), engine=self.name,
                 detected_at=self._position / F.RATE))
         return detections
+
+    def span_ratios(self, onset: float, end: float, channel: int | None = None) -> dict:
+        """Template ratios (player, phrase) -> (distance/threshold, hit) for a buffered span."""
+        if not self._channels:
+            return {}
+        s = int(onset * F.RATE) // F.HOP
+        e = int(end * F.RATE) // F.HOP + 1
+        if channel is None:
+            channel = max(range(len(self._channels)), key=lambda c: self._level(c, s, e))
+        st = self._channels[channel]
+        lo = max(s - CONTEXT, st.frame0)
+        hi = min(e + CONTEXT, st.frame0 + len(st.energy))
+        if hi - lo < MIN_FRAMES:
+            return {}
+        return self.voices.ratios(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel, None)[0]
+
+    def attribute_span(self, onset: float, end: float, word: str | None = None,
+                       channel: int | None = None) -> tuple[int, Attribution, bool]:
+        """Who said the call heard in [onset, end] seconds (for another engine's detection).
+
+        Uses the audio this spotter has already buffered; with several mics, the
+        channel where the span is loudest. Only templates of ``word`` count when
+        the players enrolled it. The flag is True when a rival (the announcer)
+        fits the span best: the call is the game's own voice.
+        """
+        if not self._channels:
+            return 0, Attribution(None, 0.0, None, {}), False
+        s = int(onset * F.RATE) // F.HOP
+        e = int(end * F.RATE) // F.HOP + 1
+        if channel is None:
+            channel = max(range(len(self._channels)), key=lambda c: self._level(c, s, e))
+        st = self._channels[channel]
+        lo = max(s - CONTEXT, st.frame0)
+        hi = min(e + CONTEXT, st.frame0 + len(st.energy))
+        if hi - lo < MIN_FRAMES or not self.voices.players:
+            return channel, Attribution(None, 0.0, None, {}), False
+        best, _ = self.voices.ratios(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel, None)
+        (top, _ph), (top_r, _h) = min(best.items(), key=lambda kv: kv[1][0])
+        players_r = min((v[0] for k, v in best.items() if k[0] not in self.voices.rivals), default=9.0)
+        rival = top in self.voices.rivals and top_r < 1.0 and top_r < 0.8 * players_r
+        if word is not None and any(ph == word for (_p, ph) in best):
+            best = {k: v for k, v in best.items() if k[1] == word}
+        vp = voiceprint(self._samples(st, max(lo, s), min(hi, e)))
+        voice = {p: self.voices.profiles[p].voice_distance(vp) / self.voices.profiles[p].voice_threshold
+                 for p in {k[0] for k in best}}
+        att = self.voices.decide(best, voice)
+        mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
+        if mapped is not None and att.player is not None:
+            att = Attribution(mapped, att.score, att.phrase, att.scores, att.start, att.end)
+        return channel, att, rival
 
     def _second(self, best, voice, first: str) -> list[tuple[str, str, object]]:
         """A second enrolled player whose call also fits this stretch (an overlap)."""

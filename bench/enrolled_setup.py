@@ -1,0 +1,55 @@
+"""The enrolled and combined engines for the listening benchmark (bench/spotting.py).
+
+``engines(tmpdir)`` enrolls the six fixture players (tests/fixtures/audio/
+players/enroll: 5 takes of "snap" and 3 of "snap pool" each, through the same
+``voicesnap enroll --from-files`` code path a player uses) into ``tmpdir`` and
+returns Spotter factories: "enrolled" (model-free) and, when a Vosk English
+model is found, "combined" (Vosk for what, enrollment for who).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+ENROLL = ROOT / "tests" / "fixtures" / "audio" / "players" / "enroll"
+NAMES = ("alice", "bob", "cara", "dev", "emma", "finn")
+
+
+def fixture_profiles(tmpdir: str | Path) -> list:
+    """The six fixture players enrolled from their files into ``tmpdir``."""
+    from voicesnap import voices as V
+    from voicesnap.cli import main
+
+    for name in NAMES:
+        files = [str(ENROLL / f"{name}_snap_{k}.wav") for k in range(1, 6)]
+        files += [str(ENROLL / f"{name}_snappool_{k}.wav") for k in range(1, 4)]
+        rc = main(["--data-dir", str(tmpdir), "enroll", name, "--from-files", *files])
+        if rc:
+            raise RuntimeError(f"enrolling fixture player {name} failed ({rc})")
+    return V.load_all(str(tmpdir))
+
+
+def engines(tmpdir: str | Path) -> dict[str, Callable[[], Any]]:
+    import contextlib
+    import io
+
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.voices import announcer_profile
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        profiles = fixture_profiles(tmpdir)
+    rival = announcer_profile("snap")
+    out: dict[str, Callable[[], Any]] = {
+        "enrolled": lambda: EnrolledSpotter(profiles, announcer=rival or False),
+    }
+    from .bench_listening import _vosk_factory
+
+    vosk_factory, _why = _vosk_factory()
+    if vosk_factory is not None:
+        from voicesnap.spotters.combined import CombinedSpotter
+
+        out["combined"] = lambda: CombinedSpotter(
+            vosk_factory(), EnrolledSpotter(profiles, announcer=rival or False))
+    return out

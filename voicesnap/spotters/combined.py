@@ -1,0 +1,74 @@
+"""The combined engine: Vosk says WHAT was called, the enrollment says WHO.
+
+Vosk, with its vocabulary and decoys, is the better judge of whether a word
+was "snap" (the enrolled matcher confuses near-miss words); the enrollment is
+the only judge of which player said it. Every Vosk call is attributed at
+once from the audio the enrolled spotter has already buffered (no waiting),
+and a call that the announcer's own voice fits best is dropped: it is the
+game's echo. The enrolled spotter is a second opinion in two places: calls
+that are not words Vosk knows (Animal Snap's "woof") come from it alone, and
+when it hears a second player inside the same call (a tie on one mic) that
+second call is added with its own onset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from ..audio import AudioChunk
+from ..voices import Profile
+from . import Detection, Spotter
+from .enrolled import EnrolledSpotter
+
+MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
+
+
+class CombinedSpotter:
+    """Vosk detections with enrolled attribution (see module docstring)."""
+
+    name = "combined"
+
+    def __init__(self, vosk: Spotter, profiles: Sequence[Profile] | EnrolledSpotter,
+                 vosk_words: Sequence[str] = ("snap", "snap pool")):
+        self.vosk = vosk
+        self.enrolled = profiles if isinstance(profiles, EnrolledSpotter) else EnrolledSpotter(profiles)
+        self.vosk_words = set(vosk_words)
+        self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
+        self._heard: list[Detection] = []  # recent enrolled calls (for their onsets)
+
+    def accept(self, chunk: AudioChunk) -> list[Detection]:
+        second = self.enrolled.accept(chunk)  # first: its buffer must hold this chunk
+        return self._combine(self.vosk.accept(chunk), second)
+
+    def flush(self) -> list[Detection]:
+        second = self.enrolled.flush()
+        return self._combine(self.vosk.flush(), second)
+
+    def _combine(self, first: list[Detection], second: list[Detection]) -> list[Detection]:
+        out: list[Detection] = []
+        for d in first:
+            if d.word not in self.vosk_words:  # commands: no attribution needed
+                out.append(replace(d, engine=self.name))
+                continue
+            channel, att, announcer = self.enrolled.attribute_span(d.onset, d.end, d.word)
+            if att.player is None and announcer:
+                continue  # the game's own voice
+            onset = d.onset
+            near = [e for e in second + self._heard
+                    if e.player == att.player and abs(e.onset - d.onset) <= MATCH_WINDOW]
+            if near:  # the enrolled onset comes from the same signal rise, on the caller's mic
+                onset = min(near, key=lambda e: abs(e.onset - d.onset)).onset
+            out.append(replace(d, onset=onset, player=att.player, score=att.score, channel=channel,
+                               engine=self.name))
+        for e in second:
+            if e.word not in self.vosk_words:
+                out.append(replace(e, engine=self.name))  # Animal Snap: words Vosk cannot know
+                continue
+            twin = [c for c in self._emitted + out
+                    if c.word in self.vosk_words and abs(c.onset - e.onset) <= 0.3]
+            if twin and all(c.player not in (e.player, None) for c in twin):
+                out.append(replace(e, word=twin[0].word, engine=self.name))  # a second voice: a tie
+        self._emitted = (self._emitted + out)[-20:]
+        self._heard = (self._heard + second)[-20:]
+        return sorted(out, key=lambda d: d.onset)
