@@ -44,11 +44,14 @@ __all__ = [
     "HEARD_LAG", "LiveInput",
 ]
 
-# Calls whose onset is this close behind the heard clock may still be in the
-# recogniser (a word in progress): the referee is advanced only this far
-# behind "heard", which bounds rulings' extra delay. Vosk finalises a word
-# ~0.1-0.2 s after it ends; "snap" lasts ~0.3 s.
+# A call reaches the table only once its word has ended and the recogniser
+# has decided: ~0.3-0.5 s for "snap" plus ~0.2-0.3 s of recogniser latency
+# after its onset ("snap pool" longer). The referee is advanced ``lag``
+# seconds behind what the spotter has heard, so that a rival whose onset is
+# inside the tie window is still in time; rulings come that much later.
+# Keyboard-only play needs none.
 HEARD_LAG = 0.0
+VOICE_LAG = 0.6
 
 PRIORITY_FLIP = 1
 PRIORITY_INFO = 2
@@ -181,8 +184,10 @@ class TableLoop:
         offset: float = 0.0,
         start: float = 0.0,
         first_flip_delay: float = 1.0,
+        lag: float = HEARD_LAG,
     ) -> None:
         self.referee = referee
+        self.lag = lag
         self.players = tuple(players)
         self.pace = pace  # None: flip only on the flip command
         self.make_call = make_call
@@ -334,11 +339,11 @@ class TableLoop:
             due = self._due()
             if due is None or due > self.now:
                 break
-            self._advance(due - HEARD_LAG, actions)
+            self._advance(due - self.lag, actions)
             if self.stopped is None:
                 self._flip(due, actions)
         if self.stopped is None:
-            self._advance(self.now - HEARD_LAG, actions)
+            self._advance(self.now - self.lag, actions)
         if self.stopped is None and self.stop_at is not None and self.now >= self.stop_at:
             self.stopped = Stop("ended")
         if self.stopped is not None and self.stopped not in actions:
@@ -702,6 +707,7 @@ class TableSession:
     config: dict[str, Any] = field(default_factory=dict)  # variant settings (animals, deck)
     engine: str = "keyboard"
     audio: str = ""  # the recording's file name, relative to the log
+    lag: float = 0.0  # recognition allowance: the referee runs this far behind what was heard
 
 
 @event("table-resumed")
@@ -965,6 +971,7 @@ def play_session(
             offset=offset,
             start=start,
             first_flip_delay=first_flip_delay,
+            lag=settings.lag,
         )
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]

@@ -1,0 +1,155 @@
+"""A scripted game for the table's tests and benchmark: who shouts what, and when.
+
+From a seed it deals the same session ``voicesnap play`` will deal, finds the
+flips that show a snap (and a pool match), and writes a microphone track in
+which fixture players' held-out takes (tests/fixtures/audio/players/heldout,
+never used for enrollment) call at those moments: clean snaps, a tie 30 ms
+apart, a wrong call, and a pool claim. The expected rulings come with it.
+The same script drives the recorded-audio tests (--input-file), the replay
+tests, the real-device test (played into the virtual microphone) and
+bench/bench_play.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from voicesnap import rules
+from voicesnap.audio import read_wav, write_wav
+from voicesnap.session import Session
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "audio" / "players"
+RATE = 16000
+PLAYERS = ("alice", "bob", "cara")
+MARGIN = int(0.2 * RATE)  # room tone kept around each take, as a real shout has
+
+
+@dataclass
+class Shout:
+    player: str
+    word: str  # "snap" or "snap pool"
+    onset: float  # seconds on the track (the game's clock when played from its start)
+    expect: str  # "snap-won", "tie-to-pool", "wrong-call", "pool-won"
+
+
+@dataclass
+class Script:
+    players: tuple[str, ...]
+    seed: int
+    pace: float
+    first_flip: float
+    flips: int  # flips that happen before the track ends
+    shouts: list[Shout] = field(default_factory=list)
+    length: float = 0.0
+
+    def flip_times(self) -> list[float]:
+        return [self.first_flip + k * self.pace for k in range(self.flips)]
+
+
+def takes(player: str, word: str) -> list[np.ndarray]:
+    """The player's held-out takes of ``word``, cut from the fixture by its sidecar."""
+    wav = FIXTURES / "heldout" / f"{player}.wav"
+    samples, rate = read_wav(wav)
+    assert rate == RATE
+    meta = json.loads(wav.with_suffix(".json").read_text())
+    out = []
+    for seg in meta["segments"]:
+        if seg["text"] == word and seg["speaker"] == player:
+            a, b = max(0, seg["onset"] - MARGIN), seg["end"] + MARGIN
+            out.append(samples[a:b, 0].astype(np.int16))
+    return out
+
+
+def plan(seed: int = 4, pace: float = 2.5, first_flip: float = 1.0, players: tuple[str, ...] = PLAYERS,
+         react: float = 0.6, max_flips: int = 60) -> Script:
+    """Find moments in the dealt game for a snap, a 30 ms tie, a wrong call and a pool claim.
+
+    Plays the session's first game on a copy with the calls applied (so later
+    moments see the piles as the referee will leave them).
+    """
+    from voicesnap.referee import Call, Referee
+
+    game = Session(players, "single", seed).new_game(0.0)
+    ref = Referee(game)
+    script = Script(players, seed, pace, first_flip, 0)
+    wanted = ["snap-won", "tie-to-pool", "wrong-call", "snap-won", "pool-won"]
+    t = first_flip
+    last_call = -10.0
+    for k in range(max_flips):
+        if game.is_over():
+            break
+        evs = ref.flip(t)
+        script.flips = k + 1
+        flipped = [e for e in evs if isinstance(e, rules.Flipped)]
+        if game.is_over():
+            break
+        if not wanted:
+            if t - last_call > 3 * pace:
+                break
+            t += pace
+            ref.advance(t)
+            continue
+        f = flipped[-1] if flipped else None
+        nxt = wanted[0]
+        calls: list[Shout] = []
+        callers = [p for p in players if not game.out[game.seat_of[p]]]
+        if f is not None and f.match and nxt in ("snap-won", "tie-to-pool"):
+            if nxt == "snap-won":
+                who = callers[len(script.shouts) % len(callers)]
+                calls = [Shout(who, "snap", t + react, nxt)]
+            else:
+                a, b = callers[0], callers[-1]
+                calls = [Shout(a, "snap", t + react, nxt), Shout(b, "snap", t + react + 0.030, nxt)]
+        elif f is not None and f.pool_match and not f.match and game.pool and nxt == "pool-won":
+            calls = [Shout(callers[1 % len(callers)], "snap pool", t + react, nxt)]
+        elif f is not None and not f.match and not f.pool_match and nxt == "wrong-call" and k > 2:
+            calls = [Shout(callers[-1], "snap", t + react, nxt)]
+        elif nxt == "pool-won" and not game.pool:
+            wanted.pop(0)  # no pool to claim in this deal
+        for c in calls:
+            ref.submit(Call(c.player, c.word, c.onset))
+        if calls:
+            wanted.pop(0)
+            script.shouts.extend(calls)
+            last_call = t
+        t += pace
+        ref.advance(t)
+    script.length = script.first_flip + script.flips * pace - 0.5
+    return script
+
+
+def render(script: Script, path: Path, noise_db: float = -45.0, per_player: bool = False) -> Path:
+    """The microphone track: room noise, and each shout from a held-out take.
+
+    ``per_player``: one channel per player (seat order), each hearing only
+    its own player, as with a microphone per player.
+    """
+    n = int(script.length * RATE)
+    rng = np.random.default_rng(script.seed)
+    chans = len(script.players) if per_player else 1
+    track = rng.normal(0.0, 32768 * 10 ** (noise_db / 20), (n, chans))
+    used: dict[tuple[str, str], int] = {}
+    for s in script.shouts:
+        options = takes(s.player, s.word)
+        i = used.get((s.player, s.word), 0)
+        used[(s.player, s.word)] = i + 1
+        clip = options[i % len(options)].astype(np.float64)
+        a = int(round(s.onset * RATE)) - MARGIN
+        b = min(n, a + len(clip))
+        ch = script.players.index(s.player) if per_player else 0
+        track[a:b, ch] += clip[: b - a]
+    write_wav(path, np.clip(track, -32768, 32767).astype(np.int16), RATE)
+    return path
+
+
+def enroll(data_dir: Path, players: tuple[str, ...] = PLAYERS) -> None:
+    """Enroll the fixture players from their enrollment takes (as a player would with --from-files)."""
+    from voicesnap.cli import main
+
+    for p in players:
+        files = sorted(str(f) for f in (FIXTURES / "enroll").glob(f"{p}_snap*.wav"))
+        assert main(["--data-dir", str(data_dir), "enroll", p, "--from-files", *files]) == 0
