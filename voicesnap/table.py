@@ -50,8 +50,11 @@ __all__ = [
 # seconds behind what the spotter has heard, so that a rival whose onset is
 # inside the tie window is still in time; rulings come that much later.
 # Keyboard-only play needs none.
+# While a Snap pool exists, Vosk holds a "snap" until it is sure no "pool"
+# follows (up to ~1.2 s after the word), so the allowance grows with it.
 HEARD_LAG = 0.0
-VOICE_LAG = 0.6
+VOICE_LAG = 0.8
+VOICE_POOL_LAG = 1.4
 
 PRIORITY_FLIP = 1
 PRIORITY_INFO = 2
@@ -184,10 +187,10 @@ class TableLoop:
         offset: float = 0.0,
         start: float = 0.0,
         first_flip_delay: float = 1.0,
-        lag: float = HEARD_LAG,
+        lag: float | Callable[[], float] = HEARD_LAG,
     ) -> None:
         self.referee = referee
-        self.lag = lag
+        self._lag = lag
         self.players = tuple(players)
         self.pace = pace  # None: flip only on the flip command
         self.make_call = make_call
@@ -262,6 +265,10 @@ class TableLoop:
             actions.append(Say("say snap, snap pool, or dealer then pause, resume, repeat, "
                                "status, score, slower, faster, louder, quieter, flip, or end game",
                                PRIORITY_INFO))
+
+    @property
+    def lag(self) -> float:
+        return self._lag() if callable(self._lag) else self._lag
 
     def _due(self) -> float | None:
         if self.schedule is not None:
@@ -708,6 +715,7 @@ class TableSession:
     engine: str = "keyboard"
     audio: str = ""  # the recording's file name, relative to the log
     lag: float = 0.0  # recognition allowance: the referee runs this far behind what was heard
+    pool_lag: float = 0.0  # the same while a Snap pool exists (the spotter waits for "pool")
 
 
 @event("table-resumed")
@@ -971,7 +979,7 @@ def play_session(
             offset=offset,
             start=start,
             first_flip_delay=first_flip_delay,
-            lag=settings.lag,
+            lag=(lambda g=holder, s=settings: max(s.lag, s.pool_lag) if g.pool else s.lag),
         )
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]

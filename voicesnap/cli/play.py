@@ -51,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds after a call's onset before it is ruled (0.5): time for rivals to be heard")
     parser.add_argument("--listen-lag", type=float, default=None,
                         help="seconds the referee stays behind the audio heard, so that a rival call still "
-                        "being recognised is in time (default 0.6 with voice calls, 0 keyboard only)")
+                        "being recognised is in time (default 0.8 with voice calls, 1.4 while a pool exists, 0 keyboard only)")
     parser.add_argument("--no-keyboard", action="store_true", help="ignore the keyboard")
 
 
@@ -277,12 +277,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.resume:
         import dataclasses
 
-        from ..table import VOICE_LAG
+        from ..table import VOICE_LAG, VOICE_POOL_LAG
 
         lag = args.listen_lag if args.listen_lag is not None else (VOICE_LAG if spotter is not None else 0.0)
         if not 0 <= lag <= 5:
             raise UserError(f"--listen-lag {lag} is impossible; use 0 to 5 seconds")
-        settings = dataclasses.replace(settings, engine=engine_name, lag=lag,
+        pool_lag = lag if args.listen_lag is not None or spotter is None else VOICE_POOL_LAG
+        settings = dataclasses.replace(settings, engine=engine_name, lag=lag, pool_lag=pool_lag,
                                        audio="audio.wav" if (args.record and spotter is not None) else "")
     lines = print
     say, setting, close_speech = _announcer(args, lines)
