@@ -716,6 +716,7 @@ class TableSession:
     audio: str = ""  # the recording's file name, relative to the log
     lag: float = 0.0  # recognition allowance: the referee runs this far behind what was heard
     pool_lag: float = 0.0  # the same while a Snap pool exists (the spotter waits for "pool")
+    channels: dict[str, int] = field(default_factory=dict)  # player -> input channel (own microphones)
 
 
 @event("table-resumed")

@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
             decision_window=args.decision_window, tie_window=args.tie_window, engine=args.engine,
         )
     players = settings.players
-    channels = parse_channels(args.channels, players)
+    channels = parse_channels(args.channels, players) if not args.resume else dict(settings.channels)
     if args.engine != "none" and not args.input_file and not channels:
         missing = offer_enrollment(root, players, ask=sys.stdin is not None and sys.stdin.isatty())
         if missing:
@@ -283,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
         if not 0 <= lag <= 5:
             raise UserError(f"--listen-lag {lag} is impossible; use 0 to 5 seconds")
         pool_lag = lag if args.listen_lag is not None or spotter is None else VOICE_POOL_LAG
-        settings = dataclasses.replace(settings, engine=engine_name, lag=lag, pool_lag=pool_lag,
+        settings = dataclasses.replace(settings, engine=engine_name, lag=lag, pool_lag=pool_lag, channels=channels,
                                        audio="audio.wav" if (args.record and spotter is not None) else "")
     lines = print
     say, setting, close_speech = _announcer(args, lines)

@@ -1,0 +1,193 @@
+"""Re-judge a recorded session from its audio: the same spotter and referee, the same flips; show where the rulings agree and why any differ."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..files import data_dir
+
+CLOSE = 0.002  # s: rulings this close in time (and alike otherwise) are the same ruling
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", help="the session folder given to voicesnap play --record")
+    parser.add_argument("--engine", choices=("same", "vosk", "enrolled", "combined"), default="same",
+                        help="re-judge with this engine (default: the one used live)")
+    parser.add_argument("--model", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL or the data dir)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+@dataclass(frozen=True)
+class Ruling:
+    t: float
+    kind: str  # the event's wire name: snap-won, tie-to-pool, wrong-call, pool-won, call-ignored, ...
+    who: str
+    detail: str
+
+    def key(self) -> tuple[str, str]:
+        return self.kind, self.who
+
+
+def _rulings(records: list[Any]) -> list[Ruling]:
+    from ..rules import RULINGS
+
+    out = []
+    for r in records:
+        if isinstance(r, RULINGS):
+            who = ",".join(getattr(r, "players", ())) or getattr(r, "player", "")
+            detail = getattr(r, "reason", "") or str(getattr(r, "cards", getattr(r, "pool", "")))
+            out.append(Ruling(round(r.t, 4), r.EVENT_TYPE, who, detail))
+    return out
+
+
+def _calls(records: list[Any]) -> list[Any]:
+    from ..table import TableStep
+
+    return [r for r in records if isinstance(r, TableStep) and r.kind == "call"]
+
+
+def compare(live: list[Any], again: list[Any]) -> list[dict[str, Any]]:
+    """Pair live and re-judged rulings; explain each one that has no partner."""
+    a, b = _rulings(live), _rulings(again)
+    used: set[int] = set()
+    rows: list[dict[str, Any]] = []
+    for r in a:
+        match = next((j for j, q in enumerate(b) if j not in used and q.key() == r.key()
+                      and abs(q.t - r.t) <= CLOSE and q.detail == r.detail), None)
+        if match is None:
+            match = next((j for j, q in enumerate(b) if j not in used and q.key() == r.key()
+                          and abs(q.t - r.t) <= 0.3), None)
+        if match is not None:
+            used.add(match)
+            q = b[match]
+            same = abs(q.t - r.t) <= CLOSE and q.detail == r.detail
+            rows.append({"t": r.t, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": q.detail,
+                         "agree": same, "why": "" if same else _why_shift(r, q)})
+        else:
+            rows.append({"t": r.t, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": None,
+                         "agree": False, "why": _why_missing(r, live, again, "live", "replay")})
+    for j, q in enumerate(b):
+        if j not in used:
+            rows.append({"t": q.t, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
+                         "agree": False, "why": _why_missing(q, again, live, "replay", "live")})
+    rows.sort(key=lambda row: row["t"])
+    return rows
+
+
+def _why_shift(r: Ruling, q: Ruling) -> str:
+    dt = (q.t - r.t) * 1000
+    if abs(dt) > CLOSE * 1000:
+        return f"same ruling, but the call's onset moved {dt:+.0f} ms on replay"
+    return f"same call, different outcome: live {r.detail!r}, replay {q.detail!r}"
+
+
+def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: str) -> str:
+    players = set(r.who.split(","))
+    near = [c for c in _calls(other) if c.player in players and abs((c.onset or 0) - r.t) <= 0.5]
+    own = [c for c in _calls(mine) if c.player in players and abs((c.onset or 0) - r.t) <= 0.01]
+    if not near:
+        what = own[0].word if own else "a call"
+        return (f"{them} heard no call from {r.who} near {r.t:.3f} s: the spotter did not hear "
+                f"{what!r} there ({me} heard it{' from the keyboard' if own and own[0].engine == 'keyboard' else ''})")
+    c = near[0]
+    dt = ((c.onset or 0) - r.t) * 1000
+    if r.kind == "tie-to-pool" or any(q.kind == "tie-to-pool" for q in _rulings(other) if abs(q.t - r.t) < 0.2):
+        return (f"{them} heard {c.player} {c.word!r} {dt:+.0f} ms from here, which changes who was within "
+                "the tie window")
+    return f"{them} heard {c.player} {c.word!r} at {c.onset:.3f} s ({dt:+.0f} ms), which the referee ruled otherwise"
+
+
+class _Keys:
+    """Puts the live session's key presses back, each once the audio has reached it."""
+
+    name = "keys"
+
+    def __init__(self, inner: Any, keys: list[Any]) -> None:
+        from ..spotters import Detection
+
+        self.inner = inner
+        self.pending = sorted(
+            (Detection(k.word or "", k.onset or 0.0, k.onset or 0.0, 1.0, player=k.player, engine="keyboard")
+             for k in keys), key=lambda d: d.onset)
+
+    def accept(self, chunk: Any) -> list[Any]:
+        out = list(self.inner.accept(chunk)) if self.inner is not None else []
+        now = chunk.end / chunk.rate
+        while self.pending and self.pending[0].onset <= now:
+            out.append(self.pending.pop(0))
+        return out
+
+    def flush(self) -> list[Any]:
+        out = list(self.inner.flush()) if self.inner is not None else []
+        out.extend(self.pending)
+        self.pending = []
+        return out
+
+
+def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = None) -> tuple[list[Any], list[Any]]:
+    """(live records, re-judged records) for a recorded session folder."""
+    from .. import gamelog
+    from ..audio import FileSource
+    from ..table import TableEnd, TableResumed, TableSession, TableStep, play_session
+    from .play import build_spotter
+
+    log_path = folder / "log.jsonl"
+    live = [ev for _, ev in gamelog.read(log_path, torn_tail=True)]
+    settings = next((r for r in live if isinstance(r, TableSession)), None)
+    if settings is None:
+        raise UserError(f"{log_path} is not a voicesnap play log (no table-session record)")
+    if any(isinstance(r, TableResumed) for r in live):
+        cut = next(i for i, r in enumerate(live) if isinstance(r, TableResumed))
+        live = live[:cut]  # only the first recording's stretch can be re-judged from it
+    audio = folder / (settings.audio or "audio.wav")
+    if not settings.audio or not audio.is_file():
+        raise UserError(f"{folder} holds no recorded audio; record a session with "
+                        "voicesnap play --record DIR to be able to replay it")
+    flips = [r.now for r in live if isinstance(r, TableStep) and r.kind == "flip"]
+    ends = [r.now for r in live if isinstance(r, TableEnd)]
+    keys = [r for r in live if isinstance(r, TableStep) and r.engine == "keyboard" and r.kind in ("call", "command")]
+    pool_flag: list[Any] = []
+    name = settings.engine if engine == "same" else engine
+    spotter = None
+    if name not in ("none", "keyboard"):
+        args = argparse.Namespace(model=model)
+        spotter, _ = build_spotter(name, args, root, settings.players, dict(settings.channels), pool_flag,
+                                   settings.variant)
+
+    class Memory(list):
+        def write(self, *records: Any) -> None:
+            self.extend(records)
+
+    again = Memory()
+    play_session(settings, again, chunks=FileSource(audio, chunk_frames=320),
+                 spotter=_Keys(spotter, keys), lines=lambda _s: None, schedule=flips, stop_at=ends,
+                 pool_flag=pool_flag)
+    return live, list(again)
+
+
+def run(args: argparse.Namespace) -> int:
+    folder = Path(args.dir)
+    if not (folder / "log.jsonl").is_file():
+        raise UserError(f"{folder} has no log.jsonl; give the folder you passed to voicesnap play --record")
+    root = data_dir(args.data_dir)
+    live, again = rejudge(folder, root, args.engine, args.model)
+    rows = compare(live, again)
+    agree = sum(1 for r in rows if r["agree"])
+    if args.json:
+        print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows)}, indent=2))
+    else:
+        print(f"replay of {folder}: {agree} of {len(rows)} rulings agree")
+        for r in rows:
+            mark = "same" if r["agree"] else "DIFF"
+            line = f"  {mark} {r['t']:8.3f} s  {r['ruling']:<13} {r['who']:<16}"
+            if r["live"] != r["replay"]:
+                line += f" live: {r['live']}  replay: {r['replay']}"
+            print(line.rstrip())
+            if r["why"]:
+                print(f"         why: {r['why']}")
+    return 0 if agree == len(rows) else 1
