@@ -219,7 +219,7 @@ def ties(quick: bool) -> list[Row]:
     rows.append(Row(AREA, "per-mic calls attributed to the right mic/player", ok / total, "", "",
                     f"{ok}/{total} on mc2+mc4 (crosstalk -12 dB, 3 ms); extra calls in mc4: {max(0, extra)}"))
     rows.append(Row(AREA, "per-mic onset error, p95", 1000 * float(np.percentile(errs, 95)) if errs else float("nan"),
-                    "ms", "<= 10", "second shout's onset is pulled early by the first one's crosstalk"))
+                    "ms", "<= 10", "own-mic onset: where the channel stops being a neighbour's crosstalk"))
     return rows
 
 

@@ -81,6 +81,4 @@ def test_multichannel_attributes_by_mic_and_drops_crosstalk():
     # the pairs 30 ms apart on two mics keep two onsets each for the referee
     onsets = sorted(m.detection.onset for m in sc.hits)[2:]
     for first, second in (onsets[0:2], onsets[2:4]):
-        # crosstalk of the first shout reaches the second mic before its own
-        # shout, so the second onset comes early (known limit, see README)
-        assert 0.0 < second - first <= 0.04
+        assert second - first == pytest.approx(0.030, abs=0.005)

@@ -211,6 +211,9 @@ class EnrolledSpotter:
         """True when the same stretch is clearly louder on another microphone."""
         if len(self._channels) < 2:
             return False
+        # judged on the stretch's first 100 ms: a neighbour's shout that starts
+        # 30 ms later is louder over the whole stretch but not at its start
+        e = min(e, s + 10)
         mine = self._level(c, s, e)
         return any(self._level(o, s, e) > mine + 3.0 for o in range(len(self._channels)) if o != c)
 
@@ -252,6 +255,8 @@ class EnrolledSpotter:
             shift = (st.audio_start - st.base) // F.HOP  # audio[0] is frame ``shift``
             onset = F.refine_onset(st.audio, f_on - shift, thr_db) + st.audio_start
             end = F.refine_end(st.audio, f_end + 1 - shift, thr_db) + st.audio_start
+            if len(self._channels) > 1:
+                onset = self._own_onset(c, onset, thr_db)
             mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
             detections.append(Detection(
                 word=phrase, onset=onset / F.RATE, end=max(end, onset) / F.RATE,
@@ -259,6 +264,33 @@ class EnrolledSpotter:
                 score=ratio_to_score(0.5 * r + 0.5 * voice.get(player, r)), engine=self.name,
                 detected_at=self._position / F.RATE))
         return detections
+
+    def _own_onset(self, c: int, onset: int, thr_db: float) -> int:
+        """First 2 ms block from ``onset`` where channel ``c`` is not just another mic's crosstalk.
+
+        A shout reaches the other mics later and weaker; when a neighbour's
+        shout started first, the early part of this channel's stretch is its
+        crosstalk, and this channel's own call starts where it becomes the
+        loudest (within 6 dB) of all mics.
+        """
+        block, span = 32, int(0.15 * F.RATE)
+
+        def blocks(ch: int) -> np.ndarray:
+            st = self._channels[ch]
+            a = onset - st.audio_start
+            seg = st.audio[max(0, a): max(0, a) + span]
+            n = len(seg) // block
+            return 10 * np.log10(np.mean(seg[: n * block].reshape(n, block) ** 2, axis=1) + 1e-12)
+
+        mine = blocks(c)
+        others = [blocks(o) for o in range(len(self._channels)) if o != c]
+        n = min([len(mine)] + [len(o) for o in others])
+        if n == 0:
+            return onset
+        loudest_other = np.max(np.stack([o[:n] for o in others]), axis=0)
+        own = (mine[:n] >= thr_db) & (mine[:n] >= loudest_other - 6.0)
+        hit = np.nonzero(own)[0]
+        return onset + int(hit[0]) * block if len(hit) else onset
 
     def span_ratios(self, onset: float, end: float, channel: int | None = None) -> dict:
         """Template ratios (player, phrase) -> (distance/threshold, hit) for a buffered span."""
