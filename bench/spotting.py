@@ -222,7 +222,10 @@ def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") 
     rows.append(Row(area, "onset error (absolute), p95", percentile(errs, 95), "ms", "<= 10", e))
     lat = [x * 1000 for x in call_score.latencies]
     rows.append(Row(area, "latency word end -> event, median", percentile(lat, 50), "ms", "", f"{e}: audio time, {CHUNK_MS} ms chunks"))
-    rows.append(Row(area, "latency word end -> event, p95", percentile(lat, 95), "ms", "<= 150", e))
+    split = {w: [m.latency * 1000 for m in call_score.hits if m.segment.text == w and m.latency is not None]
+             for w in CALL_WORDS}
+    rows.append(Row(area, "latency word end -> event, p95", percentile(lat, 95), "ms", "<= 150",
+                    f"{e}: " + ", ".join(f"{w} {percentile(v, 95):.0f} ms" for w, v in split.items() if v)))
 
     ok, total = _ties(fixtures, calls)
     if total:

