@@ -259,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fixtures = [f for f in corpus(args.quick) if not args.category or f.category in args.category]
     with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
+        os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment never touches a player's real data dir
         factories, why = engine_factories(tmp)
         if args.engine not in factories:
             print(f"no engine {args.engine!r}: {why.get(args.engine, 'unknown name')}; available: {', '.join(factories)}")
