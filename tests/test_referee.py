@@ -198,3 +198,31 @@ def test_words_that_are_no_call_in_this_variant_are_ignored() -> None:
     game = rig(["7H", "7S"])
     out = play(game, 1.0, 2.0, Call("Ann", "slap", 2.2))
     assert out[-1] == CallIgnored(2.2, "Ann", "slap", "not a call in classic")
+
+
+class _JudgeEveryCall(Referee):
+    """The referee without its shortcuts: every call judged from scratch."""
+
+    def _rule(self, call: Call) -> list:
+        self._memo = (None, ("", ()))
+        return super()._rule(call)
+
+
+@pytest.mark.parametrize("variant", ["classic", "speed", "double", "single-pile", "slapjack", "animal"])
+def test_the_cheap_paths_rule_exactly_as_judging_every_call(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo and the 'already taken' shortcut after a won snap must never change a ruling."""
+    from voicesnap import simulate
+
+    fast, slow = [], []
+    for seed in range(6):
+        log: list = []
+        simulate.play_game(6, seed, variant=variant, log=log)
+        fast.append(log)
+    monkeypatch.setattr(simulate, "Referee", _JudgeEveryCall)
+    for seed in range(6):
+        log = []
+        simulate.play_game(6, seed, variant=variant, log=log)
+        slow.append(log)
+    assert fast == slow
+    taken = sum(1 for log in fast for ev in log if type(ev) is CallIgnored and ev.reason == "already taken")
+    assert taken > 20  # the shortcut was exercised

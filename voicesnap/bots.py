@@ -43,7 +43,7 @@ import random
 from bisect import bisect_right
 from itertools import accumulate
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from .cards import Card
 from .referee import Call
@@ -177,7 +177,7 @@ class Bots:
         snap: bool,
         pool: bool,
         slap: bool = False,
-        tops: Sequence[Card | None] = (),
+        tops: Sequence[Card | None] | Callable[[], Sequence[Card | None]] = (),
         flipped: Sequence[int] = (),
     ) -> list[Call]:
         """The calls the bots make after the flip at ``t``, all with onsets before ``horizon``.
@@ -186,9 +186,10 @@ class Bots:
         flipped; ``snap``/``pool``/``slap`` say what is really on show. With
         nothing on show a bot may still call "snap" by mistake, likelier when
         a rank next to a just-flipped card (piles ``flipped``) shows on
-        ``tops``. Bots keep the table's rules: the flipper holds back when
-        they may not call, and only the flipper claims a pool when the pool
-        is the flipper's.
+        ``tops``: the top cards, or a function giving them (``game.showing``),
+        so the copy is made only on the rare flips that need it. Bots keep
+        the table's rules: the flipper holds back when they may not call, and
+        only the flipper claims a pool when the pool is the flipper's.
         """
         rng = self.rng
         if not (snap or pool or slap):
@@ -197,7 +198,7 @@ class Bots:
             u = rng.random()
             if u >= self._p_near:
                 return []
-            near = _near_miss(tops, flipped)
+            near = _near_miss(tops() if callable(tops) else tops, flipped)
             if not near and u >= self._p_false:
                 return []
             seat = _pick(self._cum_near if near else self._cum_false, u)

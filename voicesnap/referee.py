@@ -185,11 +185,18 @@ class Referee:
             return game.ignored(onset, player, call.kind, status)
         rivals = self._rivals(call, kind, piles, view)
         if rivals:
-            names = (player, *rivals)
-            return game.tie(onset, names, kind, piles, view)
-        if piles:
-            return game.snap_won(onset, player, kind, piles, view)
-        return game.pool_won(onset, player, view)
+            out = game.tie(onset, (player, *rivals), kind, piles, view)
+        elif piles:
+            out = game.snap_won(onset, player, kind, piles, view)
+        else:
+            return game.pool_won(onset, player, view)
+        # The cheap path for the rivals still queued on this flip (most rulings with
+        # many players): the ruling took every matched pile showing at this view, so
+        # until the table changes again any call of this kind at this view is
+        # "already taken" (judge would say so, at a cost).
+        if kind != SLAM and kind != POOL:  # (those two are never memoised)
+            self._memo = ((view.flip, kind, game.version), ("taken", ()))
+        return out
 
     def _rivals(self, call: Call, kind: str, piles: tuple[int, ...], view: View) -> list[str]:
         """Valid calls on the same claim within the tie window; they are used up by the tie."""

@@ -213,6 +213,25 @@ class CallIgnored:
     reason: str
 
 
+def _ignored_factory() -> Any:
+    """A CallIgnored maker, as for Flipped: ignored calls are most rulings with many players."""
+    new = object.__new__
+    a, b, c, d = (getattr(CallIgnored, n).__set__ for n in CallIgnored.__slots__)
+
+    def make(t: float, player: str, kind: str, reason: str) -> CallIgnored:
+        ev = new(CallIgnored)
+        a(ev, t)
+        b(ev, player)
+        c(ev, kind)
+        d(ev, reason)
+        return ev
+
+    return make
+
+
+_make_ignored = _ignored_factory()
+
+
 @event("forfeit")
 @dataclass(frozen=True, slots=True)
 class Forfeit:
@@ -729,7 +748,7 @@ class Game:
         return self.apply(WrongCall(t, player, kind, from_pile, from_stack, pool, view.flip))
 
     def ignored(self, t: float, player: str, kind: str, reason: str) -> list[Any]:
-        ev = CallIgnored(t, player, kind, reason)  # changes nothing: skip apply()
+        ev = _make_ignored(t, player, kind, reason)  # changes nothing: skip apply()
         self.events.append(ev)
         return [ev]
 

@@ -315,6 +315,7 @@ def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | Non
     flip, react, submit, advance = ref.flip, bots.react, ref.submit, ref.advance
     flips = matches = 0
     snap_on = False
+    out = eliminated()  # changes only with a ruling or a flip that puts someone out
     t = game.t
     # The hot loop of the simulator and the engine benchmark: most flips are one
     # Flipped event and no call, so that path touches as little as it can.
@@ -343,13 +344,14 @@ def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | Non
             _count(res, evs, log)
             if game.is_over():
                 break
+            out = eliminated()
         if fresh:
             snap_on = True
         elif snap_on:  # a match nobody claimed stays on show until it is covered
             snap_on = on_show(rules.SNAP)
         horizon = t + pace
         slap_on = has_slap and on_show(rules.SLAP)
-        calls = react(t, horizon, eliminated(), flippers, snap_on, pool_on, slap_on, showing(), flipped)
+        calls = react(t, horizon, out, flippers, snap_on, pool_on, slap_on, showing, flipped)
         if calls:
             res.calls += len(calls)
             for call in calls:
@@ -361,8 +363,10 @@ def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | Non
             _count(res, evs, log)
             if game.is_over():
                 break
-            if snap_on and evs:
-                snap_on = on_show(rules.SNAP)
+            if evs:
+                out = eliminated()
+                if snap_on:
+                    snap_on = on_show(rules.SNAP)
         t = horizon
     res.flips, res.matches = flips, matches
     _count(res, ref.close(), log)
