@@ -206,3 +206,17 @@ def test_file_source_reports_bad_files(tmp_path: Path) -> None:
     (tmp_path / "e.wav").write_bytes(b"")
     with pytest.raises(AudioFileError, match="empty"):
         FileSource(tmp_path / "e.wav")
+
+
+def test_headerless_pcm_source(tmp_path: Path) -> None:
+    from voicesnap.audio import read_pcm
+
+    x = (np.random.default_rng(4).standard_normal((8000, 2)) * 3000).astype(np.int16)
+    raw = tmp_path / "take.raw"
+    raw.write_bytes(x.astype("<i2").tobytes())
+    chunks = list(FileSource(raw, pcm_rate=8000, pcm_channels=2, chunk_frames=160))
+    assert chunks[0].rate == 8000 and chunks[0].channels == 2
+    assert np.array_equal(np.concatenate([c.samples for c in chunks]), x)
+    raw.write_bytes(x.astype("<i2").tobytes()[:-1])  # cut mid-frame
+    with pytest.raises(AudioFileError, match="not a whole number"):
+        read_pcm(raw, 8000, 2)

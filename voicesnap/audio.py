@@ -33,6 +33,7 @@ __all__ = [
     "AudioFileError",
     "AudioDeviceError",
     "read_wav",
+    "read_pcm",
     "write_wav",
     "ArraySource",
     "FileSource",
@@ -273,8 +274,30 @@ class ArraySource:
             yield AudioChunk(self.rate, 2, self.channels, self.start + offset, block)
 
 
+def read_pcm(path: str | os.PathLike[str], rate: int, channels: int = 1) -> np.ndarray:
+    """Headerless little-endian 16-bit PCM (e.g. ``parec --raw`` output) as (frames, channels)."""
+    p = Path(path)
+    if not p.is_file():
+        raise AudioFileError(f"{p}: no such PCM file; check the path")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise AudioFileError(f"{p}: a PCM rate of {rate} Hz is outside {MIN_RATE}-{MAX_RATE} Hz")
+    raw = p.read_bytes()
+    frame_bytes = 2 * channels
+    if not raw:
+        raise AudioFileError(f"{p}: file is empty (0 bytes); re-record it")
+    if len(raw) % frame_bytes:
+        raise AudioFileError(
+            f"{p}: {len(raw)} bytes is not a whole number of {channels}-channel 16-bit frames: "
+            "truncated, or not 16-bit PCM with that channel count"
+        )
+    return np.frombuffer(raw, dtype="<i2").reshape(-1, channels).astype(np.int16)
+
+
 class FileSource(ArraySource):
-    """A WAV file as a source, as fast as possible or paced in real time (``realtime=True``)."""
+    """A WAV (or headerless PCM, given ``pcm_rate``) file as a source.
+
+    As fast as possible, or paced in real time with ``realtime=True``.
+    """
 
     def __init__(
         self,
@@ -282,8 +305,13 @@ class FileSource(ArraySource):
         *,
         chunk_frames: int | None = None,
         realtime: bool = False,
+        pcm_rate: int | None = None,
+        pcm_channels: int = 1,
     ) -> None:
-        samples, rate = read_wav(path)
+        if pcm_rate is not None:
+            samples, rate = read_pcm(path, pcm_rate, pcm_channels), pcm_rate
+        else:
+            samples, rate = read_wav(path)
         super().__init__(samples, rate, chunk_frames=chunk_frames, realtime=realtime)
         self.path = Path(path)
 
