@@ -11,7 +11,7 @@
 # Idempotent: sourcing it twice reuses the running daemon.
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/voicesnap-xdg-$(id -u)}"
-mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
 export PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
 export VOICESNAP_TEST_MIC_SINK=voicesnap_mic
 export VOICESNAP_TEST_SPEAKER_SINK=voicesnap_spk
@@ -22,6 +22,7 @@ if ! command -v pulseaudio >/dev/null 2>&1; then
   echo "ci: pulseaudio not installed; microphone tests will skip" >&2
 else
   if ! _vs_pulse_up; then
+    _vs_started=1
     pulseaudio --daemonize=yes --exit-idle-time=-1 -n --disable-shm=yes --enable-memfd=no \
       --load=module-native-protocol-unix \
       --load="module-null-sink sink_name=voicesnap_mic rate=16000 channels=1 sink_properties=device.description=voicesnap_virtual_mic" \
@@ -30,8 +31,8 @@ else
     for _ in $(seq 1 50); do _vs_pulse_up && break; sleep 0.1; done
   fi
   if _vs_pulse_up; then
-    pactl set-default-source voicesnap_mic.monitor
-    pactl set-default-sink voicesnap_spk
+    pactl set-default-source voicesnap_mic.monitor || echo "ci: could not set the default source" >&2
+    pactl set-default-sink voicesnap_spk || echo "ci: could not set the default sink" >&2
     # One silence writer on the mic sink (kept across re-sourcing via its pid file).
     _vs_pid_file="$XDG_RUNTIME_DIR/voicesnap-silence.pid"
     if ! { [ -f "$_vs_pid_file" ] && kill -0 "$(cat "$_vs_pid_file")" 2>/dev/null; }; then
@@ -41,5 +42,9 @@ else
       disown 2>/dev/null || true
     fi
     echo "ci: virtual audio devices up (mic sink voicesnap_mic, speaker sink voicesnap_spk)"
+    # Stop what this script started when the sourcing shell exits (unless it has its own EXIT trap).
+    if [ "${_vs_started:-0}" = 1 ] && [ -z "$(trap -p EXIT)" ]; then
+      trap 'kill "$(cat "$XDG_RUNTIME_DIR/voicesnap-silence.pid" 2>/dev/null)" 2>/dev/null; pactl exit 2>/dev/null || true' EXIT
+    fi
   fi
 fi
