@@ -158,3 +158,35 @@ def enroll(data_dir: Path, players: tuple[str, ...] = PLAYERS) -> None:
     for p in players:
         files = sorted(str(f) for f in (FIXTURES / "enroll").glob(f"{p}_snap*.wav"))
         assert main(["--data-dir", str(data_dir), "enroll", p, "--from-files", *files]) == 0
+
+
+def model_or_skip() -> str:
+    """The Vosk English model the way a user's install finds it, or skip naming what is missing."""
+    import os
+
+    import pytest
+
+    from voicesnap import models
+
+    for candidate in (os.environ.get("VOICESNAP_VOSK_MODEL"),
+                      "/root/.cache/voicesnap-ci/vosk-model-small-en-us-aar-0.3.45",
+                      "/tmp/vm_0.3.45/x/assets/model-en-us"):
+        if candidate and models.is_model(candidate):
+            return candidate
+    pytest.skip("no Vosk English model: set VOICESNAP_VOSK_MODEL (.ci/run fetches one from Maven Central)")
+
+
+SEED, PACE = 161, 1.5  # a deal with a snap, a tie, a wrong call, a snap and a pool claim in 25 s
+
+
+def play_recorded(folder: Path, data: Path, model: str, *extra: str) -> tuple[int, Script]:
+    """`voicesnap play` on the scripted per-player-microphone track, recording into ``folder``."""
+    from voicesnap.cli import main
+
+    script = plan(seed=SEED, pace=PACE, max_flips=80)
+    track = render(script, folder.parent / f"{folder.name}-mic.wav", per_player=True)
+    channels = ",".join(f"{p}={i}" for i, p in enumerate(script.players))
+    code = main(["--data-dir", str(data), "play", "--players", ",".join(script.players), "--seed", str(SEED),
+                 "--pace", str(PACE), "--input-file", str(track), "--channels", channels, "--engine", "vosk",
+                 "--model", model, "--quiet", "--text", "--no-keyboard", "--record", str(folder), *extra])
+    return code, script

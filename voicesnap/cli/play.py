@@ -27,8 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default="classic", help="classic, picture, speed, double, single-pile, "
                         "slapjack, silent or animal (default classic)")
     parser.add_argument("--session", default="single", help="single, best-of-3, best-of-5 or first-to-N")
-    parser.add_argument("--pace", type=float, default=DEFAULT_PACE,
-                        help=f"seconds between flips (default {DEFAULT_PACE}); 0 = flip only on the flip command")
+    parser.add_argument("--pace", type=float, default=None,
+                        help=f"seconds between flips (default {DEFAULT_PACE}; on --resume, the session's); "
+                        "0 = flip only on the flip command")
     parser.add_argument("--engine", choices=("auto", "vosk", "enrolled", "combined", "none"), default="auto",
                         help="how calls are heard: vosk (needs a model), enrolled (players' own voices), "
                         "combined, or none (keyboard only); default: the best available")
@@ -242,11 +243,17 @@ def run(args: argparse.Namespace) -> int:
         records = [ev for _, ev in gamelog.read(folder / "log.jsonl", torn_tail=True)]
         resumed = rebuild(records)
         settings = resumed.settings
+        if args.pace is not None:
+            import dataclasses
+
+            settings = dataclasses.replace(settings, pace=args.pace)
         if resumed.game is None and resumed.session.is_over():
             print(f"that session is over: {resumed.session.winner} won. Start a new one without --resume.")
             return 0
     else:
         players = parse_players(args.players)
+        if args.pace is None:
+            args.pace = DEFAULT_PACE
         if args.pace < 0 or args.pace > 60:
             raise UserError(f"--pace {args.pace} is impossible; use 0 (flip command only) to 60 seconds")
         variant = variants.get(args.variant).variant
@@ -307,7 +314,8 @@ def run(args: argparse.Namespace) -> int:
     keyboard_on = not args.no_keyboard and sys.stdin is not None and not sys.stdin.closed
     log = gamelog.GameLog(folder / "log.jsonl", fsync=True)
     print(f"voicesnap: {', '.join(players)}; {settings.variant}, {settings.format}; "
-          f"calls by {engine_name if spotter is not None else 'keyboard'}; log in {folder}")
+          f"calls by {engine_name if spotter is not None else 'keyboard'}")
+    print(f"log in {folder}")
     if keyboard_on:
         for line in Keymap(players).help_lines():
             print(line)
@@ -327,7 +335,8 @@ def run(args: argparse.Namespace) -> int:
         log.close()
         close_speech()
     if result.winner:
-        print(f"{result.winner} wins the session ({result.games} game(s)). Log: {folder}")
+        print(f"{result.winner} wins the session ({result.games} game(s)).")
+        print(f"log in {folder}")
     elif result.reason in ("interrupted", "ended"):
         print(f"stopped ({result.reason}); continue with: voicesnap play --resume"
               + (f" --record {folder}" if args.record else ""))

@@ -1,0 +1,107 @@
+"""`voicesnap play` from the command line: keyboard play, end and resume, bad options, and a
+voice game from recorded per-player microphones through the real Vosk spotter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from voicesnap import gamelog, rules
+from voicesnap.cli import main
+from voicesnap.table import TableEnd, TableStep, rebuild
+
+from table_script import model_or_skip, play_recorded
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def play(args: list[str], keys: bytes, data: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, VOICESNAP_DATA_DIR=str(data))
+    return subprocess.run([sys.executable, "-m", "voicesnap", "play", *args], input=keys, cwd=ROOT, env=env,
+                          capture_output=True, timeout=timeout)
+
+
+def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "kb"
+    # Alice (q) calls snap at once (wrong: nothing is showing), then Esc ends the game.
+    first = play(["--players", "Alice,Bob", "--engine", "none", "--text", "--quiet", "--seed", "3",
+                  "--pace", "5", "--record", str(folder)], b"q\x1b", data)
+    assert first.returncode == 0, first.stderr.decode()
+    out = first.stdout.decode()
+    assert "Wrong call by Alice" in out and "voicesnap play --resume" in out
+    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
+    assert [r.reason for r in records if isinstance(r, TableEnd)] == ["ended"]
+    state = rebuild(records).game
+    assert len(state.pool) == 1 and state.total() == 52  # the wrong call's card is in the pool
+    # Resume: the same table, played out by the pace alone (nobody calls) to a winner.
+    second = play(["--resume", "--record", str(folder), "--engine", "none", "--text", "--quiet", "--pace", "0.002"],
+                  b"", data, timeout=120)
+    assert second.returncode == 0, second.stderr.decode()
+    assert "wins the session" in second.stdout.decode()
+    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
+    over = [r for r in records if isinstance(r, rules.GameOver)]
+    assert len(over) == 1 and sum(over[0].cards) + 0 <= 52
+    assert gamelog.replay(folder / "log.jsonl").total() == 52
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--players", "Alice"], "2 to 6 players"),
+    (["--players", "Alice,alice"], "different name"),
+    (["--players", "A,B", "--variant", "speeed"], "Did you mean"),
+    (["--players", "A,B", "--session", "best-of-zero"], "session format"),
+    (["--players", "A,B", "--pace", "-1"], "--pace"),
+    (["--players", "A,B", "--channels", "A=0,Zed=1", "--engine", "none"], "not in --players"),
+    (["--players", "A,B", "--channels", "A=0,B=0", "--engine", "none"], "same input channel"),
+    (["--resume"], "no session to resume"),
+])
+def test_impossible_options_get_a_clear_message(args: list[str], message: str, data: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["play", *args, "--quiet", "--no-keyboard"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_the_table_display_fits_80_columns(data: Path, tmp_path: Path) -> None:
+    run = play(["--players", "Alice,Bob,Cara", "--engine", "none", "--quiet", "--seed", "9", "--pace", "0.002",
+                "--record", str(tmp_path / "d")], b"", data, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    lines = run.stdout.decode().splitlines()
+    assert any(line.startswith("   pool:") for line in lines)
+    table = [line for line in lines if not line.startswith("log in ")]
+    assert all(len(line) <= 80 for line in table), max(table, key=len)
+
+
+@pytest.mark.vosk_model
+def test_a_voice_game_from_recorded_microphones_rules_every_call(data: Path, tmp_path: Path) -> None:
+    model = model_or_skip()
+    folder = tmp_path / "voice"
+    code, script = play_recorded(folder, data, model)
+    assert code == 0
+    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
+    got = [(r.EVENT_TYPE, getattr(r, "player", None) or ",".join(sorted(r.players))) for r in records
+           if isinstance(r, rules.RULINGS)]
+    want = []
+    for s in script.shouts:
+        if s.expect == "tie-to-pool":
+            pair = ",".join(sorted(x.player for x in script.shouts if x.expect == "tie-to-pool"))
+            if (s.expect, pair) not in want:
+                want.append((s.expect, pair))
+        else:
+            want.append((s.expect, s.player))
+    assert got == want
+    calls = [r for r in records if isinstance(r, TableStep) and r.kind == "call"]
+    for c, s in zip(calls, script.shouts):
+        assert abs(c.onset - s.onset) < 0.05 and c.player == s.player  # onsets on the one clock
+    flips = [r for r in records if isinstance(r, rules.Flipped)]
+    assert [f.t for f in flips] == pytest.approx(script.flip_times()[: len(flips)])
+    assert (folder / "audio.wav").stat().st_size > 16000 * 2 * 3 * 20  # the session's audio is kept
