@@ -1,0 +1,66 @@
+"""`voicesnap replay DIR`: a recorded session re-judged from its audio agrees with itself,
+always the same way, and a difference comes with its reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicesnap.audio import read_wav, write_wav
+from voicesnap.cli import main
+
+from table_script import model_or_skip, play_recorded
+
+pytestmark = pytest.mark.vosk_model
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, object]:
+    model = model_or_skip()
+    base = tmp_path_factory.mktemp("replay")
+    data = base / "data"
+    folder = base / "session"
+    code, script = play_recorded(folder, data, model)
+    assert code == 0
+    return folder, data, model, script
+
+
+def rejudge(folder: Path, data: Path, model: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
+    code = main(["--data-dir", str(data), "replay", str(folder), "--model", model, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_recorded_audio_gives_the_same_rulings_again(recorded, capsys) -> None:
+    """The live game listened to the same file, so a deterministic re-judging agrees to the millisecond."""
+    folder, data, model, script = recorded
+    code, got = rejudge(folder, data, model, capsys)
+    assert code == 0 and got["total"] == got["agree"] == 5
+    assert {r["ruling"] for r in got["rulings"]} == {"snap-won", "tie-to-pool", "wrong-call", "pool-won"}
+    assert all(r["live"] == r["replay"] for r in got["rulings"])
+
+
+def test_a_call_missing_from_the_audio_is_explained(recorded, capsys, tmp_path: Path) -> None:
+    folder, data, model, script = recorded
+    copy = tmp_path / "edited"
+    copy.mkdir()
+    (copy / "log.jsonl").write_bytes((folder / "log.jsonl").read_bytes())
+    samples, rate = read_wav(folder / "audio.wav")
+    bob = script.players.index("bob")
+    shout = next(s for s in script.shouts if s.player == "bob" and s.word == "snap")
+    a = int(shout.onset * rate) - 1600
+    samples = samples.copy()
+    samples[a: a + rate, bob] = 0  # bob's snap never reached his microphone
+    write_wav(copy / "audio.wav", samples, rate)
+    assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 1
+    text = capsys.readouterr().out.splitlines()
+    diff = next(i for i, line in enumerate(text) if "DIFF" in line)
+    assert "snap-won" in text[diff] and "bob" in text[diff] and f"{shout.onset:.3f}" in text[diff]
+    assert "why: replay heard no call from bob" in text[diff + 1] and "did not hear" in text[diff + 1]
+
+
+def test_a_session_without_audio_says_how_to_record_one(tmp_path: Path, capsys) -> None:
+    assert main(["--data-dir", str(tmp_path / "d"), "replay", str(tmp_path)]) == 2
+    assert "--record" in capsys.readouterr().err
