@@ -11,7 +11,8 @@ from voicesnap.cards import standard_deck
 from voicesnap.errors import UserError
 from voicesnap.referee import Call
 from voicesnap.rules import (
-    Dealt, Eliminated, Flipped, Game, GameOver, GameStarted, Options, Refreshed, RulesError,
+    Dealt, Eliminated, Flipped, Forfeit, Game, GameOver, GameStarted, Options, PoolWon, Refreshed, RulesError,
+    SnapWon, TieToPool, WrongCall,
 )
 
 
@@ -257,6 +258,28 @@ def test_public_view_follows_the_table() -> None:
 
 def test_call_words_name_each_players_words() -> None:
     assert Game(NAMES[:2], seed=1).call_words(1) == {"snap": "snap", "pool": "snap pool"}
+
+
+@pytest.mark.parametrize("ruling", [
+    SnapWon(2.4, "Cat", "snap", (0, 1), (1, 99), 100, 2),  # the first pile is fine, the second is not
+    SnapWon(2.4, "Cat", "snap", (0, 7), (1, 1), 2, 2),
+    SnapWon(2.4, "Cat", "snap", (0, 0), (1, 1), 2, 2),
+    TieToPool(2.4, ("Ann", "Ben"), "snap", (0, 1), (1, 2), 3, 2),
+    WrongCall(2.4, "Ann", "snap", 5, 0, 5, 2),
+    WrongCall(2.4, "Ann", "snap", 1, 3, 4, 2),
+    Forfeit(2.4, "Ben", "Ann", 60),
+    Forfeit(2.4, "Ben", "Ben", 1),
+    PoolWon(2.4, "Zed", 0, 2),
+])
+def test_an_impossible_ruling_is_refused_before_it_changes_anything(ruling: object) -> None:
+    game = rig(["7H 2C", "7S 3C", "8D 4C"])
+    game.flip(1.0)
+    game.flip(2.0)
+    before = (game.state, game.version, len(game.events))
+    with pytest.raises(RulesError):
+        game.apply(ruling)
+    assert (game.state, game.version, len(game.events)) == before
+    game.check(full=True)
 
 
 def test_game_started_records_everything_needed_to_rebuild() -> None:

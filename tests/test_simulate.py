@@ -42,6 +42,12 @@ def test_human_table_has_one_block_per_player_count(capsys: pytest.CaptureFixtur
     "argv, message",
     [
         (["--players", "7"], "2 to 6 players, not 7"),
+        (["--players", "1"], "2 to 6 players, not 1"),
+        (["--players", "2,7"], "not 7"),
+        (["--players", ""], "not a player count"),
+        (["--max-flips", "0"], "max flips 0 is impossible"),
+        (["--tie-window", "-0.1"], "tie window"),
+        (["--pace", "inf"], "positive number"),
         (["--players", "1-3"], "not 1"),
         (["--players", "two"], "not a player count"),
         (["--players", "5-2"], "runs backwards"),
@@ -199,3 +205,16 @@ def test_default_bots_are_human_spread_and_tight_is_an_option(capsys: pytest.Cap
         _cli(capsys, "--games", "2", "--spread", "sloppy")
     err = capsys.readouterr().err
     assert info.value.code == 2 and "choose from 'human', 'tight'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("variant", ["classic", "double", "single-pile", "animal"])
+def test_a_simulated_games_log_replays_to_the_same_table(variant: str) -> None:
+    from voicesnap import gamelog
+
+    log: list = []
+    simulate.play_game(4, 3, variant=variant, log=log)
+    assert type(log[0]) is rules.GameStarted and type(log[1]) is rules.Dealt
+    game = gamelog.replay(log)
+    over = [ev for ev in log if type(ev) is rules.GameOver][0]
+    assert game.is_over() and game.winner == over.winner
+    assert tuple(game.holds(s) for s in range(4)) == over.cards

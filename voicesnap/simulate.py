@@ -313,6 +313,8 @@ def play(game: Game, seed: int, pace: float = DEFAULT_PACE, log: list[Any] | Non
     showing, eliminated, on_show = game.showing, game.eliminated, game.on_show
     has_slap = any(rules.SLAP in game.call_words(s) for s in range(players))
     flip, react, submit, advance = ref.flip, bots.react, ref.submit, ref.advance
+    if log is not None:
+        log.extend(game.events)  # game-started and dealt: what makes the log replayable
     flips = matches = 0
     snap_on = False
     out = eliminated()  # changes only with a ruling or a flip that puts someone out
