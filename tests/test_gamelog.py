@@ -160,3 +160,21 @@ def test_a_torn_last_line_from_a_crash(tmp_path: Path) -> None:
 def test_a_missing_log_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(gamelog.LogError, match="no game log at"):
         gamelog.replay(tmp_path / "nothing.jsonl")
+
+
+def test_junk_in_any_field_of_a_ruling_is_named_never_a_crash(tmp_path: Path) -> None:
+    """A hand-edited or damaged log: every field of the first rulings replaced by junk
+    gives a LogError naming a line (or replays, where the junk changes nothing)."""
+    lines = _lines()
+    rulings = [i for i, line in enumerate(lines) if '"flipped"' not in line and '"refreshed"' not in line][2:7]
+    assert len(rulings) >= 5
+    path = tmp_path / "game.jsonl"
+    for i in rulings:
+        data = json.loads(lines[i])
+        for key in [k for k in data if k != "type"]:
+            for junk in ("x", -1, None, 10**9, [99], 1.5):
+                edited = lines[:i] + [json.dumps({**data, key: junk})] + lines[i + 1:]
+                try:
+                    gamelog.replay(_write(path, edited))
+                except gamelog.LogError as exc:
+                    assert "line" in str(exc) or ".jsonl:" in str(exc)

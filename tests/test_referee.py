@@ -226,3 +226,13 @@ def test_the_cheap_paths_rule_exactly_as_judging_every_call(variant: str, monkey
     assert fast == slow
     taken = sum(1 for log in fast for ev in log if type(ev) is CallIgnored and ev.reason == "already taken")
     assert taken > 20  # the shortcut was exercised
+
+
+def test_a_flip_without_a_real_time_is_refused() -> None:
+    ref = Referee(rig(["7H", "7S"]))
+    with pytest.raises(RulesError, match="not NaN"):
+        ref.flip(float("nan"))
+    assert ref.game.flips == 0
+    ref.flip(1.0)
+    with pytest.raises(RulesError, match="earlier than the previous flip"):
+        ref.flip(0.5)

@@ -79,8 +79,9 @@ class Referee:
                 f"flip at {t:.3f} s comes before a ruling already made at {self.last_ruled:.3f} s; "
                 "flip before advancing past it"
             )
-        if t < self._times[-1]:
-            raise RulesError(f"flip at {t:.3f} s is earlier than the previous flip at {self._times[-1]:.3f} s")
+        if not t >= self._times[-1]:  # (written so that a NaN time is refused too)
+            raise RulesError(f"flip at {t:.3f} s is earlier than the previous flip at {self._times[-1]:.3f} s"
+                             if t == t else "a flip needs a time in seconds on the audio clock, not NaN")
         events = self.game.flip(t)
         self._times.append(t)
         self._views.append(self.game.view())
