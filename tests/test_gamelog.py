@@ -168,6 +168,7 @@ def test_junk_in_any_field_of_a_ruling_is_named_never_a_crash(tmp_path: Path) ->
     lines = _lines()
     rulings = [i for i, line in enumerate(lines) if '"flipped"' not in line and '"refreshed"' not in line][2:7]
     assert len(rulings) >= 5
+    lines = lines[: rulings[-1] + 5]  # a log cut short replays as far as it goes: quicker
     path = tmp_path / "game.jsonl"
     for i in rulings:
         data = json.loads(lines[i])
