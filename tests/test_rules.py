@@ -120,6 +120,7 @@ def test_flip_cap_ends_the_game_by_most_cards() -> None:
     assert game.flips == 10 and out[-1].reason == "flip cap"
     held = [game.holds(s) for s in range(3)]
     assert out[-1].cards == tuple(held) and held[game.seat_of[game.winner]] == max(held)
+    assert held.count(max(held)) == 1 and game.tiebreak_step() == "most cards held"
 
 
 def test_tiebreak_on_equal_holdings_and_nothing_won_draws_lots_from_the_seed() -> None:
@@ -149,7 +150,7 @@ def test_tiebreak_on_equal_holdings_goes_to_most_cards_won_by_calls() -> None:
     )
     assert over.cards == (26, 26) and game.won == [1, 2]
     assert over.winner == "Ben"  # the old rule (seat order) gave it to Ann
-    assert game.tiebreak_order() == ["Ben", "Ann"]
+    assert game.tiebreak_order() == ["Ben", "Ann"] and game.tiebreak_step() == "most cards won by calls"
 
 
 def test_tiebreak_on_equal_holdings_and_cards_won_goes_to_the_latest_winner() -> None:
@@ -161,7 +162,7 @@ def test_tiebreak_on_equal_holdings_and_cards_won_goes_to_the_latest_winner() ->
     )
     assert over.cards == (26, 26) and game.won == [2, 2]
     assert game.last_won == [2.4, 4.4]
-    assert over.winner == "Ben"
+    assert over.winner == "Ben" and game.tiebreak_step() == "the latest winning call"
 
 
 def test_tiebreak_lots_favour_no_seat_and_replay_the_same() -> None:
@@ -176,7 +177,7 @@ def test_tiebreak_lots_favour_no_seat_and_replay_the_same() -> None:
         again = Game(NAMES[:2], seed)
         while not again.is_over():
             again.flip(float(again.flips))
-        assert again.winner == game.winner
+        assert again.winner == game.winner and game.tiebreak_step() == "lots"
         winners.append(game.winner)
     first = winners.count("Ben") / len(winners)  # Ben sits on the dealer's left
     assert 0.3 <= first <= 0.7, first

@@ -900,7 +900,18 @@ class Game:
         """The players the tiebreak considers, best first (for display and tests)."""
         return [self.players[s] for s in self._ranked()]
 
+    def tiebreak_step(self) -> str | None:
+        """What settled a game the tiebreak decided, for players: "most cards held",
+        "most cards won by calls", "the latest winning call" or "lots"; None while
+        the game runs or when it was won outright (the last player holding cards)."""
+        if not self.over or self.reason == "last player":
+            return None
+        return self._ranking()[1]
+
     def _ranked(self) -> list[int]:
+        return self._ranking()[0]
+
+    def _ranking(self) -> tuple[list[int], str | None]:
         order = [(self.dealer + 1 + i) % self.n for i in range(self.n)]
         last_out = max((t for t in self.out_at if t is not None), default=None)
         candidates = [s for s in order if not self.out[s]] or [s for s in order if self.out_at[s] == last_out]
@@ -911,9 +922,14 @@ class Game:
             return (self.holds(s), self.won[s], never if last is None else last)
 
         ranked = sorted(candidates, key=key, reverse=True)  # stable: seat order within a level
-        level = [s for s in ranked if key(s) == key(ranked[0])]
+        if len(ranked) < 2:
+            return ranked, None
+        best, second = key(ranked[0]), key(ranked[1])
+        steps = ("most cards held", "most cards won by calls", "the latest winning call")
+        step = next((steps[i] for i in range(3) if best[i] != second[i]), "lots")
+        level = [s for s in ranked if key(s) == best]
         if len(level) > 1:
             pick = level[random.Random(f"tiebreak:{self.seed}").randrange(len(level))]
             ranked.remove(pick)
             ranked.insert(0, pick)
-        return ranked
+        return ranked, step
