@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from .cards import Card
-from .referee import Call
+from .referee import Call, make_call
 
 if TYPE_CHECKING:
     from .rules import Game
@@ -142,6 +142,9 @@ class Bots:
         self.flipper_may_call = flipper_may_call
         self.pool_flipper_only = pool_claim == "flipper"
         self._words = {p: {**DEFAULT_WORDS, **(words.get(p, {}) if words else {})} for p in players}
+        # What the match loop reads per bot, in one tuple.
+        self._bots = tuple((p.name, p.miss, p.pool_slip, mu, p.sigma, self._words[p.name])
+                           for p, mu in zip(self.profiles, self._mu))
         self._p_false = sum(p.false_call for p in self.profiles)
         self._p_near = sum(p.near_miss for p in self.profiles)
         # Cumulative weights to pick which bot errs, one draw per flip.
@@ -208,10 +211,12 @@ class Bots:
             if onset >= horizon:
                 return []
             name = self.profiles[seat].name
-            return [Call(name, self._words[name][SNAP], onset)]
+            return [make_call(name, self._words[name][SNAP], onset)]
         calls: list[Call] = []
-        for seat, prof in enumerate(self.profiles):
-            if out[seat] or rng.random() < prof.miss:
+        random, gauss, exp = rng.random, rng.gauss, math.exp
+        jitter = self._jitter
+        for seat, (name, miss, pool_slip, mu, sigma, words) in enumerate(self._bots):
+            if out[seat] or random() < miss:
                 continue
             flipper = seat in flippers
             if flipper and not self.flipper_may_call:
@@ -219,15 +224,19 @@ class Bots:
             may_pool = pool and (flipper or not self.pool_flipper_only)
             if slap:
                 kind = SLAP
-            elif may_pool and (not snap or rng.random() < 0.5):
+            elif may_pool and (not snap or random() < 0.5):
                 kind = POOL
             elif snap:  # a slip of the tongue: "snap pool" with no pool match on show
-                kind = POOL if not pool and rng.random() < prof.pool_slip else SNAP
+                kind = POOL if not pool and random() < pool_slip else SNAP
             else:
                 continue  # only the pool is on, and it is not this bot's to claim
-            onset = t + self.reaction(seat)
+            # self.reaction(seat), inlined: this loop runs for every bot on every match
+            r = exp(mu + sigma * gauss())
+            if jitter:
+                r += jitter * gauss()
+            onset = t + (r if r > _MIN_REACTION else _MIN_REACTION)
             if onset < horizon:
-                calls.append(Call(prof.name, self._words[prof.name][kind], onset))
+                calls.append(make_call(name, words[kind], onset))
         return calls
 
 
