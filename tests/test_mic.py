@@ -128,3 +128,36 @@ def test_devices_without_any_device_says_how_to_get_one(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "PortAudio sees no audio device" in proc.stderr and "pulseaudio" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_listen_live_hears_a_call_through_the_microphone(tmp_path: Path) -> None:
+    """End to end: paplay -> virtual mic -> PortAudio -> MicSource -> Vosk -> `voicesnap listen`."""
+    import sys
+
+    sink = _mic_sink()
+    from voicesnap import models
+
+    try:
+        model = models.find_model("en", data=tmp_path / "data")
+    except models.ModelError:
+        pytest.skip("no English Vosk model (VOICESNAP_VOSK_MODEL unset; .ci/run sets it)")
+    samples, rate = read_wav(FIXTURE, expect_rate=16000)
+    wav = write_wav(tmp_path / "call.wav", samples[: int(1.8 * rate), 0], rate)  # one "snap" at 0.8 s
+    env = dict(os.environ, VOICESNAP_DATA_DIR=str(tmp_path / "data"))
+    listen = subprocess.Popen(
+        [sys.executable, "-m", "voicesnap", "listen", "--seconds", "4", "--no-pool", "--model", str(model)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert listen.stderr is not None
+        banner = listen.stderr.readline()  # printed once the stream is open
+        assert "listening on the microphone" in banner, banner
+        subprocess.run(["paplay", f"--device={sink}", str(wav)], check=True, timeout=20)
+        out, err = listen.communicate(timeout=30)
+    finally:
+        if listen.poll() is None:
+            listen.kill()
+    assert listen.returncode == 0, err
+    heard = [line.split()[0] for line in out.splitlines()]
+    assert heard == ["snap"], out
+    onset = float(out.split("onset")[1].split()[0])
+    assert 0.8 < onset < 4.0  # after the stream opened, on the stream's own clock
