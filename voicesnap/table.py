@@ -188,8 +188,11 @@ class TableLoop:
         start: float = 0.0,
         first_flip_delay: float = 1.0,
         lag: float | Callable[[], float] = HEARD_LAG,
+        busy: Callable[[], bool] = lambda: False,
     ) -> None:
         self.referee = referee
+        self.busy = busy  # a ruling is still being spoken: the next flip waits for it
+        self._waited = False
         self._lag = lag
         self.players = tuple(players)
         self.pace = pace  # None: flip only on the flip command
@@ -346,6 +349,11 @@ class TableLoop:
             due = self._due()
             if due is None or due > self.now:
                 break
+            if self.schedule is None and self.busy():
+                self._waited = True  # players hear every ruling before the next card
+                break
+            if self._waited:  # the card is turned now, when the ruling has been heard
+                due, self._waited = max(due, self.now), False
             self._advance(due - self.lag, actions)
             if self.stopped is None:
                 self._flip(due, actions)
@@ -404,8 +412,10 @@ class Table:
         wall: Callable[[], float] | None = None,
         queue_size: int = 256,
         tick: float = 0.05,
+        hook: Callable[[], list[Any]] | None = None,
     ) -> None:
         self.loop = loop
+        self.hook = hook  # called every tick; records it returns are logged (speech start times)
         self.on_actions = on_actions
         self.chunks = chunks
         self.spotter = spotter
@@ -495,6 +505,8 @@ class Table:
                         self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
                 now = self.heard if self.chunks is not None else self._wall()
                 actions = self.loop.step(now, detections)
+                if self.hook is not None:
+                    actions += [Log(r) for r in self.hook()]
                 self.on_actions(actions)
                 stop = next((a for a in actions if isinstance(a, Stop)), None)
                 if stop is not None:
@@ -545,6 +557,7 @@ class LiveInput:
         self.source: Any = None
         self.rate = 16000
         self._seen = {"overflows": 0, "dropped_frames": 0}
+        self.offset = 0  # frames added to the current source's clock (after reopenings)
 
     def close(self) -> None:
         self.closed.set()
@@ -559,7 +572,7 @@ class LiveInput:
                         f"({over} overflow(s)); the computer is too busy, so calls in that gap were not heard")
 
     def __iter__(self) -> Iterator[Any]:
-        offset = 0  # frames added to the source's clock (across reopenings)
+        offset = self.offset = 0  # frames added to the source's clock (across reopenings)
         end = 0
         self.source = self.open_source()
         self.rate = getattr(self.source, "rate", self.rate)
@@ -596,7 +609,7 @@ class LiveInput:
                 if self.source is None:
                     return
                 gap = int((time.monotonic() - lost_at) * self.rate)
-                offset = end + gap
+                offset = self.offset = end + gap
                 self._seen = {"overflows": 0, "dropped_frames": 0}
                 last = time.monotonic()
                 self.report(f"{self.BACK}: resuming")
@@ -758,7 +771,26 @@ class Output:
         self.setting = setting
         self.rulings: list[str] = []
         self.notice = ""
+        self._speaking: dict[str, float] = {}  # ruling text -> when it was handed to the speaker
+        self._ids: dict[int, str] = {}
         self.said: list[tuple[str, Any]] = []  # (text, event) in order, for tests and replays
+
+    SPEECH_LIMIT = 30.0  # s: a ruling not reported finished by then is taken as done (speech failed)
+
+    def _track(self, record: Any) -> None:
+        kind = getattr(record, "EVENT_TYPE", "")
+        if kind == "speech-started" and record.text in self._speaking:
+            self._ids[record.id] = record.text
+        elif kind == "speech-ended" and record.id in self._ids:
+            self._speaking.pop(self._ids.pop(record.id), None)
+
+    def busy(self) -> bool:
+        """Is a ruling still being spoken? (The next flip waits, so every flip is heard.)"""
+        now = time.monotonic()
+        for text, since in list(self._speaking.items()):
+            if now - since > self.SPEECH_LIMIT:
+                del self._speaking[text]
+        return bool(self._speaking)
 
     def __call__(self, actions: list[Action]) -> None:
         records = [a.record for a in actions if isinstance(a, Log)]
@@ -767,6 +799,7 @@ class Output:
         changed = False
         for a in actions:
             if isinstance(a, Log):
+                self._track(a.record)
                 line = ruling_line(a.record)
                 if line:
                     self.rulings = (self.rulings + [line])[-6:]
@@ -776,6 +809,8 @@ class Output:
             elif isinstance(a, Say):
                 self.said.append((a.text, a.source))
                 if self.say is not None:
+                    if a.priority >= PRIORITY_RULING:
+                        self._speaking[a.text] = time.monotonic()
                     self.say(a.text, a.priority, a.source)
                 if self.text:
                     self.lines(a.text)
@@ -917,6 +952,7 @@ def play_session(
     first_flip_delay: float = 1.0,
     tick: float = 0.05,
     pool_flag: list[Any] | None = None,
+    hook: Callable[[], list[Any]] | None = None,
 ) -> SessionResult:
     """Play (or continue) a whole session; everything goes to ``log`` as it happens.
 
@@ -981,6 +1017,7 @@ def play_session(
             start=start,
             first_flip_delay=first_flip_delay,
             lag=(lambda g=holder, s=settings: max(s.lag, s.pool_lag) if g.pool else s.lag),
+            busy=lambda: out_box[0].busy(),
         )
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]
@@ -989,7 +1026,9 @@ def play_session(
         if fresh:
             dealer = game.players[game.dealer]
             output([Say(f"Game {session.games + 1}. {dealer} deals.", PRIORITY_INFO)])
-        table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick)
+        table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook)
+        if isinstance(chunks, LiveInput):  # device lost/back and overflows reach this game's loop
+            chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))
         if keyboard is not None:
             snap_words = {}
             if settings.variant == "silent":

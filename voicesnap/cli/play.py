@@ -208,25 +208,26 @@ class ChannelSpotters:
         return out
 
 
-def _announcer(args: argparse.Namespace, lines: Any) -> tuple[Any, Any, Any]:
-    """(say, setting, close) for the announcer, or Nones when speech is off or impossible."""
+def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> tuple[Any, Any, Any, Any]:
+    """(say, setting, close, poll) for the announcer, or Nones when speech is off or impossible."""
+    nothing = (None, None, lambda: None, lambda: [])
     if args.quiet:
-        return None, None, lambda: None
+        return nothing
     try:
         from .. import announcer as ann
     except ImportError:
         lines("(speech is not available in this build: announcements are printed)")
-        return None, None, lambda: None
+        return nothing
     make = getattr(ann, "for_table", None)
     if make is None:
         lines("(the announcer cannot be started from here yet: announcements are printed)")
-        return None, None, lambda: None
+        return nothing
     try:
-        speaker = make(device=_device(args.output), data_dir=args.data_dir)
+        speaker = make(device=_device(args.output), data_dir=args.data_dir, clock_map=clock_map)
     except UserError as exc:
         lines(f"(no speech: {exc}; announcements are printed)")
-        return None, None, lambda: None
-    return speaker.say, getattr(speaker, "setting", None), speaker.close
+        return nothing
+    return speaker.say, getattr(speaker, "setting", None), speaker.close, speaker.poll
 
 
 def run(args: argparse.Namespace) -> int:
@@ -293,7 +294,12 @@ def run(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(settings, engine=engine_name, lag=lag, pool_lag=pool_lag, channels=channels,
                                        audio="audio.wav" if (args.record and spotter is not None) else "")
     lines = print
-    say, setting, close_speech = _announcer(args, lines)
+    clock_map = None
+    if not args.quiet and not args.input_file and listen:
+        from ..playback import ClockMap
+
+        clock_map = ClockMap()  # speech start times mapped onto the microphone's clock
+    say, setting, close_speech, poll_speech = _announcer(args, lines, clock_map)
     chunks = None
     recorder = None
     live = None
@@ -313,6 +319,20 @@ def run(args: argparse.Namespace) -> int:
             recorder = RecordingTap(folder / name)
     keyboard_on = not args.no_keyboard and sys.stdin is not None and not sys.stdin.closed
     log = gamelog.GameLog(folder / "log.jsonl", fsync=True)
+
+    def hook() -> list[Any]:
+        """Every tick: anchor the speaker's clock on the microphone's, collect speech start times."""
+        source = getattr(live, "source", None)
+        stream = getattr(source, "_stream", None)
+        if clock_map is not None and stream is not None:
+            from ..playback import anchor_from_input
+
+            try:
+                anchor_from_input(clock_map, stream, source.position + live.offset, source.rate)
+            except Exception:  # a stream closing under us: the next tick anchors again
+                pass
+        return list(poll_speech())
+
     print(f"voicesnap: {', '.join(players)}; {settings.variant}, {settings.format}; "
           f"calls by {engine_name if spotter is not None else 'keyboard'}")
     print(f"log in {folder}")
@@ -325,8 +345,14 @@ def run(args: argparse.Namespace) -> int:
                 settings, log, chunks=chunks, spotter=spotter,
                 tap=recorder.write if recorder is not None else None,
                 keyboard=keys if keyboard_on else None, say=say, lines=lines, text=args.text,
-                setting=setting, resumed=resumed, pool_flag=pool_flag,
+                setting=setting, resumed=resumed, pool_flag=pool_flag, hook=hook,
             )
+            end = time.monotonic() + 3.0  # let the last words finish, and log when they started
+            while say is not None and time.monotonic() < end:
+                found = hook()
+                if found:
+                    log.write(*found)
+                time.sleep(0.1)
     finally:
         if live is not None:
             live.close()
