@@ -99,7 +99,7 @@ def _identify(args: argparse.Namespace) -> int:
         return 0
     who = att.player or "nobody enrolled (unknown voice)"
     print(f"{args.file}: {who}" + (f", saying '{att.phrase}'" if att.phrase else "")
-          + f" (score {att.score:.2f}; 0.50 is the acceptance line)")
+          + f" (score {att.score:.2f}; {V.ACCEPT_SCORE:.2f} is the acceptance line)")
     for name, sc in sorted(att.scores.items(), key=lambda kv: -kv[1]):
         print(f"  {name:16s} {sc:.2f}")
     return 0

@@ -238,7 +238,14 @@ class EnrolledSpotter:
             vp = voiceprint(self._samples(st, max(s, lo + h.start), min(e, lo + h.end + 1)))
             voice[player] = self.voices.profiles[player].voice_distance(vp) / \
                 self.voices.profiles[player].voice_threshold
-        att = self.voices.decide(best, voice)
+        mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
+        if mapped is not None:
+            # the mic names the caller: the voice only has to be plausibly theirs
+            # (a neighbour's crosstalk at the start of the stretch blurs the fit)
+            mine = {k: v for k, v in best.items() if k[0] == mapped or k[0] in self.voices.rivals}
+            att = self.voices.decide(mine, voice, accept=1.0)
+        else:
+            att = self.voices.decide(best, voice)
         detections: list[Detection] = []
         found: list[tuple[str, str, object]] = []
         if att.player is not None and att.phrase is not None:
