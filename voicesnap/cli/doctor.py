@@ -71,17 +71,22 @@ def check_pyttsx3() -> Check:
     if shutil.which("espeak-ng") is None and shutil.which("espeak") is None:
         return Check("pyttsx3 voices", False, "pyttsx3 has no speech engine (espeak-ng is missing)",
                      "install it: sudo apt-get install espeak-ng")
-    try:
-        import pyttsx3
+    # Ask through voicesnap.speech, the one owner of the process's espeak-ng:
+    # a second pyttsx3.init() in a process that already renders deadlocks
+    # inside espeak-ng (seen: the driver hangs in SetVoiceByName).
+    from .. import speech
 
-        engine = pyttsx3.init()
-        voices = engine.getProperty("voices") or []
-        engine.stop()
-    except Exception as exc:  # pyttsx3 raises many kinds when its driver fails
-        return Check("pyttsx3 voices", False, f"pyttsx3 cannot start its driver ({exc})",
+    try:
+        voices = speech.available_voices()
+        speech.render("ready")
+    except speech.SpeechError as exc:
+        return Check("pyttsx3 voices", False, str(exc),
+                     "install the speech engine: sudo apt-get install espeak-ng libespeak-ng1")
+    except Exception as exc:  # the driver fails in many ways when the library is broken
+        return Check("pyttsx3 voices", False, f"the speech engine cannot start ({exc})",
                      "install the speech library it drives: sudo apt-get install espeak-ng libespeak-ng1")
     if not voices:
-        return Check("pyttsx3 voices", False, "pyttsx3 lists no voices",
+        return Check("pyttsx3 voices", False, "the speech engine lists no voices",
                      "install voices: sudo apt-get install espeak-ng-data")
     return Check("pyttsx3 voices", True, f"pyttsx3 {version}, {len(voices)} voices")
 
