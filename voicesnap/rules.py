@@ -813,29 +813,32 @@ class Game:
 
     def _check_ruling(self, ev: Any) -> None:
         """Raise RulesError unless ``ev`` can be applied to the table as it is."""
-        if isinstance(ev, (SnapWon, TieToPool)):
-            if len(ev.piles) != len(ev.counts) or len(set(ev.piles)) != len(ev.piles):
-                raise RulesError(f"the ruling names piles {ev.piles} with counts {ev.counts}")
-            for p, count in zip(ev.piles, ev.counts):
-                if not (isinstance(p, int) and 0 <= p < len(self.piles)):
+        kind = type(ev)  # (events are final dataclasses: dispatch on the exact type, cheaply)
+        if kind is SnapWon or kind is TieToPool:
+            piles, counts = ev.piles, ev.counts
+            if len(piles) != len(counts) or len(set(piles)) != len(piles):
+                raise RulesError(f"the ruling names piles {piles} with counts {counts}")
+            for p, count in zip(piles, counts):
+                if type(p) is not int or not 0 <= p < len(self.piles):
                     raise RulesError(f"there is no pile {p!r}")
-                if not (isinstance(count, int) and 0 <= count <= len(self.piles[p])):
+                if type(count) is not int or not 0 <= count <= len(self.piles[p]):
                     raise RulesError(f"pile {p} holds {len(self.piles[p])} cards, the ruling takes {count!r}")
-        if isinstance(ev, (SnapWon, PoolWon, WrongCall)):
+            if kind is TieToPool:
+                return
+        if kind is SnapWon or kind is PoolWon or kind is WrongCall:
             seat = self._seat(ev.player)
             if self.out[seat]:
                 raise RulesError(f"{ev.player} is out of this game")
-        if isinstance(ev, WrongCall):
-            seat = self.seat_of[ev.player]
-            pile = self.piles[self.pile_of[seat]] if len(self.piles) == self.n else []
-            if not (isinstance(ev.from_pile, int) and 0 <= ev.from_pile <= len(pile)):
-                raise RulesError(f"{ev.player}'s pile holds {len(pile)} cards, the ruling moves {ev.from_pile!r}")
-            if ev.from_stack not in (0, 1) or ev.from_stack > len(self.down[seat]):
-                raise RulesError(f"{ev.player}'s stack holds {len(self.down[seat])} cards, "
-                                 f"the ruling moves {ev.from_stack!r}")
-        if isinstance(ev, Forfeit):
+            if kind is WrongCall:
+                pile = self.piles[self.pile_of[seat]] if len(self.piles) == self.n else []
+                if type(ev.from_pile) is not int or not 0 <= ev.from_pile <= len(pile):
+                    raise RulesError(f"{ev.player}'s pile holds {len(pile)} cards, the ruling moves {ev.from_pile!r}")
+                if ev.from_stack not in (0, 1) or ev.from_stack > len(self.down[seat]):
+                    raise RulesError(f"{ev.player}'s stack holds {len(self.down[seat])} cards, "
+                                     f"the ruling moves {ev.from_stack!r}")
+        elif kind is Forfeit:
             giver, taker = self._seat(ev.player), self._seat(ev.to)
-            if not (isinstance(ev.cards, int) and 0 <= ev.cards <= len(self.down[giver])) or giver == taker:
+            if type(ev.cards) is not int or not 0 <= ev.cards <= len(self.down[giver]) or giver == taker:
                 raise RulesError(f"{ev.player} cannot give {ev.to} {ev.cards!r} face-down cards")
 
     def _owners(self, p: int) -> list[int]:
