@@ -233,3 +233,24 @@ def test_listen_command_prints_the_calls_of_a_file(model, tmp_path: Path, capsys
     assert np.array_equal(read_wav(record)[0], read_wav(CORPUS / "clean_alice.wav")[0])
     assert main(["listen", "--engine", "enrolled", "--file", str(CORPUS / "clean_alice.wav")]) == 2
     assert "no players are enrolled" in capsys.readouterr().err
+
+
+def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, capsys) -> None:
+    import voicefixtures  # tests/ helper: profiles from the fixture players' enrollment takes
+
+    from voicesnap import events, voices
+    from voicesnap.cli import main
+
+    data = tmp_path / "data"
+    for name in ("alice", "bob", "cara"):
+        voices.save_profile(voicefixtures.profile(name), str(data))
+    wav = str(CORPUS / "clean_bob.wav")
+    truth = [s["text"] for s in _truth("clean_bob")]
+    assert main(["--data-dir", str(data), "listen", "--file", wav, "--json",
+                 "--model", str(_english_model_path())]) == 0
+    heard = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d.word for d in heard] == truth
+    assert {d.player for d in heard} == {"bob"} and all(d.score is not None for d in heard)
+    assert main(["--data-dir", str(data), "listen", "--file", wav, "--json", "--engine", "enrolled"]) == 0
+    enrolled = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert enrolled and all(d.engine == "enrolled" and d.player == "bob" for d in enrolled)
