@@ -70,7 +70,7 @@ def takes(player: str, word: str) -> list[np.ndarray]:
 
 
 def plan(seed: int = 4, pace: float = 2.5, first_flip: float = 1.0, players: tuple[str, ...] = PLAYERS,
-         react: float = 0.6, max_flips: int = 60) -> Script:
+         react: float = 0.6, max_flips: int = 60, wanted: list[str] | None = None) -> Script:
     """Find moments in the dealt game for a snap, a 30 ms tie, a wrong call and a pool claim.
 
     Plays the session's first game on a copy with the calls applied (so later
@@ -81,7 +81,7 @@ def plan(seed: int = 4, pace: float = 2.5, first_flip: float = 1.0, players: tup
     game = Session(players, "single", seed).new_game(0.0)
     ref = Referee(game)
     script = Script(players, seed, pace, first_flip, 0)
-    wanted = ["snap-won", "tie-to-pool", "wrong-call", "snap-won", "pool-won"]
+    wanted = list(wanted or ["snap-won", "tie-to-pool", "wrong-call", "snap-won", "pool-won"])
     t = first_flip
     last_call = -10.0
     for k in range(max_flips):

@@ -1,5 +1,7 @@
-"""`voicesnap play` from the command line: keyboard play, end and resume, bad options, and a
-voice game from recorded per-player microphones through the real Vosk spotter."""
+"""`voicesnap play` from the command line: keyboard play, end and resume, bad options, the display.
+
+The voice game from recorded microphones is played once, in tests/test_replay.py, where the
+same recording is also re-judged."""
 
 from __future__ import annotations
 
@@ -12,9 +14,8 @@ import pytest
 
 from voicesnap import gamelog, rules
 from voicesnap.cli import main
-from voicesnap.table import TableEnd, TableStep, rebuild
+from voicesnap.table import TableEnd, rebuild
 
-from table_script import model_or_skip, play_recorded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,29 +80,3 @@ def test_the_table_display_fits_80_columns(data: Path, tmp_path: Path) -> None:
     assert any(line.startswith("   pool:") for line in lines)
     table = [line for line in lines if not line.startswith("log in ")]
     assert all(len(line) <= 80 for line in table), max(table, key=len)
-
-
-@pytest.mark.vosk_model
-def test_a_voice_game_from_recorded_microphones_rules_every_call(data: Path, tmp_path: Path) -> None:
-    model = model_or_skip()
-    folder = tmp_path / "voice"
-    code, script = play_recorded(folder, data, model)
-    assert code == 0
-    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
-    got = [(r.EVENT_TYPE, getattr(r, "player", None) or ",".join(sorted(r.players))) for r in records
-           if isinstance(r, rules.RULINGS)]
-    want = []
-    for s in script.shouts:
-        if s.expect == "tie-to-pool":
-            pair = ",".join(sorted(x.player for x in script.shouts if x.expect == "tie-to-pool"))
-            if (s.expect, pair) not in want:
-                want.append((s.expect, pair))
-        else:
-            want.append((s.expect, s.player))
-    assert got == want
-    calls = [r for r in records if isinstance(r, TableStep) and r.kind == "call"]
-    for c, s in zip(calls, script.shouts):
-        assert abs(c.onset - s.onset) < 0.05 and c.player == s.player  # onsets on the one clock
-    flips = [r for r in records if isinstance(r, rules.Flipped)]
-    assert [f.t for f in flips] == pytest.approx(script.flip_times()[: len(flips)])
-    assert (folder / "audio.wav").stat().st_size > 16000 * 2 * 3 * 20  # the session's audio is kept

@@ -1,5 +1,6 @@
-"""`voicesnap replay DIR`: a recorded session re-judged from its audio agrees with itself,
-always the same way, and a difference comes with its reason."""
+"""A voice game played from recorded per-player microphones (`voicesnap play --input-file
+--record`), then `voicesnap replay DIR`: re-judged from its audio it agrees with itself, and a
+difference comes with its reason."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voicesnap import gamelog, rules
 from voicesnap.audio import read_wav, write_wav
 from voicesnap.cli import main
+from voicesnap.table import TableStep
 
 from table_script import model_or_skip, play_recorded
 
@@ -31,6 +34,27 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str,
 def rejudge(folder: Path, data: Path, model: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
     code = main(["--data-dir", str(data), "replay", str(folder), "--model", model, "--json"])
     return code, json.loads(capsys.readouterr().out)
+
+
+def test_play_from_recorded_microphones_rules_every_scripted_call(recorded) -> None:
+    """`voicesnap play --input-file` (per-player channels, real Vosk): the rulings the script expects."""
+    folder, data, model, script = recorded
+    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
+    got = [(r.EVENT_TYPE, getattr(r, "player", None) or ",".join(sorted(r.players))) for r in records
+           if isinstance(r, rules.RULINGS)]
+    want: list[tuple[str, str]] = []
+    for s in script.shouts:
+        who = (",".join(sorted(x.player for x in script.shouts if x.expect == "tie-to-pool"))
+               if s.expect == "tie-to-pool" else s.player)
+        if (s.expect, who) not in want:
+            want.append((s.expect, who))
+    assert got == want
+    calls = [r for r in records if isinstance(r, TableStep) and r.kind == "call"]
+    for c, s in zip(calls, script.shouts):
+        assert abs(c.onset - s.onset) < 0.05 and c.player == s.player  # onsets on the one clock
+    flips = [r for r in records if isinstance(r, rules.Flipped)]
+    assert [f.t for f in flips] == pytest.approx(script.flip_times()[: len(flips)])
+    assert (folder / "audio.wav").stat().st_size > 16000 * 2 * 3 * 20  # the session's audio is kept
 
 
 def test_the_recorded_audio_gives_the_same_rulings_again(recorded, capsys) -> None:

@@ -53,7 +53,7 @@ __all__ = [
 # While a Snap pool exists, Vosk holds a "snap" until it is sure no "pool"
 # follows (up to ~1.2 s after the word), so the allowance grows with it.
 HEARD_LAG = 0.0
-VOICE_LAG = 0.8
+VOICE_LAG = 0.5
 VOICE_POOL_LAG = 1.4
 
 PRIORITY_FLIP = 1
@@ -95,6 +95,7 @@ class TableStep:
     word: str | None = None
     onset: float | None = None
     engine: str = ""
+    heard: float | None = None  # how far the table had heard when this happened (latency)
 
 
 @event("table-note")
@@ -281,7 +282,7 @@ class TableLoop:
     def _advance(self, horizon: float, actions: list[Action]) -> None:
         produced = self.referee.advance(horizon + self.offset)
         if produced:
-            actions.append(Log(TableStep("advance", horizon)))
+            actions.append(Log(TableStep("advance", horizon, heard=self.now)))
             self._events(produced, actions)
 
     def _flip(self, t: float, actions: list[Action]) -> None:
@@ -340,7 +341,8 @@ class TableLoop:
                 actions.append(Log(TableNote(det.onset, f"'{det.word}' from {det.player}, who is not playing")))
                 continue
             call = self.make_call(det.player, det.word, det.onset + self.offset)
-            actions.append(Log(TableStep("call", det.onset, det.player, det.word, det.onset, det.engine)))
+            actions.append(Log(TableStep("call", det.onset, det.player, det.word, det.onset, det.engine,
+                                         heard=self.now)))
             self._events(self.referee.submit(call), actions)
         # Flips that fell due inside this stretch of audio happen in time order,
         # each after the rulings that were due before it (a slow recogniser can

@@ -52,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds after a call's onset before it is ruled (0.5): time for rivals to be heard")
     parser.add_argument("--listen-lag", type=float, default=None,
                         help="seconds the referee stays behind the audio heard, so that a rival call still "
-                        "being recognised is in time (default 0.8 with voice calls, 1.4 while a pool exists, 0 keyboard only)")
+                        "being recognised is in time (default 0.5 with voice calls, 1.4 while a pool exists, 0 keyboard only)")
     parser.add_argument("--no-keyboard", action="store_true", help="ignore the keyboard")
 
 

@@ -1,0 +1,174 @@
+"""The whole table: a recorded 4-player game through the real spotter, referee and loop.
+
+* Ruling latency, in audio time: from the end of a spoken "snap" (the take's
+  end in the scripted track) to the moment the table issues the ruling (the
+  heard-clock position of the step that ruled), median and 95th percentile.
+  The announcer adds its own flip/phrase-to-first-sample time on top (see the
+  announcer rows); rulings are spoken at once unless another ruling is playing.
+* Detection latency: word end to the call reaching the table (the spotter's share).
+* CPU of the whole pipeline (audio source, spotter thread, game loop) fed in
+  real time: idle listening (room noise only) and during play, as % of one core.
+* Peak memory of the process (Vosk model included).
+
+The game: tests/table_script.py plans a 4-player deal (alice, bob, cara, dev,
+one microphone channel each; Vosk per channel) with snaps, a tie, a wrong call
+and a pool claim, and builds the microphone track from held-out fixture takes.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import Row
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAYERS4 = ("alice", "bob", "cara", "dev")
+
+
+def _model() -> str | None:
+    from voicesnap import models
+
+    for candidate in (os.environ.get("VOICESNAP_VOSK_MODEL"),
+                      "/root/.cache/voicesnap-ci/vosk-model-small-en-us-aar-0.3.45",
+                      "/tmp/vm_0.3.45/x/assets/model-en-us"):
+        if candidate and models.is_model(candidate):
+            return candidate
+    return None
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+class _Memory(list):
+    def write(self, *records: object) -> None:
+        self.extend(records)
+
+
+def _spotter(model: str, channels: int, pool_flag: list) -> object:
+    from voicesnap.cli.play import ChannelSpotters
+    from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
+
+    loaded = load_model(model)
+
+    def pool() -> bool:
+        return bool(pool_flag and pool_flag[0].pool)
+
+    per = {ch: VoskSpotter(loaded, channel=ch, pool_exists=pool) for ch in range(channels)}
+    return ChannelSpotters(per, {i: p for i, p in enumerate(PLAYERS4[:channels])})
+
+
+def _session(pace: float, lag: float, pool_lag: float):  # noqa: ANN202
+    from voicesnap.table import TableSession
+
+    return TableSession(players=PLAYERS4, seed=0, pace=pace, engine="vosk", lag=lag, pool_lag=pool_lag,
+                        channels={p: i for i, p in enumerate(PLAYERS4)})
+
+
+def _cpu_run(source, spotter, settings, seconds: float) -> float:  # noqa: ANN001
+    """% of one core used by the table while ``source`` plays in real time."""
+    from voicesnap.table import play_session
+
+    pool_flag: list = []
+    stop = threading.Timer(seconds, lambda: None)
+    start_wall, start_cpu = time.monotonic(), time.process_time()
+    play_session(settings, _Memory(), chunks=source, spotter=spotter, lines=lambda _s: None, pool_flag=pool_flag)
+    wall = time.monotonic() - start_wall
+    stop.cancel()
+    return 100.0 * (time.process_time() - start_cpu) / wall
+
+
+def run(quick: bool) -> list[Row]:
+    sys.path.insert(0, str(ROOT))
+    from tests import table_script as ts
+    from voicesnap.audio import ArraySource, FileSource, read_wav
+    from voicesnap.rules import RULINGS
+    from voicesnap.table import VOICE_LAG, VOICE_POOL_LAG, TableStep, play_session
+
+    model = _model()
+    if model is None:
+        return [Row("play", "recorded 4-player game", "skipped", note="no Vosk English model (VOICESNAP_VOSK_MODEL)")]
+    rows: list[Row] = []
+    pace = 2.5
+    wanted = ["snap-won", "tie-to-pool", "wrong-call", "snap-won", "pool-won"] + ["snap-won"] * (2 if quick else 8)
+    script = ts.plan(seed=11, pace=pace, players=PLAYERS4, max_flips=120, wanted=wanted)
+    with tempfile.TemporaryDirectory() as tmp:
+        track = ts.render(script, Path(tmp) / "mic.wav", per_player=True)
+        samples, rate = read_wav(track)
+        settings = _session(pace, VOICE_LAG, VOICE_POOL_LAG)
+        settings = type(settings)(**{**settings.__dict__, "seed": script.seed})
+        pool_flag: list = []
+        log = _Memory()
+        t0 = time.process_time()
+        play_session(settings, log, chunks=FileSource(track, chunk_frames=320),
+                     spotter=_spotter(model, 4, pool_flag), lines=lambda _s: None, pool_flag=pool_flag)
+        cpu = time.process_time() - t0
+        audio_s = len(samples) / rate
+        # word ends of the scripted shouts
+        ends = {}
+        for s in script.shouts:
+            take = ts.takes(s.player, s.word)[0]
+            ends[(s.player, round(s.onset, 3))] = s.onset + len(take) / rate
+        rulings = []
+        heard_at = None
+        detect = []
+        for r in log:
+            if isinstance(r, TableStep) and r.heard is not None:
+                heard_at = r.heard
+                if r.kind == "call":
+                    end = min(ends.items(), key=lambda kv: abs(kv[0][1] - (r.onset or 0)) if kv[0][0] == r.player
+                              else 1e9)
+                    if end[0][0] == r.player and abs(end[0][1] - (r.onset or 0)) < 0.3:
+                        detect.append(r.heard - end[1])
+            if isinstance(r, RULINGS) and heard_at is not None:
+                who = getattr(r, "player", None) or r.players[0]
+                match = [(k, v) for k, v in ends.items() if k[0] == who and abs(k[1] - r.t) < 0.3]
+                if match:
+                    rulings.append(heard_at - match[0][1])
+        n = len(script.shouts)
+        ruled = sum(1 for r in log if isinstance(r, RULINGS))
+        rows += [
+            Row("play", "ruling latency after word end, median", statistics.median(rulings) * 1000 if rulings else float("nan"),
+                "ms", "", f"audio time; {len(rulings)} rulings; lag {VOICE_LAG}/{VOICE_POOL_LAG} s; speech start not included"),
+            Row("play", "ruling latency after word end, p95", _pct(rulings, 0.95) * 1000, "ms", "<= 300",
+                f"4 players, Vosk per mic channel, {n} scripted calls, {ruled} rulings"),
+            Row("play", "detection latency after word end, median", statistics.median(detect) * 1000 if detect else float("nan"),
+                "ms", "", "the spotter's share: call reaches the table"),
+            Row("play", "detection latency after word end, p95", _pct(detect, 0.95) * 1000, "ms", ""),
+            Row("play", "pipeline real-time factor (as fast as possible)", cpu / audio_s, "", "",
+                f"{audio_s:.0f} s of 4-channel audio, 4 Vosk recognisers"),
+        ]
+        # CPU in real time: idle listening (noise only), then play (the scripted track)
+        idle_s = 5.0 if quick else 15.0
+        noise = np.random.default_rng(1).normal(0, 32768 * 10 ** (-60 / 20), (int(idle_s * rate), 4))
+        idle = ArraySource(np.clip(noise, -32768, 32767).astype(np.int16), rate, chunk_frames=320, realtime=True)
+        idle_settings = type(settings)(**{**settings.__dict__, "pace": 0.0})
+        rows.append(Row("play", "CPU while idle-listening (4 mics)",
+                        _cpu_run(idle, _spotter(model, 4, []), idle_settings, idle_s), "% of one core", "< 10",
+                        f"{idle_s:.0f} s real time, 4 Vosk recognisers"))
+        mono = ArraySource(np.clip(noise[:, :1], -32768, 32767).astype(np.int16), rate, chunk_frames=320,
+                           realtime=True)
+        rows.append(Row("play", "CPU while idle-listening (1 mic)",
+                        _cpu_run(mono, _spotter(model, 1, []), idle_settings, idle_s), "% of one core", "< 10",
+                        f"{idle_s:.0f} s real time, 1 Vosk recogniser"))
+        play_s = 15.0 if quick else 40.0
+        part = samples[: int(play_s * rate)]
+        live = ArraySource(part, rate, chunk_frames=320, realtime=True)
+        rows.append(Row("play", "CPU during play (4 mics)",
+                        _cpu_run(live, _spotter(model, 4, []), settings, play_s), "% of one core", "",
+                        f"first {play_s:.0f} s of the scripted game, real time"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows.append(Row("play", "peak memory (process)", peak, "MB", "", "Vosk small model loaded; whole bench run"))
+    return rows
