@@ -764,8 +764,11 @@ class Output:
 
     def __init__(self, log: Any, *, say: Callable[[str, int, Any], None] | None = None,
                  lines: Callable[[str], None] = print, text: bool = True,
-                 view: Callable[[], Any] | None = None, setting: Callable[[str], None] | None = None) -> None:
+                 view: Callable[[], Any] | None = None, setting: Callable[[str], None] | None = None,
+                 redraw: bool = False, width: int = 80) -> None:
         self.log = log
+        self.redraw = redraw  # a terminal: draw the table in place instead of scrolling
+        self.width = width
         self.say = say
         self.lines = lines
         self.text = text
@@ -829,7 +832,8 @@ class Output:
         if changed and not self.text and self.view is not None:
             from .display import render
 
-            self.lines("\n".join(render(self.view())))
+            table = "\n".join(render(self.view(), width=self.width))
+            self.lines(("\x1b[H\x1b[2J" + table) if self.redraw else table)
 
 
 def _drive(game: Any, logged: Sequence[Any]) -> None:
@@ -955,6 +959,7 @@ def play_session(
     tick: float = 0.05,
     pool_flag: list[Any] | None = None,
     hook: Callable[[], list[Any]] | None = None,
+    redraw: bool = False,
 ) -> SessionResult:
     """Play (or continue) a whole session; everything goes to ``log`` as it happens.
 
@@ -1003,7 +1008,11 @@ def play_session(
             return view_of(game, rulings=o.rulings, title=title, clock=table.heard if it else wall(),
                            notice=o.notice, wins=scores)
 
-        output = Output(log, say=say, lines=lines, text=text, view=view, setting=setting)
+        import shutil
+
+        width = min(120, shutil.get_terminal_size((80, 24)).columns) if redraw else 80
+        output = Output(log, say=say, lines=lines, text=text, view=view, setting=setting, redraw=redraw,
+                        width=width)
         out_box.append(output)
         start = audio_now if it is not None else wall()
         loop = TableLoop(

@@ -346,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
                 tap=recorder.write if recorder is not None else None,
                 keyboard=keys if keyboard_on else None, say=say, lines=lines, text=args.text,
                 setting=setting, resumed=resumed, pool_flag=pool_flag, hook=hook,
+                redraw=not args.text and sys.stdout.isatty(),
             )
             end = time.monotonic() + 3.0  # let the last words finish, and log when they started
             while say is not None and time.monotonic() < end:
