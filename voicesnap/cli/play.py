@@ -137,6 +137,10 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         from ..spotters.enrolled import EnrolledSpotter
 
         return EnrolledSpotter(profiles), "enrolled"
+    if engine == "auto":
+        print("(no enrolled players and no microphone channels to tell who calls: calls by keyboard. "
+              "Enroll players with voicesnap enroll NAME to call by voice)")
+        return None, "none"
     if model is not None:
         raise UserError("the Vosk spotter hears calls but not who made them: enroll the players "
                         "(voicesnap enroll NAME), give each a microphone (--channels Alice=0,Bob=1), "
@@ -281,6 +285,15 @@ def run(args: argparse.Namespace) -> int:
     if listen:
         spotter, engine_name = build_spotter(args.engine if args.engine != "none" else "auto", args, root,
                                              players, channels, pool_flag, settings.variant)
+    n_channels = max(channels.values()) + 1 if channels else 1
+    if spotter is not None and not args.input_file:
+        try:  # fail now, with the fix, rather than inside the listening thread
+            MicSource(device=_device(args.input), channels=n_channels).open().close()
+        except UserError as exc:
+            if args.engine != "auto":
+                raise
+            print(f"(no microphone: {exc}; calls by keyboard)")
+            spotter, engine_name = None, "none"
     folder.mkdir(parents=True, exist_ok=True)
     if not args.resume:
         import dataclasses
@@ -307,14 +320,12 @@ def run(args: argparse.Namespace) -> int:
         if args.input_file:
             chunks = FileSource(args.input_file, chunk_frames=320)
         else:
-            n_channels = max(channels.values()) + 1 if channels else 1
-
             def open_mic() -> Any:
                 return MicSource(device=_device(args.input), channels=n_channels).open()
 
             live = LiveInput(open_mic, lambda text: None)
             chunks = live
-        if args.record:
+        if args.record and chunks is not None:
             name = "audio.wav" if not args.resume else f"audio-resumed-{int(time.time())}.wav"
             recorder = RecordingTap(folder / name)
     keyboard_on = not args.no_keyboard and sys.stdin is not None and not sys.stdin.closed
