@@ -128,3 +128,12 @@ def test_combined_names_the_caller_and_stays_quiet_on_echo(vosk_model, name):
     assert len(sc.hits) == len(fx.targets(WORDS))
     for m in sc.hits:
         assert m.detection.engine == "combined" and m.detection.player == m.segment.speaker
+
+
+def test_no_pool_makes_snap_final_sooner(spotter_factory):
+    fx = C.load(PLAYERS_DIR / "heldout" / "emma.json")
+    waiting = {round(d.onset, 3): d.detected_at - d.end for d in detect(spotter_factory(), fx) if d.word == "snap"}
+    eager = {round(d.onset, 3): d.detected_at - d.end
+             for d in detect(spotter_factory(pool_exists=False), fx) if d.word == "snap"}
+    assert set(eager) >= set(waiting) and len(waiting) >= 5
+    assert all(eager[k] < waiting[k] for k in waiting)

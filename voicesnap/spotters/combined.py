@@ -37,6 +37,13 @@ class CombinedSpotter:
         self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
         self._heard: list[Detection] = []  # recent enrolled calls (for their onsets)
 
+    def set_pool_exists(self, value: bool) -> None:
+        """Whether "snap pool" is possible now (both engines then decide "snap" sooner)."""
+        for engine in (self.vosk, self.enrolled):
+            setter = getattr(engine, "set_pool_exists", None)
+            if callable(setter):
+                setter(value)
+
     def accept(self, chunk: AudioChunk) -> list[Detection]:
         second = self.enrolled.accept(chunk)  # first: its buffer must hold this chunk
         return self._combine(self.vosk.accept(chunk), second)

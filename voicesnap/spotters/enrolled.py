@@ -20,7 +20,7 @@ reported as two calls when two players' templates both fit the stretch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -63,7 +63,8 @@ class EnrolledSpotter:
     name = "enrolled"
 
     def __init__(self, profiles: Sequence[Profile], *, announcer: bool | Profile = True,
-                 overlaps: bool = True, min_db: float = -62.0):
+                 overlaps: bool = True, min_db: float = -62.0,
+                 pool_exists: bool | Callable[[], bool] = True):
         rivals: list[Profile] = []
         if isinstance(announcer, Profile):
             rivals.append(announcer)
@@ -75,6 +76,7 @@ class EnrolledSpotter:
                     rivals.append(prof)
         self.voices = Voices(profiles, rivals)
         self.overlaps = overlaps
+        self.pool_exists = pool_exists  # False (or a callable saying so): "snap" is final at once
         self.min_db = min_db
         self._channels: list[_Channel] = []
         self._resampler: Resampler | None = None
@@ -127,7 +129,7 @@ class EnrolledSpotter:
             found = self._match(c, s, e)
             # hold calls that may still grow into "<word> pool", and unmatched
             # stretches too: the "snap" of a long pause may only fit with its "pool"
-            if not final and (not found or any(self._may_grow(d) for d in found)):
+            if not final and self._pool() and (not found or any(self._may_grow(d) for d in found)):
                 st.pending = (s, e, found)
             else:
                 dets += found
@@ -175,6 +177,13 @@ class EnrolledSpotter:
                 out.append((st.seg_start, st.last_loud + 1))
             st.seg_start = None
         return out
+
+    def set_pool_exists(self, value: bool) -> None:
+        self.pool_exists = value
+
+    def _pool(self) -> bool:
+        value = self.pool_exists
+        return bool(value() if callable(value) else value)
 
     def _may_grow(self, d: Detection) -> bool:
         """A call word whose player also enrolled the pool call: "pool" may follow."""
