@@ -45,7 +45,7 @@ def test_identify_json(capsys):
 
 
 def test_identify_stranger_is_nobody(capsys, tmp_path):
-    from voicesnap.audio import read_wav, write_wav
+    from voicesnap.audio import write_wav
     from voicesnap.corpus import load
 
     fx = load(PLAYERS_DIR / "unknown" / "stranger2.json")

@@ -617,12 +617,13 @@ class Voices:
 
     def decide(self, best: dict[tuple[str, str], tuple[float, Hit]], voice: dict[str, float],
                accept: float = ACCEPT) -> Attribution:
+        """Turn template ratios and voice ratios into one attribution (or nobody)."""
         per_player: dict[str, tuple[float, str, Hit]] = {}
         for (player, phrase), (r, h) in best.items():
             combined = 0.5 * r + 0.5 * voice.get(player, r)
             cur = per_player.get(player)
             # the longer phrase wins when it also fits: "snap" hides inside "snap pool"
-            if cur is None or combined < cur[0] - 0.0 or (
+            if cur is None or combined < cur[0] or (
                     r < 1.0 and phrase.endswith(POOL_SUFFIX) and combined < 1.0):
                 per_player[player] = (combined, phrase, h)
         scores = {p: ratio_to_score(v[0]) for p, v in per_player.items() if p not in self.rivals}
@@ -641,5 +642,13 @@ class Voices:
         return self.channels.get(channel)
 
 
-def load_voices(option: str | None = None) -> Voices:
-    return Voices(load_all(option))
+def load_voices(option: str | None = None, announcer: bool = True) -> Voices:
+    """Every enrolled player, with the announcer's voice as a rival (never attributed)."""
+    profiles = load_all(option)
+    rivals = []
+    if announcer:
+        for word in sorted({p.word for p in profiles}):
+            rival = announcer_profile(word)
+            if rival is not None:
+                rivals.append(rival)
+    return Voices(profiles, rivals)

@@ -80,8 +80,8 @@ def _identify(args: argparse.Namespace) -> int:
     from .. import voices as V
     from ..audio import read_wav
 
-    profiles = V.load_all(args.data_dir)
-    if not profiles:
+    voices = V.load_voices(args.data_dir)
+    if not voices.players:
         raise UserError("no players enrolled yet; enroll with `voicesnap enroll NAME` first")
     samples, rate = read_wav(args.file)
     if args.channel is not None:
@@ -90,8 +90,7 @@ def _identify(args: argparse.Namespace) -> int:
         mono = samples[:, args.channel]
     else:
         mono = samples.mean(axis=1).astype("int16") if samples.shape[1] > 1 else samples[:, 0]
-    rivals = [r for r in (V.announcer_profile(w) for w in sorted({p.word for p in profiles})) if r is not None]
-    att = V.Voices(profiles, rivals).attribute(mono, rate)
+    att = voices.attribute(mono, rate)
     if args.json:
         print(json.dumps({"file": str(args.file), "player": att.player, "score": round(att.score, 3),
                           "phrase": att.phrase,
