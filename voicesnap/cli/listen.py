@@ -73,7 +73,10 @@ def _enrolled_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[An
     if not profiles:
         raise UserError("no players are enrolled, so the enrolled engine has nothing to match; "
                         "enroll with 'voicesnap enroll NAME', or use --engine vosk")
-    return [enrolled.EnrolledSpotter(profiles)]
+    try:
+        return [enrolled.EnrolledSpotter(profiles, pool_exists=not args.no_pool)]
+    except TypeError:  # an enrolled engine without the pool hint
+        return [enrolled.EnrolledSpotter(profiles)]
 
 
 class _Recent:
@@ -102,13 +105,16 @@ class _Recent:
         return (np.concatenate(parts), rate) if parts else None
 
 
-def _attributor(profiles: list[Any]) -> Callable[[np.ndarray, int], tuple[str | None, float]] | None:
+def _attributor(
+    profiles: list[Any], data: str | None
+) -> Callable[[np.ndarray, int], tuple[str | None, float]] | None:
     if not profiles:
         return None
     try:
-        from ..voices import Voices
+        from .. import voices
 
-        matcher = Voices(profiles, [])
+        # With the announcer's own voice as a rival, so its words are never a player's.
+        matcher = voices.load_voices(data) if hasattr(voices, "load_voices") else voices.Voices(profiles, [])
     except Exception:
         return None
 
@@ -154,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         spotters = _enrolled_spotters(args, profiles)
     else:
         spotters = _vosk_spotters(args, wanted)
-    who = _attributor(profiles) if args.engine == "vosk" else None
+    who = _attributor(profiles, getattr(args, "data_dir", None)) if args.engine == "vosk" else None
     recent = _Recent()
     recorder = RecordingTap(args.record) if args.record else None
 
