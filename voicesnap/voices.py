@@ -19,6 +19,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -538,11 +539,13 @@ def ratio_to_score(r: float) -> float:
 ANNOUNCER = "<announcer>"  # rival profile names start with this
 
 
+@lru_cache(maxsize=8)
 def announcer_profile(word: str = "snap") -> Profile | None:
     """A profile of the game's own announcer voice, rendered locally (no recording).
 
     Attribution treats it as a rival that always loses: when the announcer's
     own "snap" fits best, the call is nobody's. None when speech cannot be rendered.
+    Cached: the same (read-only) profile for every spotter.
     """
     try:
         from .speech import VoiceSettings, render
