@@ -294,3 +294,26 @@ def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -
     assert reports[0].startswith(LiveInput.LOST) and reports[1].startswith(LiveInput.BACK)
     starts = [c.start for c in got]
     assert starts == sorted(starts) and starts[5] > starts[4] + 320  # the gap is kept on the clock
+
+
+def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:
+    """Output knows a ruling is playing from the speaker's own start/end reports; the loop waits."""
+    from voicesnap.playback import SpeechEnded, SpeechStarted
+    from voicesnap.table import Output, PRIORITY_RULING
+
+    out = Output(_Log(), say=lambda *a: None, lines=lambda s: None)
+    loop, game = new_loop(pace=1.0)
+    loop.busy = out.busy
+    out(run_clock(loop, 1.1, {}))
+    out([Say("Bob snapped and won 4 cards", PRIORITY_RULING)])
+    out([Log(SpeechStarted(7, "Bob snapped and won 4 cards", 1.2))])
+    assert out.busy()
+    held = [a for now in (2.0, 2.5, 3.0) for a in loop.step(now)]
+    assert not any(isinstance(a, Log) and isinstance(a.record, rules.Flipped) for a in held)
+    out([Log(SpeechEnded(7, 3.1, True))])
+    assert not out.busy()
+    flipped = [a.record for a in loop.step(3.2) if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in flipped] == [3.2]  # turned when the ruling had been heard, then the pace again
+    later = [a.record for now in (3.6, 4.2) for a in loop.step(now)
+             if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in later] == [4.2]

@@ -132,11 +132,11 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         from ..spotters.vosk_spotter import VoskSpotter
 
         vosk = VoskSpotter(model, pool_exists=pool_exists, calls=_calls(variant))
-        return CombinedSpotter(vosk, profiles), "combined"
+        return PoolAware(CombinedSpotter(vosk, profiles), pool_exists), "combined"
     if engine in ("auto", "enrolled") and profiles:
         from ..spotters.enrolled import EnrolledSpotter
 
-        return EnrolledSpotter(profiles), "enrolled"
+        return PoolAware(EnrolledSpotter(profiles), pool_exists), "enrolled"
     if engine == "auto":
         print("(no enrolled players and no microphone channels to tell who calls: calls by keyboard. "
               "Enroll players with voicesnap enroll NAME to call by voice)")
@@ -183,6 +183,25 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[st
         if name not in set(voices.list_players(str(root))):
             still.append(name)
     return still
+
+
+class PoolAware:
+    """Tells a spotter whether a Snap pool exists before each chunk (on the spotter's thread),
+    so that with no pool a "snap" is final at once instead of waiting for "pool"."""
+
+    def __init__(self, spotter: Any, pool_exists: Any) -> None:
+        self.spotter = spotter
+        self.pool_exists = pool_exists
+        self.name = getattr(spotter, "name", "spotter")
+
+    def accept(self, chunk: Any) -> list[Any]:
+        setter = getattr(self.spotter, "set_pool_exists", None)
+        if callable(setter):
+            setter(bool(self.pool_exists()))
+        return self.spotter.accept(chunk)
+
+    def flush(self) -> list[Any]:
+        return self.spotter.flush()
 
 
 class ChannelSpotters:
