@@ -174,69 +174,66 @@ class _Log(list):
         self.extend(records)
 
 
-def test_the_threaded_shell_judges_real_chunks_and_keys_in_clock_order(tmp_path: Path) -> None:
-    """Audio chunks drive the clock through a spotter thread; a key press lands by its onset."""
-    seed = 7
-    t = first_match(seed)
+def _keys_later(script: list[tuple[float, bytes]]):  # noqa: ANN202
+    """A pipe standing in for the terminal, with key presses typed at the given wall times."""
+    import os
+    import time
+
+    read_fd, write_fd = os.pipe()
+
+    def typist() -> None:
+        start = time.monotonic()
+        for at, key in script:
+            time.sleep(max(0.0, at - (time.monotonic() - start)))
+            os.write(write_fd, key)
+        os.close(write_fd)
+
+    threading.Thread(target=typist, daemon=True).start()
+    return os.fdopen(read_fd)
+
+
+def test_the_threaded_shell_judges_key_presses_on_the_audio_clock() -> None:
+    """Real-time audio drives the clock through the spotter thread; a real key press (keyboard
+    thread) is stamped on that clock and judged by its onset."""
+    from voicesnap.keyboard import RawKeyboard
+
     rate = 16000
-    audio = ArraySource(np.zeros(int(rate * (t + 2.0)), dtype=np.int16), rate, chunk_frames=320)
-
-    class KeySpotter:
-        """Hands over a key press record once the audio reaches it (what a keyboard thread would do)."""
-
-        name = "keys"
-
-        def __init__(self) -> None:
-            self.sent = False
-
-        def accept(self, chunk):  # noqa: ANN001
-            if not self.sent and chunk.end / chunk.rate > t + 0.4:
-                self.sent = True
-                return [Keymap(PLAYERS).detection("w", t + 0.3)]
-            return []
-
-        def flush(self):  # noqa: ANN201
-            return []
-
-    settings = TableSession(players=PLAYERS, seed=seed, pace=1.0)
+    audio = ArraySource(np.zeros(int(rate * 3.5), dtype=np.int16), rate, chunk_frames=320, realtime=True)
+    settings = TableSession(players=PLAYERS, seed=7, pace=1.0)
     log = _Log()
     out: list[str] = []
-    result = play_session(settings, log, chunks=audio, spotter=KeySpotter(), lines=out.append, text=True,
-                          first_flip_delay=1.0)
+    with _keys_later([(2.3, b"w")]) as pipe, RawKeyboard(pipe) as keys:
+        result = play_session(settings, log, chunks=audio, keyboard=keys, lines=out.append, text=True,
+                              first_flip_delay=1.0)
     assert result.reason == "audio ended"
-    # The session deals its own game seed: find what it did and check the snap was judged.
     flips = [r for r in log if isinstance(r, rules.Flipped)]
-    assert [f.t for f in flips][:3] == [1.0, 2.0, 3.0]
+    assert [f.t for f in flips] == [1.0, 2.0, 3.0]
     calls = [r for r in log if isinstance(r, TableStep) and r.kind == "call"]
-    assert calls and calls[0].player == "Bob" and calls[0].onset == pytest.approx(t + 0.3)
-    assert any(isinstance(r, rules.RULINGS) and r.player == "Bob" for r in log if hasattr(r, "player"))
+    assert len(calls) == 1 and calls[0].player == "Bob" and calls[0].engine == "keyboard"
+    assert 2.1 < calls[0].onset < 2.8  # the audio clock when the key came, not the wall clock
+    ruled = [r for r in log if isinstance(r, rules.RULINGS)]
+    assert len(ruled) == 1 and ruled[0].player == "Bob" and ruled[0].t == calls[0].onset
     assert out[0].startswith("Game 1.")
 
 
 def test_a_session_log_rebuilds_the_same_table_for_resume(tmp_path: Path) -> None:
-    settings = TableSession(players=PLAYERS, seed=5, pace=1.0)
-    rate = 16000
-    audio = ArraySource(np.zeros(rate * 12, dtype=np.int16), rate, chunk_frames=320)
+    """Keyboard play (wall clock) with a call, logged to disk; the log deals the same table again."""
+    from voicesnap.keyboard import RawKeyboard
+
+    settings = TableSession(players=PLAYERS, seed=5, pace=0.05)
     path = tmp_path / "log.jsonl"
-    calls = iter([Detection("snap", 4.2, 4.5, 0.9, player="Cara", engine="vosk")])
-
-    class OneCall:
-        name = "one"
-
-        def accept(self, chunk):  # noqa: ANN001
-            return list(calls) if chunk.end / chunk.rate > 4.6 else []
-
-        def flush(self):  # noqa: ANN201
-            return []
-
     box: list = []
-    with gamelog.GameLog(path, fsync=True) as log:
-        play_session(settings, log, chunks=audio, spotter=OneCall(), lines=lambda s: None, pool_flag=box)
+    with gamelog.GameLog(path, fsync=True) as log, _keys_later([(0.5, b"e"), (0.9, b"\x1b")]) as pipe, \
+            RawKeyboard(pipe) as keys:
+        result = play_session(settings, log, keyboard=keys, lines=lambda s: None, pool_flag=box,
+                              first_flip_delay=0.1)
+    assert result.reason == "ended"
     live = box[0]
     records = [ev for _, ev in gamelog.read(path)]
+    assert any(isinstance(r, rules.RULINGS) and r.player == "Cara" for r in records)
     back = rebuild(records)
     assert back.game is not None and back.game.state == live.state
-    assert back.game.total() == 52 and back.last_t >= 11.0
+    assert back.game.total() == 52 and back.game.flips >= 5
     # a torn last line (power cut mid-write) is skipped and the rest still resumes
     with open(path, "a") as f:
         f.write('{"type":"flipped","t":99')
