@@ -80,3 +80,21 @@ def test_the_table_display_fits_80_columns(data: Path, tmp_path: Path) -> None:
     assert any(line.startswith("   pool:") for line in lines)
     table = [line for line in lines if not line.startswith("log in ")]
     assert all(len(line) <= 80 for line in table), max(table, key=len)
+
+
+def test_a_best_of_three_session_plays_to_a_winner_and_the_winner_deals(data: Path, tmp_path: Path) -> None:
+    from voicesnap.session import GameScored, SessionOver
+
+    folder = tmp_path / "bo3"
+    run = play(["--players", "Alice,Bob,Cara", "--engine", "none", "--text", "--quiet", "--seed", "4",
+                "--pace", "0.001", "--session", "best-of-3", "--record", str(folder)], b"", data, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
+    started = [r for r in records if isinstance(r, rules.GameStarted)]
+    scored = [r for r in records if isinstance(r, GameScored)]
+    over = [r for r in records if isinstance(r, SessionOver)]
+    assert 2 <= len(started) == len(scored) and len(over) == 1
+    assert max(over[0].scores) == 2 and over[0].winner == scored[-1].winner
+    for prev, nxt in zip(scored, started[1:]):  # the winner of a game deals the next
+        assert nxt.players[nxt.dealer] == prev.winner
+    assert f"{over[0].winner} wins the session" in run.stdout.decode()
