@@ -49,6 +49,7 @@ THRESHOLD_MARGIN = 1.0
 R_LIMIT = 1.5
 ACCEPT = 0.85  # mean of template and voice ratios (tuned on the fixtures: see README)
 V_LIMIT = 1.25
+STRONG_VOICE = 0.6  # ...or when the voice alone fits this well (and the mean <= 1)
 VOICE_THRESHOLD_FACTOR = 1.6
 # Takes made in one sitting agree too well; a voice is never held to less than this.
 VOICE_MIN_THRESHOLD = 1.0
@@ -637,7 +638,8 @@ class Voices:
         v = voice.get(name, r)
         if name in self.rivals:
             return Attribution(None, 0.0, None, scores, h.start, h.end)
-        if comb > accept or r > R_LIMIT or v > V_LIMIT:
+        strong = v <= STRONG_VOICE and comb <= 1.0  # the voice itself is unmistakable
+        if (comb > accept and not strong) or r > R_LIMIT or v > V_LIMIT:
             return Attribution(None, scores[name], None, scores, h.start, h.end)
         return Attribution(name, scores[name], phrase, scores, h.start, h.end)
 
