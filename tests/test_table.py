@@ -4,7 +4,6 @@ late recognition, and the threaded shell over real audio chunks and real key rec
 from __future__ import annotations
 
 import dataclasses
-import random
 import threading
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from voicesnap.keyboard import Keymap
 from voicesnap.referee import Call, Referee
 from voicesnap.spotters import Detection
 from voicesnap.table import (
-    LiveInput, Log, Notice, Say, Stop, Table, TableLoop, TableSession, TableStep, describe,
+    LiveInput, Log, Notice, Say, Stop, TableLoop, TableSession, TableStep, describe,
     play_session, rebuild, status_text, view_of,
 )
 from voicesnap.display import render

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 from .audio import AudioChunk
 from .events import event
 from .spotters import Detection
-from .vocabulary import CALLS, COMMAND_PREFIX, command_phrases
+from .vocabulary import COMMAND_PREFIX, command_phrases
 
 __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",

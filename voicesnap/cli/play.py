@@ -9,7 +9,6 @@ folder; --resume continues the last session after a crash.
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
 import sys
 import time
