@@ -13,8 +13,10 @@ the 10 ms feature grid, because ties are judged on them.
 
 With several microphones (channels) a shout reaches all of them; it is kept
 only on the channel where it is loudest, and a channel mapped to a player
-(``Profile.channel``) names the caller. Two players overlapping on one mic are
-reported as two calls when two players' templates both fit the stretch.
+(``Profile.channel``) names the caller. On one mic, a second player is
+reported when their templates and voice also fit the stretch; measured on the
+overlap fixtures this almost never happens (a mixture fits neither voice
+well), so one-mic ties are NOT detected yet: see the README's Voices section.
 """
 
 from __future__ import annotations
