@@ -130,7 +130,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         from ..spotters.combined import CombinedSpotter
         from ..spotters.vosk_spotter import VoskSpotter
 
-        vosk = VoskSpotter(model, pool_exists=pool_exists, calls=_calls(variant))
+        vosk = VoskSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant))
         return PoolAware(CombinedSpotter(vosk, profiles), pool_exists), "combined"
     if engine in ("auto", "enrolled") and profiles:
         from ..spotters.enrolled import EnrolledSpotter
