@@ -58,12 +58,16 @@ def pulse() -> dict:
     if shutil.which("pulseaudio") is None or shutil.which("pactl") is None:
         pytest.skip("no PulseAudio (apt-get install pulseaudio pulseaudio-utils libasound2-plugins)")
     env = dict(os.environ)
+    started_here = False
     if subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
-        out = subprocess.run(["bash", "-c", "source .ci/pulse.sh >/dev/null 2>&1; env -0"], cwd=ROOT,
-                             capture_output=True, timeout=60).stdout.decode()
+        # Our own EXIT trap keeps pulse.sh from stopping the daemon when this shell exits;
+        # the fixture stops it at the end instead.
+        out = subprocess.run(["bash", "-c", "trap : EXIT; source .ci/pulse.sh >/dev/null 2>&1; env -0"],
+                             cwd=ROOT, capture_output=True, timeout=60).stdout.decode()
         env.update(dict(line.split("=", 1) for line in out.split("\0") if "=" in line))
         if subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
             pytest.skip("PulseAudio could not be started (see .ci/pulse.sh)")
+        started_here = True
     for line in _pactl("list", "short", "modules", env=env).splitlines():  # left by a killed run
         if f"sink_name={MIC}" in line or f"sink_name={SPK}" in line:
             subprocess.run(["pactl", "unload-module", line.split()[0]], env=env, capture_output=True, timeout=10)
@@ -83,6 +87,11 @@ def pulse() -> dict:
     silence.wait(timeout=5)
     for m in modules:
         subprocess.run(["pactl", "unload-module", m], env=env, capture_output=True, timeout=10)
+    if started_here:
+        pid_file = Path(env.get("XDG_RUNTIME_DIR", "/nonexistent")) / "voicesnap-silence.pid"
+        if pid_file.exists():
+            subprocess.run(["kill", pid_file.read_text().strip()], capture_output=True, timeout=10)
+        subprocess.run(["pactl", "exit"], env=env, capture_output=True, timeout=10)
 
 
 def shout_clip(shouts: list, path: Path) -> Path:
