@@ -636,22 +636,25 @@ def describe(ev: Any) -> tuple[str, int] | None:
     """
     from . import rules, session
 
+    def cards(n: int) -> str:
+        return f"{n} card" if n == 1 else f"{n} cards"
+
     if isinstance(ev, rules.Flipped):
         return f"{ev.player}: {ev.card.spoken}", PRIORITY_FLIP
     if isinstance(ev, rules.SnapWon):
-        return f"{ev.player} snapped and won {ev.cards} cards", PRIORITY_RULING
+        return f"{ev.player} snapped and won {cards(ev.cards)}", PRIORITY_RULING
     if isinstance(ev, rules.TieToPool):
         return (f"Tie between {' and '.join(ev.players)}: the piles go to the pool, "
-                f"now {ev.pool} cards", PRIORITY_RULING)
+                f"now {cards(ev.pool)}", PRIORITY_RULING)
     if isinstance(ev, rules.PoolTied):
         return f"Tie for the pool between {' and '.join(ev.players)}: it stays", PRIORITY_RULING
     if isinstance(ev, rules.WrongCall):
         lost = ev.from_pile + ev.from_stack
-        return f"Wrong call by {ev.player}: {lost} cards to the pool, now {ev.pool}", PRIORITY_RULING
+        return f"Wrong call by {ev.player}: {cards(lost)} to the pool, now {ev.pool}", PRIORITY_RULING
     if isinstance(ev, rules.PoolWon):
-        return f"{ev.player} won the pool: {ev.cards} cards", PRIORITY_RULING
+        return f"{ev.player} won the pool: {cards(ev.cards)}", PRIORITY_RULING
     if isinstance(ev, rules.Forfeit):
-        return f"{ev.player} gives {ev.to} {ev.cards} card", PRIORITY_RULING
+        return f"{ev.player} gives {ev.to} {cards(ev.cards)}", PRIORITY_RULING
     if isinstance(ev, rules.Refreshed):
         return f"{ev.player} turns over their pile", PRIORITY_INFO
     if isinstance(ev, rules.Eliminated):
