@@ -137,3 +137,14 @@ def test_no_pool_makes_snap_final_sooner(spotter_factory):
              for d in detect(spotter_factory(pool_exists=False), fx) if d.word == "snap"}
     assert set(eager) >= set(waiting) and len(waiting) >= 5
     assert all(eager[k] < waiting[k] for k in waiting)
+
+
+@pytest.mark.vosk_model
+def test_combined_gives_strangers_calls_to_nobody(vosk_model):
+    from voicesnap.spotters.combined import CombinedSpotter
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    fx = C.load(PLAYERS_DIR / "unknown" / "stranger1.json")
+    dets = detect(CombinedSpotter(VoskSpotter(vosk_model), EnrolledSpotter([profile(n) for n in NAMES])), fx)
+    assert len(C.score(fx, dets, words=WORDS).hits) >= 6  # Vosk hears the calls...
+    assert all(d.player is None for d in dets)  # ...and nobody enrolled made them

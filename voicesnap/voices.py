@@ -620,7 +620,7 @@ class Voices:
         return self.decide(best, voice)
 
     def decide(self, best: dict[tuple[str, str], tuple[float, Hit]], voice: dict[str, float],
-               accept: float = ACCEPT) -> Attribution:
+               accept: float = ACCEPT, r_limit: float = R_LIMIT) -> Attribution:
         """Turn template ratios and voice ratios into one attribution (or nobody)."""
         per_player: dict[str, tuple[float, str, Hit]] = {}
         for (player, phrase), (r, h) in best.items():
@@ -639,7 +639,7 @@ class Voices:
         if name in self.rivals:
             return Attribution(None, 0.0, None, scores, h.start, h.end)
         strong = v <= STRONG_VOICE and comb <= 1.0  # the voice itself is unmistakable
-        if (comb > accept and not strong) or r > R_LIMIT or v > V_LIMIT:
+        if (comb > accept and not strong) or r > r_limit or v > V_LIMIT:
             return Attribution(None, scores[name], None, scores, h.start, h.end)
         return Attribution(name, scores[name], phrase, scores, h.start, h.end)
 

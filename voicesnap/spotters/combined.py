@@ -22,6 +22,7 @@ from . import Detection, Spotter
 from .enrolled import EnrolledSpotter
 
 MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
+LOOKAHEAD = 0.12  # s of audio after a Vosk call's end before judging who said it
 
 
 class CombinedSpotter:
@@ -36,6 +37,7 @@ class CombinedSpotter:
         self.vosk_words = set(vosk_words)
         self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
         self._heard: list[Detection] = []  # recent enrolled calls (for their onsets)
+        self._waiting: list[Detection] = []  # Vosk calls whose end is not yet buffered
 
     def set_pool_exists(self, value: bool) -> None:
         """Whether "snap pool" is possible now (both engines then decide "snap" sooner)."""
@@ -50,11 +52,20 @@ class CombinedSpotter:
 
     def flush(self) -> list[Detection]:
         second = self.enrolled.flush()
-        return self._combine(self.vosk.flush(), second)
+        return self._combine(self.vosk.flush(), second, final=True)
 
-    def _combine(self, first: list[Detection], second: list[Detection]) -> list[Detection]:
+    def _combine(self, first: list[Detection], second: list[Detection],
+                 final: bool = False) -> list[Detection]:
         out: list[Detection] = []
-        for d in first:
+        # Vosk often names a call from partial results before the word is over:
+        # attribution waits until the enrolled buffer holds the whole word
+        now = self.enrolled.position
+        self._waiting += first
+        ready = [d for d in self._waiting if final or d.end + LOOKAHEAD <= now]
+        self._waiting = [d for d in self._waiting if d not in ready]
+        for d in ready:
+            if d.detected_at is not None:
+                d = replace(d, detected_at=max(d.detected_at, now))
             if d.word not in self.vosk_words:  # commands: no attribution needed
                 out.append(replace(d, engine=self.name))
                 continue

@@ -36,6 +36,7 @@ MIN_FRAMES = 8  # 80 ms: shorter bursts are clicks, not calls
 MAX_FRAMES = 300  # a stretch is matched at least every 3 s, even in endless chatter
 CONTEXT = 12  # frames of context kept each side of a stretch for matching
 HISTORY = 300  # frames of history kept per channel for the background estimate
+SPAN_R_LIMIT = 2.5  # template ratio allowed when another engine already found the call
 POOL_GAP = 35  # frames: a "snap" waits this long for a "pool" before it is final
 OVERLAP_MARGIN = 0.25  # second player's combined ratio may exceed the first's by this
 
@@ -179,6 +180,11 @@ class EnrolledSpotter:
                 out.append((st.seg_start, st.last_loud + 1))
             st.seg_start = None
         return out
+
+    @property
+    def position(self) -> float:
+        """Seconds of audio received so far (the clock position of the buffer's end)."""
+        return self._position / F.RATE
 
     def set_pool_exists(self, value: bool) -> None:
         self.pool_exists = value
@@ -351,10 +357,17 @@ class EnrolledSpotter:
         rival = top in self.voices.rivals and top_r < 1.0 and top_r < 0.8 * players_r
         if word is not None and any(ph == word for (_p, ph) in best):
             best = {k: v for k, v in best.items() if k[1] == word}
-        vp = voiceprint(self._samples(st, max(lo, s), min(hi, e)))
+        # the voiceprint from the voiced frames only (another engine's word span
+        # may include silence or miss the word's tail)
+        energy = st.energy[max(s - 5, lo) - st.frame0: min(e + 10, hi) - st.frame0]
+        loud = np.nonzero(energy >= max(st.floor_db + 10.0, self.min_db))[0]
+        v0, v1 = (max(s - 5, lo) + int(loud[0]), max(s - 5, lo) + int(loud[-1]) + 1) if len(loud) else (s, e)
+        vp = voiceprint(self._samples(st, v0, v1))
         voice = {p: self.voices.profiles[p].voice_distance(vp) / self.voices.profiles[p].voice_threshold
                  for p in {k[0] for k in best}}
-        att = self.voices.decide(best, voice)
+        # another engine already heard a call here: the question is only who,
+        # so the template may fit loosely as long as the voice fits
+        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT)
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = Attribution(mapped, att.score, att.phrase, att.scores, att.start, att.end)
