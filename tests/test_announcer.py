@@ -332,3 +332,20 @@ def test_for_table_without_a_speaker_raises_a_user_error_with_the_reason(data_di
     with pytest.raises(UserError) as err:
         for_table(device="no such speaker 1234", data_dir=data_dir)
     assert "no audio output" in str(err.value) or "espeak-ng" in str(err.value)
+
+
+def test_status_in_single_pile_snap_names_the_centre_pile_not_a_players_pile():
+    from voicesnap.variants import SinglePileSnap
+
+    game = SinglePileSnap(["alice", "bob", "cara"], seed=5)
+    for t in (1.0, 2.0, 3.0):
+        game.flip(t)
+    state = game.state
+    centre = state.piles[0]
+    text = status_words(state)
+    # nobody "shows" the centre card, and each count is what that player holds
+    assert "showing" not in text
+    for seat, name in enumerate(state.players):
+        assert f"{name} {state.held(seat)} cards." in text
+    assert f"Centre pile 3 cards, top card {centre[-1].spoken}." in text
+    assert text.endswith("Pool empty.")

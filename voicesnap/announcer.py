@@ -163,16 +163,27 @@ def score_words(players: Sequence[str], scores: Sequence[int]) -> str:
 
 
 def status_words(state: TableState) -> str:
-    """Every player's card count and showing card, then the pool (the status command)."""
+    """Every player's card count and showing card, then the pool (the status command).
+
+    In games with one shared face-up pile (Single Pile Snap) no player "shows"
+    a card: the counts are of face-down cards and the centre pile is said once.
+    """
     parts = []
+    own = len(state.piles) == len(state.players)
     for seat, name in enumerate(state.players):
         if state.eliminated[seat]:
             parts.append(f"{name} is out")
             continue
         held = state.held(seat)
-        pile = state.piles[seat] if seat < len(state.piles) else ()
+        if not own:
+            parts.append(f"{name} {_cards(held)}")
+            continue
+        pile = state.piles[seat]
         showing = f", showing {pile[-1].spoken}" if pile else ", nothing showing"
         parts.append(f"{name} {_cards(held)}{showing}")
+    if not own:
+        centre = state.piles[0] if state.piles else ()
+        parts.append(f"Centre pile {_cards(len(centre))}{_top(centre)}" if centre else "Centre pile empty")
     pool = f"Pool {_cards(len(state.pool))}{_top(state.pool)}." if state.pool else "Pool empty."
     return ". ".join(parts) + ". " + pool
 
