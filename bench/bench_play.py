@@ -60,11 +60,10 @@ class _Memory(list):
 def _spotter(model: str, channels: int, pool_flag: list) -> object:
     from voicesnap.cli.play import ChannelSpotters
     from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
+    from voicesnap.table import PoolClaim
 
     loaded = load_model(model)
-
-    def pool() -> bool:
-        return bool(pool_flag and pool_flag[0].pool)
+    pool = PoolClaim(pool_flag)  # as voicesnap play does
 
     per = {ch: VoskSpotter(loaded, channel=ch, pool_exists=pool) for ch in range(channels)}
     return ChannelSpotters(per, {i: p for i, p in enumerate(PLAYERS4[:channels])})

@@ -313,3 +313,104 @@ def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:
     later = [a.record for now in (3.6, 4.2) for a in loop.step(now)
              if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
     assert [f.t for f in later] == [4.2]
+
+
+def _to_pool_match(seed: int = 0) -> tuple[rules.Game, Referee, float, list[float]]:
+    """Play a real game until a tie forms a pool and a later flip matches the pool's top card.
+
+    Returns the game, its referee, the matching flip's time, and the times of flips
+    made while a pool existed but did not match it.
+    """
+    game = rules.Game(PLAYERS, seed)
+    ref = Referee(game, 0.5)
+    t, pooled, unmatched = 1.0, False, []
+    for _ in range(120):
+        flipped = [e for e in ref.flip(t) if isinstance(e, rules.Flipped)]
+        if flipped and flipped[-1].match and not pooled:
+            ref.submit(Call("Alice", "snap", t + 0.3))
+            ref.submit(Call("Bob", "snap", t + 0.33))
+            pooled = any(isinstance(e, rules.TieToPool) for e in ref.advance(t + 0.9))
+        elif flipped and flipped[-1].pool_match and pooled:
+            return game, ref, t, unmatched
+        elif pooled:
+            unmatched.append(t)
+        ref.advance(t + 0.9)
+        t += 1.0
+    raise AssertionError("seed gives no pool match; pick another")
+
+
+SEED_POOL = 1  # a pool forms, later a card matches it, and the card after does not
+
+
+def test_a_pool_claim_is_open_only_around_a_card_that_matches_the_pool() -> None:
+    """Spotters hold "snap" for a possible "pool" only while a claim is open, not whenever a pool exists."""
+    from voicesnap.table import POOL_CLAIM_HOLD, PoolClaim
+
+    now = [0.0]
+    # replay the same game, asking the claim after every flip as the spotter thread does
+    game, ref, t_match, unmatched = _to_pool_match(SEED_POOL)
+    assert unmatched, "the seed should give flips while a pool exists that do not match it"
+    fresh = rules.Game(PLAYERS, SEED_POOL)
+    claim = PoolClaim([fresh, lambda: now[0]])
+    ref2 = Referee(fresh, 0.5)
+    t = 1.0
+    while t < t_match:
+        flipped = [e for e in ref2.flip(t) if isinstance(e, rules.Flipped)]
+        if flipped and flipped[-1].match and fresh.pool_size() == 0:
+            ref2.submit(Call("Alice", "snap", t + 0.3))
+            ref2.submit(Call("Bob", "snap", t + 0.33))
+        ref2.advance(t + 0.9)
+        now[0] = t + 0.5
+        if t in unmatched:
+            assert fresh.pool_size() > 0 and not claim(), f"no claim is open at the flip at {t}"
+        t += 1.0
+    ref2.flip(t_match)
+    now[0] = t_match + 0.2
+    assert fresh.pool_top() is not None and claim()
+    # the next card: a claim made just before it may still be being spoken, for a while
+    assert not any(isinstance(e, rules.Flipped) and e.pool_match for e in ref2.flip(t_match + 1.0))
+    now[0] = t_match + 1.0 + POOL_CLAIM_HOLD - 0.1
+    assert claim()
+    now[0] = t_match + 1.0 + POOL_CLAIM_HOLD + 0.1
+    assert not claim()
+
+    # a claim that has been won is spent at once
+    game2 = rules.Game(PLAYERS, SEED_POOL)
+    claim2 = PoolClaim([game2, lambda: now[0]])
+    ref3 = Referee(game2, 0.5)
+    t = 1.0
+    while t <= t_match:
+        flipped = [e for e in ref3.flip(t) if isinstance(e, rules.Flipped)]
+        if flipped and flipped[-1].match and game2.pool_size() == 0:
+            ref3.submit(Call("Alice", "snap", t + 0.3))
+            ref3.submit(Call("Bob", "snap", t + 0.33))
+        if t < t_match:
+            ref3.advance(t + 0.9)
+        t += 1.0
+    now[0] = t_match + 0.1
+    assert claim2()
+    ref3.submit(Call("Cara", "snap pool", t_match + 0.3))
+    assert any(isinstance(e, rules.PoolWon) for e in ref3.advance(t_match + 0.9))
+    assert not claim2()
+
+
+@pytest.mark.parametrize("shorter, tie", [(0.0, True), (0.1, False)])
+def test_the_voice_lag_is_just_enough_for_the_slowest_tie_rival(shorter: float, tie: bool) -> None:
+    """The default listen-lag keeps a rival in time whose word is the longest and whose
+    recognition the slowest; 100 ms less and that tie is lost (the lag is not padded)."""
+    from voicesnap.table import SNAP_WORD, SPOTTER_LATENCY, voice_lags
+
+    lag, pool_lag = voice_lags(0.1, 0.5)
+    assert (lag, pool_lag) == (0.5, 1.4)
+    seed = 7
+    t = first_match(seed)
+    loop, game = new_loop(seed)
+    loop._lag = lag - shorter
+    first = snap("Alice", t + 0.2)  # a short word, recognised quickly
+    rival = snap("Cara", t + 0.29)  # inside the tie window; long word, slow recogniser
+    feed = {t + 0.55: [first], round(rival.onset + SNAP_WORD + SPOTTER_LATENCY, 3): [rival]}
+    found = rulings(run_clock(loop, t + 1.6, feed))
+    ties = [r for r in found if isinstance(r, rules.TieToPool)]
+    assert bool(ties) is tie
+    if not tie:
+        assert [r.player for r in found if isinstance(r, rules.SnapWon)] == ["Alice"]

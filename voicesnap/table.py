@@ -41,20 +41,42 @@ __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",
     "TableStep", "TableStart", "TableNote",
     "TableLoop", "Heard", "Table", "WallClock",
-    "HEARD_LAG", "LiveInput",
+    "HEARD_LAG", "LiveInput", "PoolClaim", "voice_lags",
 ]
 
-# A call reaches the table only once its word has ended and the recogniser
-# has decided: ~0.3-0.5 s for "snap" plus ~0.2-0.3 s of recogniser latency
-# after its onset ("snap pool" longer). The referee is advanced ``lag``
-# seconds behind what the spotter has heard, so that a rival whose onset is
-# inside the tie window is still in time; rulings come that much later.
-# Keyboard-only play needs none.
-# While a Snap pool exists, Vosk holds a "snap" until it is sure no "pool"
-# follows (up to ~1.2 s after the word), so the allowance grows with it.
+# The listen-lag: the referee is advanced ``lag`` seconds behind what the
+# spotter has heard. Why it cannot be zero with voices: the referee rules a call
+# at ``onset + decision_window`` and refuses ("late") any call that reaches it
+# after its own window closed, and a tie needs every rival whose onset is
+# within the tie window of the first call to be there when the first is ruled.
+# A call reaches the table at most SPOTTER_LATENCY after its word ends, and a
+# word ends at most SNAP_WORD after its onset, so the last rival is known by
+#     onset + tie_window + SNAP_WORD + SPOTTER_LATENCY,
+# and the first call is ruled when heard = onset + decision_window + lag. Hence
+#     lag = tie_window + SNAP_WORD + SPOTTER_LATENCY - decision_window
+# (0.1 + 0.6 + 0.3 - 0.5 = 0.5 s with the defaults), and nothing smaller is safe.
+# The ruling then starts about tie_window + SPOTTER_LATENCY + (SNAP_WORD - the
+# word's length) after the word ends: a longer --decision-window lowers the lag
+# one for one and changes nothing else.
+# While a Snap-pool claim is open (PoolClaim) the spotters hold a "snap" for
+# up to POOL_WAIT after the word to hear whether "pool" follows (the hold
+# includes their own latency), so then
+#     pool_lag = tie_window + SNAP_WORD + POOL_WAIT - decision_window   (1.4 s).
+# Keyboard-only play needs none: a key press is known at once.
 HEARD_LAG = 0.0
-VOICE_LAG = 0.5
-VOICE_POOL_LAG = 1.4
+SNAP_WORD = 0.6  # s: the longest "snap" in the fixture corpus (cara's, 0.58-0.60 s)
+SPOTTER_LATENCY = 0.3  # s: word end to the table, p95 (bench_play measured 157-297 ms)
+POOL_WAIT = 1.2  # s: VoskSpotter's longest wait for "pool" after "snap" (its pool_wait)
+
+
+def voice_lags(tie_window: float, decision_window: float) -> tuple[float, float]:
+    """(lag, pool_lag) for voice calls: the least that keeps every rival in time (see above)."""
+    lag = max(0.0, tie_window + SNAP_WORD + SPOTTER_LATENCY - decision_window)
+    pool_lag = max(lag, tie_window + SNAP_WORD + POOL_WAIT - decision_window)
+    return round(lag, 3), round(pool_lag, 3)
+
+
+VOICE_LAG, VOICE_POOL_LAG = voice_lags(0.1, 0.5)  # the defaults: 0.5 and 1.4 s
 
 PRIORITY_FLIP = 1
 PRIORITY_INFO = 2
@@ -380,6 +402,55 @@ class WallClock:
 
     def __call__(self) -> float:
         return time.monotonic() - self._t0
+
+
+POOL_CLAIM_HOLD = 1.5  # s of audio after the next flip that a "snap pool" for the last card may still end
+
+
+class PoolClaim:
+    """Is a Snap-pool claim open: could a word heard now rightly be "snap pool"?
+
+    ``holder`` is ``[game]`` or ``[game, clock]`` (``clock()``: referee time of
+    what the table has heard). The claim is open while the card on show matches
+    the pool's top card and nobody has won or tied for it (``on_show("pool")``),
+    and for ``hold`` seconds after the next flip, because a claim whose onset
+    was before that flip is still valid and its word may still be being heard.
+
+    Why it matters: while it is open the spotters hold every "snap" until they
+    are sure no "pool" follows (up to ~1.2 s), and the referee runs further
+    behind to wait for them. With only "a pool exists" (the first pass) that
+    hold applied to nearly every snap once a pool had formed, which made the
+    95th-percentile ruling ~1.5 s late; a claim is open on about one flip in 13.
+
+    Called from the spotter's thread while the game loop changes the game: it
+    reads only public accessors, and when a read races a change it answers
+    True (holding a snap a little longer is harmless; cutting "snap pool" short
+    would turn a pool claim into a wrong snap).
+    """
+
+    def __init__(self, holder: list[Any], hold: float = POOL_CLAIM_HOLD) -> None:
+        self.holder = holder
+        self.hold = hold
+        self._seen: tuple[int, int] | None = None  # (id(game), flip) where the claim was last open
+
+    def __call__(self) -> bool:
+        game = self.holder[0] if self.holder else None
+        if game is None:
+            return False
+        try:
+            if game.pool_size() == 0 or game.pool_top() is None:
+                return False
+            view = game.view()
+            if game.on_show("pool"):
+                self._seen = (id(game), view.flip)
+                return True
+        except (IndexError, KeyError, ValueError, TypeError):
+            return True
+        seen = self._seen
+        if seen is None or seen[0] != id(game) or view.flip != seen[1] + 1:
+            return False  # never open, spent on its own card, or more than one flip ago
+        clock = self.holder[1] if len(self.holder) > 1 else None
+        return clock is not None and clock() - view.t <= self.hold
 
 
 @dataclass(frozen=True)
@@ -999,8 +1070,14 @@ def play_session(
             game = session.new_game(audio_now + offset)
             log.write(*game.events)
         holder = game
+        clock_box: list[Callable[[], float]] = []
+
+        def game_clock(box: list = clock_box) -> float:  # referee time of what the table has heard
+            return box[0]() if box else float("-inf")
+
         if pool_flag is not None:
-            pool_flag[:] = [holder]
+            pool_flag[:] = [holder, game_clock]
+        claim = PoolClaim([holder, game_clock])
         referee = Referee(game, settings.decision_window)
         scores = dict(zip(session.players, session.scores))
         title = f"voicesnap {settings.variant}, game {session.games + 1} ({settings.format})"
@@ -1030,7 +1107,7 @@ def play_session(
             offset=offset,
             start=start,
             first_flip_delay=first_flip_delay,
-            lag=(lambda g=holder, s=settings: max(s.lag, s.pool_lag) if g.pool else s.lag),
+            lag=(lambda c=claim, s=settings: max(s.lag, s.pool_lag) if c() else s.lag),
             busy=lambda: out_box[0].busy(),
         )
         if schedule is not None:
@@ -1041,6 +1118,7 @@ def play_session(
             dealer = game.players[game.dealer]
             output([Say(f"Game {session.games + 1}. {dealer} deals.", PRIORITY_INFO)])
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook)
+        clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)
         if isinstance(chunks, LiveInput):  # device lost/back and overflows reach this game's loop
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))
         if keyboard is not None:

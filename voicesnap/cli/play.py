@@ -51,7 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds after a call's onset before it is ruled (0.5): time for rivals to be heard")
     parser.add_argument("--listen-lag", type=float, default=None,
                         help="seconds the referee stays behind the audio heard, so that a rival call still "
-                        "being recognised is in time (default 0.5 with voice calls, 1.4 while a pool exists, 0 keyboard only)")
+                        "being recognised is in time (default with voice calls: 0.5, 1.4 while a Snap-pool claim is open, "
+                        "less with a longer --decision-window; 0 keyboard only)")
     parser.add_argument("--no-keyboard", action="store_true", help="ignore the keyboard")
 
 
@@ -115,9 +116,11 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
                 raise
     profiles = _profiles(root, players) if engine in ("auto", "enrolled", "combined") else {}
 
-    def pool_exists() -> bool:
-        game = pool_flag[0] if pool_flag else None
-        return bool(game is not None and game.pool)
+    from ..table import PoolClaim
+
+    # "snap" is held back for a possible "pool" only while a pool claim is open (not
+    # whenever a pool exists): see table.PoolClaim. play_session fills pool_flag.
+    pool_exists = PoolClaim(pool_flag)
 
     if model is not None and channels:
         from ..spotters.vosk_spotter import VoskSpotter, load_model
@@ -316,12 +319,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.resume:
         import dataclasses
 
-        from ..table import VOICE_LAG, VOICE_POOL_LAG
+        from ..table import voice_lags
 
-        lag = args.listen_lag if args.listen_lag is not None else (VOICE_LAG if spotter is not None else 0.0)
+        voice_lag, voice_pool_lag = voice_lags(settings.tie_window, settings.decision_window)
+        lag = args.listen_lag if args.listen_lag is not None else (voice_lag if spotter is not None else 0.0)
         if not 0 <= lag <= 5:
             raise UserError(f"--listen-lag {lag} is impossible; use 0 to 5 seconds")
-        pool_lag = lag if args.listen_lag is not None or spotter is None else VOICE_POOL_LAG
+        pool_lag = lag if args.listen_lag is not None or spotter is None else voice_pool_lag
         settings = dataclasses.replace(settings, engine=engine_name, lag=lag, pool_lag=pool_lag, channels=channels,
                                        audio="audio.wav" if (args.record and spotter is not None) else "")
     lines = print
