@@ -414,3 +414,34 @@ def test_the_voice_lag_is_just_enough_for_the_slowest_tie_rival(shorter: float, 
     assert bool(ties) is tie
     if not tie:
         assert [r.player for r in found if isinstance(r, rules.SnapWon)] == ["Alice"]
+
+
+class _PublicOnly:
+    """A real game seen only through the engine's public accessors (rules.Game's
+    "public view"): the table must not reach past them, so the engine can change."""
+
+    PUBLIC = {"players", "call_words", "is_out", "eliminated", "pool_size", "pool_top", "showing",
+              "on_show", "view", "state", "is_over", "variant"}
+
+    def __init__(self, game: rules.Game) -> None:
+        self._game = game
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        if name not in self.PUBLIC:
+            raise AttributeError(f"the table read game.{name}, an engine internal")
+        return getattr(self._game, name)
+
+
+def test_the_table_reads_the_engine_only_through_its_public_accessors() -> None:
+    from voicesnap import variants
+    from voicesnap.table import PoolClaim, snap_words
+
+    animal = variants.create("animal", PLAYERS, 4)
+    assert snap_words(_PublicOnly(animal)) == dict(animal.animals) and len(set(animal.animals.values())) == 3
+    silent = variants.create("silent", PLAYERS, 4)
+    assert snap_words(_PublicOnly(silent)) == {p: "slam" for p in PLAYERS}
+    assert snap_words(_PublicOnly(rules.Game(PLAYERS, 4))) == {}
+    game, _ref, _t, _ = _to_pool_match(SEED_POOL)  # the card on show matches the pool's top card
+    assert PoolClaim([_PublicOnly(game), lambda: 0.0])()
+    keymap = Keymap(PLAYERS, snap_words=snap_words(_PublicOnly(animal)))
+    assert keymap.lookup("q").kind == animal.animals["Alice"]

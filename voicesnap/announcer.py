@@ -614,13 +614,13 @@ def rehearse(game: Any, announcer: Announcer, playback: Any, seed: int, pace: fl
 
     t = settle(pace)
     for _ in range(max_flips):
-        if game.over:
+        if game.is_over():
             break
         run_to(t)
         evs = ref.flip(t)
         log += evs
         announcer.handle(evs, game.state, turn=True)
-        live = [p for i, p in enumerate(game.players) if not game.out[i]]
+        live = [p for i, p in enumerate(game.players) if not game.is_out(i)]
         if any(isinstance(e, Flipped) and e.match for e in evs) and rng.random() < call_rate:
             who = rng.choice(live)
             onset = t + rng.uniform(0.35, 0.6)

@@ -41,7 +41,7 @@ __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",
     "TableStep", "TableStart", "TableNote",
     "TableLoop", "Heard", "Table", "WallClock",
-    "HEARD_LAG", "LiveInput", "PoolClaim", "voice_lags",
+    "HEARD_LAG", "LiveInput", "PoolClaim", "snap_words", "voice_lags",
 ]
 
 # The listen-lag: the referee is advanced ``lag`` seconds behind what the
@@ -990,6 +990,17 @@ def new_session(settings: TableSession) -> Any:
                    **settings.config)
 
 
+def snap_words(game: Any) -> dict[str, str]:
+    """Each player's word for the snap key where it is not "snap" (Silent Snap's slam,
+    Animal Snap's noise), asked of the engine's public ``call_words``."""
+    out = {}
+    for seat, name in enumerate(game.players):
+        word = game.call_words(seat).get("snap", "snap")
+        if word != "snap":
+            out[name] = word
+    return out
+
+
 def status_text(game: Any) -> str:
     """The "status" command's answer: every player's count and showing card, and the pool."""
     state = game.state
@@ -1122,12 +1133,7 @@ def play_session(
         if isinstance(chunks, LiveInput):  # device lost/back and overflows reach this game's loop
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))
         if keyboard is not None:
-            snap_words = {}
-            if settings.variant == "silent":
-                snap_words = {p: "slam" for p in game.players}
-            elif getattr(game, "animals", None):
-                snap_words = dict(game.animals)
-            keymap = Keymap(game.players, snap_words=snap_words)
+            keymap = Keymap(game.players, snap_words=snap_words(game))
             table.start_thread(lambda: pump_keys(keyboard, keymap, table.clock, table.put_key,
                                                  table.stopping.is_set), "voicesnap-keys")
         stop = table.run()
