@@ -254,3 +254,28 @@ def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, caps
     assert main(["--data-dir", str(data), "listen", "--file", wav, "--json", "--engine", "enrolled"]) == 0
     enrolled = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert enrolled and all(d.engine == "enrolled" and d.player == "bob" for d in enrolled)
+
+
+@pytest.mark.parametrize("at_s", [5.0, 10.0])
+def test_a_call_after_long_faint_noise_is_heard(model, at_s: float) -> None:
+    """Regression: after >= 5 s of -60 dB white noise a "snap" was cut by Vosk's
+    5 s silence endpoint firing inside the word (and, with a FinalResult reset,
+    by the rebuilt feature pipeline), and lost."""
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    held = Path(__file__).parent / "fixtures" / "audio" / "players" / "heldout"
+    x, _ = read_wav(held / "bob.wav")
+    seg = json.loads((held / "bob.json").read_text())["segments"][0]
+    assert seg["text"] == "snap"
+    word = x[seg["onset"] : seg["end"], 0].astype(np.float64)
+    rng = np.random.default_rng(0)
+    signal = rng.standard_normal(int((at_s + 2) * 16000)) * 32768 * 10 ** (-60 / 20)
+    start = int(at_s * 16000)
+    signal[start : start + len(word)] += word
+    pcm = np.clip(signal, -32768, 32767).astype(np.int16)[:, None]
+    for pool in (True, False):
+        spotter = VoskSpotter(model, pool_exists=pool)
+        found = [d for c in ArraySource(pcm, 16000, chunk_frames=320) for d in spotter.accept(c)]
+        found += spotter.flush()
+        assert [d.word for d in found] == ["snap"], (pool, found)
+        assert abs(found[0].onset - at_s) <= ONSET_TOL_S, found

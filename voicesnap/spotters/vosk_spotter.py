@@ -74,6 +74,13 @@ TUNED_CONFIG: dict[str, str] = {
     "--endpoint.rule3.min-trailing-silence": "0.1",
     "--endpoint.rule4.min-trailing-silence": "0.2",
     "--frames-per-chunk": "6",
+    # Stock rule 1 ends an utterance after 5 s of trailing silence even with no
+    # speech in it. In steady faint noise (-60 dB white) the decoder first holds
+    # a junk word, then re-reads the noise as silence just as a word begins, so
+    # rule 1 fired inside that word and cut it (the word was lost). Off here;
+    # VoskSpotter ends quiet utterances itself, at moments the signal shows to
+    # be quiet (see ``quiet_endpoint``).
+    "--endpoint.rule1.min-trailing-silence": "100000",
 }
 
 
@@ -276,6 +283,7 @@ class VoskSpotter:
         command_gap: float = 0.8,
         use_partials: bool = True,
         partial_hold: float = 0.0,
+        quiet_endpoint: float = 2.0,
     ) -> None:
         import vosk
 
@@ -291,12 +299,15 @@ class VoskSpotter:
         self.command_gap = command_gap
         self.use_partials = use_partials
         self.partial_hold = partial_hold
+        # An utterance this long (s) is ended when the last QUIET_S of signal held no speech.
+        self.quiet_endpoint = quiet_endpoint
         wanted = list(words) if words is not None else grammar_words()
         known = [w for w in wanted if self.model.vosk_model_find_word(w) >= 0]
         self.missing_words = [w for w in wanted if w not in known]
         extra = [d for d in decoys if d not in known and self.model.vosk_model_find_word(d) >= 0]
         call_words = [w for w in known if any(w in c.split() for c in self.calls)]
         self.grammar = known + call_words * (max(1, boost) - 1) + extra + ["[unk]"]
+        self._game_words = set(known) - {"[unk]"}
         self._commands = {words_: f"{COMMAND_PREFIX} {words_}" for words_ in COMMANDS.values()}
         self._rec = vosk.KaldiRecognizer(self.model, RATE, json.dumps(self.grammar))
         self._rec.SetWords(True)
@@ -310,6 +321,8 @@ class VoskSpotter:
         self._partial_seen: dict[tuple[int, str], float] = {}  # (index, token) -> first seen
         self._partial_done: set[int] = set()  # token indices emitted from this utterance's partial
         self._hearing = False  # the decoder is inside an utterance (partial text not empty)
+        self._utt_start = 0.0  # seconds: where the decoder's current utterance began
+        self._quiet_checked = 0.0  # seconds: when the quiet endpoint was last considered
 
     # ------------------------------------------------------------------ stream
 
@@ -348,6 +361,12 @@ class VoskSpotter:
         found: list[Detection] = []
         if self._rec.AcceptWaveform(chunk.samples.tobytes()):
             self._take_final(json.loads(self._rec.Result()))
+        elif self._quiet_now():
+            # Reset, not FinalResult: FinalResult also rebuilds the feature
+            # pipeline, and a word starting right then lost its context (and
+            # was missed). Nothing is lost: the utterance holds no game word.
+            self._rec.Reset()
+            self._take_final({})
         else:
             text = json.loads(self._rec.PartialResult()).get("partial", "")
             self._hearing = bool(text.strip())
@@ -363,6 +382,24 @@ class VoskSpotter:
         self._partial_seen.clear()
         self._partial_done.clear()
         self._hearing = False
+        self._utt_start = self._now
+
+    QUIET_S = 1.0
+
+    def _quiet_now(self) -> bool:
+        """Whether to end the utterance now: it is long and the signal's last QUIET_S held no speech.
+
+        Ending it here, rather than by Vosk's own silence rule, means a cut can
+        never fall inside a word (checked at most every 0.25 s: it costs an
+        envelope pass).
+        """
+        if self._now - self._utt_start < self.quiet_endpoint or self._now - self._quiet_checked < 0.25:
+            return False
+        self._quiet_checked = self._now
+        if self._env.active_after(self._now - self.QUIET_S):
+            return False
+        pending = json.loads(self._rec.PartialResult()).get("partial", "").split()
+        return not any(w in self._game_words for w in pending)
 
     # Partial text: fast, provisional calls (commands wait for the final result).
     def _from_partial(self, text: str, detected_at: float) -> list[Detection]:
