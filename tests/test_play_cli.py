@@ -98,3 +98,17 @@ def test_a_best_of_three_session_plays_to_a_winner_and_the_winner_deals(data: Pa
     for prev, nxt in zip(scored, started[1:]):  # the winner of a game deals the next
         assert nxt.players[nxt.dealer] == prev.winner
     assert f"{over[0].winner} wins the session" in run.stdout.decode()
+
+
+def test_a_missing_microphone_names_plays_own_option(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fix must name --input (play's option), not listen's --device."""
+    from voicesnap import models
+
+    model = os.environ.get("VOICESNAP_VOSK_MODEL")
+    if not model or not models.is_model(model):
+        pytest.skip("no Vosk English model (VOICESNAP_VOSK_MODEL): play needs a spotter before it opens the mic")
+    code = main(["play", "--players", "A,B", "--engine", "vosk", "--channels", "A=0,B=1", "--model", model,
+                 "--input", "no such microphone 4321", "--quiet", "--no-keyboard"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "pick one with --input," in err and "--device" not in err

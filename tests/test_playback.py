@@ -161,6 +161,8 @@ def test_no_audio_output_is_a_clear_message():
         DevicePlayback(device="no such speaker 1234").open()
     message = str(err.value)
     assert "no audio output" in message and "voicesnap devices" in message
+    # the fix names the option of the command the player ran (play's is --output)
+    assert "pick one with --output," in message and "--output-device" not in message
 
 
 # --- a real output stream, heard by a real input stream ------------------------------

@@ -517,8 +517,10 @@ class MicSource:
         block_frames: int = 320,
         ring_blocks: int = 512,
         latency: str | float = "low",
+        option: str = "--device",
     ) -> None:
         self.device = device
+        self.option = option  # the command-line option that picks the device, named in errors
         self.rate = int(rate)
         self.channels = int(channels)
         self.block_frames = int(block_frames)
@@ -574,7 +576,7 @@ class MicSource:
         except (sd.PortAudioError, ValueError) as exc:
             raise AudioDeviceError(
                 f"cannot open the microphone ({exc}); run 'voicesnap devices' to list inputs and "
-                "pick one with --device, or check that a sound server/microphone is available"
+                f"pick one with {self.option}, or check that a sound server/microphone is available"
             ) from exc
         return self
 

@@ -323,8 +323,10 @@ class DevicePlayback(_Shell):
     """
 
     def __init__(self, rate: int | None = None, device: int | str | None = None,
-                 clock_map: ClockMap | None = None, latency: str | float = "low", blocksize: int = 0) -> None:
+                 clock_map: ClockMap | None = None, latency: str | float = "low", blocksize: int = 0,
+                 option: str = "--output") -> None:
         self.device = device
+        self.option = option  # the command-line option that picks the device, named in errors
         self.requested_rate = rate
         self.clock_map = clock_map
         self.latency = latency
@@ -359,7 +361,7 @@ class DevicePlayback(_Shell):
         except (sd.PortAudioError, ValueError) as exc:
             raise AudioOutputError(
                 f"no audio output ({exc}); run 'voicesnap devices' to list outputs and pick one with "
-                "--output-device, or start a sound server"
+                f"{self.option}, or start a sound server"
             ) from exc
         return self
 

@@ -309,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
     n_channels = max(channels.values()) + 1 if channels else 1
     if spotter is not None and not args.input_file:
         try:  # fail now, with the fix, rather than inside the listening thread
-            MicSource(device=_device(args.input), channels=n_channels).open().close()
+            MicSource(device=_device(args.input), channels=n_channels, option="--input").open().close()
         except UserError as exc:
             if args.engine != "auto":
                 raise
@@ -343,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
             chunks = FileSource(args.input_file, chunk_frames=320)
         else:
             def open_mic() -> Any:
-                return MicSource(device=_device(args.input), channels=n_channels).open()
+                return MicSource(device=_device(args.input), channels=n_channels, option="--input").open()
 
             live = LiveInput(open_mic, lambda text: None)
             chunks = live
