@@ -316,10 +316,15 @@ class EnrolledSpotter:
         hit = np.nonzero(own)[0]
         return onset + int(hit[0]) * block if len(hit) else onset
 
-    def span_ratios(self, onset: float, end: float, channel: int | None = None) -> dict:
-        """Template ratios (player, phrase) -> (distance/threshold, hit) for a buffered span."""
+    def _span_window(self, onset: float, end: float, channel: int | None):
+        """The buffered frames around [onset, end] s: (channel, state, s, e, lo, hi), or None.
+
+        ``s``/``e`` are the span's frames, ``lo``/``hi`` the matching window
+        with context, clipped to what is still buffered; without ``channel``,
+        the mic where the span is loudest.
+        """
         if not self._channels:
-            return {}
+            return None
         s = int(onset * F.RATE) // F.HOP
         e = int(end * F.RATE) // F.HOP + 1
         if channel is None:
@@ -327,9 +332,7 @@ class EnrolledSpotter:
         st = self._channels[channel]
         lo = max(s - CONTEXT, st.frame0)
         hi = min(e + CONTEXT, st.frame0 + len(st.energy))
-        if hi - lo < MIN_FRAMES:
-            return {}
-        return self.voices.ratios(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel, None)[0]
+        return channel, st, s, e, lo, hi
 
     def attribute_span(self, onset: float, end: float, word: str | None = None,
                        channel: int | None = None) -> tuple[int, Attribution, bool]:
@@ -340,15 +343,10 @@ class EnrolledSpotter:
         the players enrolled it. The flag is True when a rival (the announcer)
         fits the span best: the call is the game's own voice.
         """
-        if not self._channels:
+        win = self._span_window(onset, end, channel)
+        if win is None:
             return 0, Attribution(None, 0.0, None, {}), False
-        s = int(onset * F.RATE) // F.HOP
-        e = int(end * F.RATE) // F.HOP + 1
-        if channel is None:
-            channel = max(range(len(self._channels)), key=lambda c: self._level(c, s, e))
-        st = self._channels[channel]
-        lo = max(s - CONTEXT, st.frame0)
-        hi = min(e + CONTEXT, st.frame0 + len(st.energy))
+        channel, st, s, e, lo, hi = win
         if hi - lo < MIN_FRAMES or not self.voices.players:
             return channel, Attribution(None, 0.0, None, {}), False
         best, _ = self.voices.ratios(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel, None)
