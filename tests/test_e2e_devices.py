@@ -210,6 +210,11 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
     spoken = [r for r in records if isinstance(r, SpeechStarted)]
     for f in flips:
         assert any(s.text.startswith(f"{f.player}: {f.card.spoken}") for s in spoken), f
+    # ...and the referee counted each card from when its announcement started on the
+    # microphone's clock (a call cannot be on a card nobody has heard yet)
+    for f in flips:
+        start = next(s.t for s in spoken if s.text.startswith(f"{f.player}: {f.card.spoken}"))
+        assert f.t == pytest.approx(start, abs=1e-6), (f, start)
     raw = np.frombuffer((tmp_path / "speaker.raw").read_bytes(), dtype=np.int16).astype(np.float64)
     frame = RATE // 50
     loud = np.sqrt(np.mean(raw[: len(raw) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 300

@@ -445,3 +445,52 @@ def test_the_table_reads_the_engine_only_through_its_public_accessors() -> None:
     assert PoolClaim([_PublicOnly(game), lambda: 0.0])()
     keymap = Keymap(PLAYERS, snap_words=snap_words(_PublicOnly(animal)))
     assert keymap.lookup("q").kind == animal.animals["Alice"]
+
+
+def _announcing_loop(seed: int) -> tuple[TableLoop, rules.Game]:
+    loop, game = new_loop(seed)
+    loop.peek = lambda t, g=game: g.copy().flip(t)
+    loop.ANNOUNCE_WAIT = 0.5  # (pace 1 s here: the earlier cards, never announced, are turned in time)
+    return loop, game
+
+
+@pytest.mark.parametrize("onset_after_flip, wins", [(0.05, False), (0.15, True)])
+def test_with_speech_a_card_counts_from_when_its_announcement_is_heard(onset_after_flip: float,
+                                                                       wins: bool) -> None:
+    """The flip is announced first and turned for the referee when the announcement starts
+    (its time on the input clock); a call before that cannot be on the new card."""
+    seed = 7
+    t = first_match(seed)
+    heard_at = t + 0.12  # the announcement's first sample, mapped onto the input clock
+    loop, game = _announcing_loop(seed)
+    actions = run_clock(loop, t, {})
+    spoken = [a for a in actions if isinstance(a, Say) and isinstance(a.source, rules.Flipped)]
+    flips = [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, TableStep)
+             and a.record.kind == "flip"]
+    assert spoken[-1].source.t == t and spoken[-1].source.match  # announced at the due time...
+    # ...but not turned yet (the earlier cards, never heard to start here, were turned after the wait)
+    assert [f.now for f in flips] == [pytest.approx(k + loop.ANNOUNCE_WAIT, abs=0.021) for k in range(1, int(t))]
+    before = game.showing()
+    actions += loop.announced(spoken[-1].text, heard_at)
+    assert game.showing() != before
+    turned = [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert turned[-1].t == heard_at and turned[-1].card == spoken[-1].source.card
+    assert sum(1 for a in actions if isinstance(a, Say) and a.text == spoken[-1].text) == 1  # said once
+    call = snap("Bob", t + onset_after_flip)
+    actions = run_clock(loop, t + 1.2, {t + 0.3: [call]})
+    found = rulings(actions)
+    assert bool([r for r in found if isinstance(r, rules.SnapWon) and r.player == "Bob"]) is wins
+    if not wins:
+        assert [type(r).__name__ for r in found] == ["WrongCall"]
+    # without speech the same early call wins: the card counts from its due time
+    plain, _ = new_loop(seed)
+    assert any(isinstance(r, rules.SnapWon) for r in rulings(run_clock(plain, t + 1.2, {t + 0.3: [call]})))
+
+
+def test_a_flip_whose_announcement_never_starts_is_turned_anyway() -> None:
+    loop, game = new_loop(7, pace=5.0)
+    loop.peek = lambda t, g=game: g.copy().flip(t)
+    actions = run_clock(loop, 1.0 + TableLoop.ANNOUNCE_WAIT + 0.1, {})
+    flips = [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert len(flips) == 1 and flips[0].t == pytest.approx(1.0 + TableLoop.ANNOUNCE_WAIT, abs=0.021)
+    assert game.view().flip == 1

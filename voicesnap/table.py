@@ -212,8 +212,14 @@ class TableLoop:
         first_flip_delay: float = 1.0,
         lag: float | Callable[[], float] = HEARD_LAG,
         busy: Callable[[], bool] = lambda: False,
+        peek: Callable[[float], list[Any]] | None = None,
     ) -> None:
         self.referee = referee
+        # Speech on, with its start times on the input clock: ``peek(t)`` gives the events a
+        # flip at ``t`` would make (on a copy of the game), so that the card is announced first
+        # and turned for the referee when its announcement starts (``announced``).
+        self.peek = peek
+        self._awaiting: tuple[float, str] | None = None  # (due, text) of a flip announced, not yet turned
         self.busy = busy  # a ruling is still being spoken: the next flip waits for it
         self._waited = False
         self._lag = lag
@@ -239,10 +245,13 @@ class TableLoop:
         self._commands = _command_names()
 
     # -- helpers -------------------------------------------------------------
-    def _events(self, produced: Iterable[Any], actions: list[Action]) -> None:
+    def _events(self, produced: Iterable[Any], actions: list[Action], already_said: str | None = None) -> None:
         for ev in produced or ():
             actions.append(Log(ev))
             said = self.describe(ev)
+            if said is not None and already_said is not None and said[0] == already_said:
+                already_said = None  # announced before it was turned (peek): not twice
+                continue
             if said is not None:
                 text, priority = said
                 actions.append(Say(text, priority, ev))
@@ -310,10 +319,41 @@ class TableLoop:
     def _flip(self, t: float, actions: list[Action]) -> None:
         if self.schedule:
             self.schedule.pop(0)
-        actions.append(Log(TableStep("flip", t)))
-        self._events(self.referee.flip(t + self.offset), actions)
         if self.pace:
             self.next_flip = t + self.pace
+        if self.peek is not None and self.schedule is None:
+            preview = [(ev, self.describe(ev)) for ev in self.peek(t + self.offset)]
+            said = [(ev, d) for ev, d in preview if d is not None]
+            if len(said) == 1 and said[0][1][1] == PRIORITY_FLIP:  # a plain flip: announce it first
+                ev, (text, priority) = said[0]
+                actions.append(Say(text, priority, ev))
+                self.last_said = text
+                self._awaiting = (t, text)
+                return
+        self._turn(t, actions)
+
+    def _turn(self, t: float, actions: list[Action], already_said: str | None = None) -> None:
+        actions.append(Log(TableStep("flip", t)))
+        self._events(self.referee.flip(t + self.offset), actions, already_said)
+
+    # s of audio: a flip whose announcement has not started by then is turned anyway (speech
+    # dropped or failed). Long, because a flip may queue behind speech still playing (measured in
+    # the e2e game: up to 1.5 s), and nothing else waits on it: the next card needs this one turned.
+    ANNOUNCE_WAIT = 2.5
+
+    def announced(self, text: str, t: float) -> list[Action]:
+        """An announcement started at ``t`` (input clock). If it is the flip waiting for it, the
+        card is turned for the referee at ``t``: nobody can rightly call on a card before it is
+        heard, so a call whose onset is earlier is judged against the table before it."""
+        actions: list[Action] = []
+        if self._awaiting is None or self.stopped is not None or text != self._awaiting[1]:
+            return actions
+        due, said = self._awaiting
+        self._awaiting = None
+        self._turn(min(max(due, t), due + self.ANNOUNCE_WAIT), actions, said)  # (a wild clock map is capped)
+        if self.stopped is not None:
+            actions.append(self.stopped)
+        return actions
 
     def hold(self, reason: str) -> list[Action]:
         """Stop flipping while the table cannot hear (device lost); calls already heard still count."""
@@ -369,7 +409,13 @@ class TableLoop:
         # Flips that fell due inside this stretch of audio happen in time order,
         # each after the rulings that were due before it (a slow recogniser can
         # hand over seconds at once; the order stays that of the clock).
+        if self._awaiting is not None and self.now >= self._awaiting[0] + self.ANNOUNCE_WAIT:
+            due, said = self._awaiting  # never heard to start (dropped, no speaker): turned now
+            self._awaiting = None
+            self._turn(self.now, actions, said)
         while self.stopped is None and not self.paused and not self.held and self._rearm_after is None:
+            if self._awaiting is not None:
+                break  # one card at a time: the last one is not turned yet
             due = self._due()
             if due is None or due > self.now:
                 break
@@ -579,7 +625,10 @@ class Table:
                 now = self.heard if self.chunks is not None else self._wall()
                 actions = self.loop.step(now, detections)
                 if self.hook is not None:
-                    actions += [Log(r) for r in self.hook()]
+                    for record in self.hook():
+                        actions.append(Log(record))
+                        if getattr(record, "EVENT_TYPE", "") == "speech-started":
+                            actions += self.loop.announced(record.text, record.t)
                 self.on_actions(actions)
                 stop = next((a for a in actions if isinstance(a, Stop)), None)
                 if stop is not None:
@@ -879,6 +928,8 @@ class Output:
         for a in actions:
             if isinstance(a, Log):
                 self._track(a.record)
+                if isinstance(a.record, TableStep) and a.record.kind == "flip":
+                    changed = True  # the card is on the table now (it may have been announced before)
                 line = ruling_line(a.record)
                 if line:
                     self.rulings = (self.rulings + [line])[-6:]
@@ -1045,12 +1096,17 @@ def play_session(
     pool_flag: list[Any] | None = None,
     hook: Callable[[], list[Any]] | None = None,
     redraw: bool = False,
+    announce_flips: bool = False,
 ) -> SessionResult:
     """Play (or continue) a whole session; everything goes to ``log`` as it happens.
 
     ``schedule`` (replays) gives every flip's time instead of the pace, and
     ``stop_at`` each game's logged end time; commands are then ignored, since
     the flips already say what the players did.
+    ``announce_flips``: speech is on and ``hook`` reports when each announcement
+    starts on the input clock; every card is then announced first and turned
+    for the referee at that moment (TableLoop.announced), and the log's flip
+    times are those, so a replay judges the same.
     """
     from .keyboard import Keymap, pump_keys
     from .referee import Call, Referee
@@ -1120,6 +1176,7 @@ def play_session(
             first_flip_delay=first_flip_delay,
             lag=(lambda c=claim, s=settings: max(s.lag, s.pool_lag) if c() else s.lag),
             busy=lambda: out_box[0].busy(),
+            peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,
         )
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]

@@ -380,6 +380,8 @@ def run(args: argparse.Namespace) -> int:
                 keyboard=keys if keyboard_on else None, say=say, lines=lines, text=args.text,
                 setting=setting, resumed=resumed, pool_flag=pool_flag, hook=hook,
                 redraw=not args.text and sys.stdout.isatty(),
+                # speech start times are on the microphone's clock: flips count from when they are heard
+                announce_flips=say is not None and clock_map is not None and live is not None,
             )
             end = time.monotonic() + 3.0  # let the last words finish, and log when they started
             while say is not None and time.monotonic() < end:
