@@ -494,3 +494,45 @@ def test_a_flip_whose_announcement_never_starts_is_turned_anyway() -> None:
     flips = [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
     assert len(flips) == 1 and flips[0].t == pytest.approx(1.0 + TableLoop.ANNOUNCE_WAIT, abs=0.021)
     assert game.view().flip == 1
+
+
+@pytest.mark.audio_device
+def test_live_input_pauses_at_once_when_the_device_stream_dies_and_resumes() -> None:
+    """A real microphone stream (the CI's virtual one) that PortAudio stops under us, as
+    when a device errors, is taken as lost at once (not after the stall), then reopened."""
+    import os
+    import subprocess
+    import time as _t
+
+    from voicesnap.audio import MicSource
+
+    if not os.environ.get("VOICESNAP_TEST_MIC_SINK"):
+        pytest.skip("no virtual microphone (VOICESNAP_TEST_MIC_SINK; .ci/pulse.sh sets it up)")
+    if subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
+        pytest.skip("PulseAudio is not running (.ci/pulse.sh starts it)")
+    opened: list[MicSource] = []
+
+    def open_mic() -> MicSource:
+        opened.append(MicSource(channels=1, option="--input").open())
+        return opened[-1]
+
+    reports: list[tuple[float, str]] = []
+    live = LiveInput(open_mic, lambda text: reports.append((_t.monotonic(), text)), stall=30.0, retry=0.05)
+    watchdog = threading.Timer(10.0, live.close)  # the stall alone would take 30 s: fail, don't hang
+    watchdog.start()
+    got, killed_at = 0, None
+    try:
+        for _chunk in live:
+            got += 1
+            if got == 25 and killed_at is None:
+                killed_at = _t.monotonic()
+                opened[0]._stream.abort()  # PortAudio stops the stream: the device is gone
+            if len(reports) >= 2 and got > 30:
+                break
+    finally:
+        watchdog.cancel()
+        live.close()
+    texts = [t for _, t in reports]
+    assert texts and texts[0].startswith(LiveInput.LOST) and "plug the microphone back in" in texts[0]
+    assert len(texts) >= 2 and texts[1].startswith(LiveInput.BACK) and len(opened) >= 2
+    assert killed_at is not None and reports[0][0] - killed_at < 30.0 - 20.0  # well before the stall

@@ -684,6 +684,22 @@ class LiveInput:
     def close(self) -> None:
         self.closed.set()
 
+    def _stream_dead(self) -> bool:
+        """Has the device's stream stopped by itself (device error, callback aborted)?
+
+        Not every loss shows: through PulseAudio an unloaded source's streams are
+        moved to another source and go on delivering (measured: exact digital
+        silence from the CI's virtual microphone), so there it cannot be told
+        from a quiet room.
+        """
+        stream = getattr(self.source, "_stream", None)  # voicesnap.audio.MicSource's sounddevice stream
+        if stream is None:
+            return False
+        try:
+            return not stream.active
+        except Exception:
+            return True
+
     def _check_overflow(self) -> None:
         stats = self.source.stats() if hasattr(self.source, "stats") else {}
         over = stats.get("overflows", 0) - self._seen["overflows"]
@@ -701,7 +717,12 @@ class LiveInput:
         last = time.monotonic()
         try:
             while not self.closed.is_set():
-                chunk = self.source.read(timeout=0.2)
+                try:
+                    chunk = self.source.read(timeout=0.2)
+                except Exception:  # the driver gave up on the device (PortAudioError and kin)
+                    chunk, last = None, 0.0
+                if chunk is None and self._stream_dead():
+                    last = 0.0  # no need to wait for the stall: the stream says it has stopped
                 if chunk is not None:
                     last = time.monotonic()
                     if offset:
@@ -713,7 +734,7 @@ class LiveInput:
                     continue
                 if time.monotonic() - last < self.stall:
                     continue
-                lost_at = time.monotonic() - self.stall
+                lost_at = time.monotonic() - (self.stall if last else 0.0)
                 self.report(f"{self.LOST}: the game is paused; plug the microphone back in (or check "
                             "'voicesnap devices') and it resumes by itself")
                 try:
