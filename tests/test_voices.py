@@ -198,3 +198,8 @@ def test_combined_engine_names_every_single_call_of_the_scripted_mono_game(tmp_p
     lone = [s for s in script.shouts if s.expect != "tie-to-pool"]
     named = [(s.player, [d.player for d in dets if abs(d.onset - s.onset) <= 0.1]) for s in lone]
     assert len(lone) >= 4 and all(ws == [p] for p, ws in named), named
+    # the tie, 30 ms apart: Vosk hears one "snap", the enrollment two players, each at their onset
+    tie = [s for s in script.shouts if s.expect == "tie-to-pool"]
+    assert len(tie) == 2
+    for s in tie:
+        assert [d.player for d in dets if abs(d.onset - s.onset) <= 0.015] == [s.player], (s, dets)

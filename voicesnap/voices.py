@@ -546,6 +546,28 @@ def ratio_to_score(r: float) -> float:
 
 ANNOUNCER = "<announcer>"  # rival profile names start with this
 
+# Ties on one microphone: two players' calls mixed fit no single template, but
+# they fit the two players' templates mixed (log-add) at the right offset.
+TIE_CANDIDATES = 3  # the best-fitting players by single template are paired up
+TIE_MAX_OFFSET = 22  # frames (220 ms): calls further apart are two stretches anyway
+TIE_GAIN = 0.70  # the pair must fit this much better than the best single template...
+TIE_R_LIMIT = 1.6  # ...and this well against the larger of the two thresholds
+TIE_SINGLE_OK = 1.0  # a stretch a single template fits this well is one call
+TIE_SINGLE_MAX = 3.0  # ...and one no template comes near is no call at all (overlaps: 1.1-2.6)
+
+
+@dataclass(frozen=True)
+class Tie:
+    """Two players' calls overlapping in one stretch: ``second`` started ``offset`` frames later."""
+
+    first: str
+    second: str
+    offset: int  # frames (10 ms)
+    ratio: float  # pair distance / the pair's larger threshold
+    single: float  # the best single template's ratio, for comparison
+    start: int  # matched frames within the input
+    end: int
+
 
 @lru_cache(maxsize=8)
 def announcer_profile(word: str = "snap") -> Profile | None:
@@ -652,6 +674,54 @@ class Voices:
 
     def player_for_channel(self, channel: int) -> str | None:
         return self.channels.get(channel)
+
+    def tie(self, log_mel: np.ndarray, floor: np.ndarray | None,
+            best: dict[tuple[str, str], tuple[float, Hit]], word: str | None = None) -> Tie | None:
+        """Two enrolled players calling at once in this stretch, or None.
+
+        Each pair of the best-fitting players is mixed (log-add of their
+        best-fitting templates, both at the same peak) at every offset up to
+        TIE_MAX_OFFSET, and matched like one template. A lone call fits its own
+        template about as well as any mixture (measured: pair/single >= 0.95
+        on held-out calls); a real overlap fits a mixture far better (0.3-0.8).
+        """
+        singles = sorted(((r, k, h) for k, (r, h) in best.items()
+                          if k[0] not in self.rivals and not k[1].endswith(POOL_SUFFIX)
+                          and (word is None or k[1] == word)), key=lambda t: t[0])
+        if not singles or not TIE_SINGLE_OK <= singles[0][0] <= TIE_SINGLE_MAX:
+            return None
+        top = []
+        for r, k, h in singles:
+            if k[0] not in {t[1][0] for t in top}:
+                top.append((r, k, h))
+        top = top[:TIE_CANDIDATES]
+        if len(top) < 2:
+            return None
+        b = self.bank
+        items = []
+        for _ra, (pa, pha), ha in top:
+            ta = b.log_mel[b.first[ha.index]: b.last[ha.index] + 1]
+            ta = ta - np.float32(F.peak_level(ta))
+            for _rb, (pb, phb), hb in top:
+                if pa == pb:
+                    continue
+                tb = b.log_mel[b.first[hb.index]: b.last[hb.index] + 1]
+                tb = tb - np.float32(F.peak_level(tb))
+                quiet = np.float32(min(float(ta.min()), float(tb.min())) - 5.0)
+                for d in range(0 if pa < pb else 1, TIE_MAX_OFFSET + 1):
+                    n = max(len(ta), d + len(tb))
+                    x = np.full((n, F.N_MELS), quiet, np.float32)
+                    y = x.copy()
+                    x[: len(ta)] = ta
+                    y[d: d + len(tb)] = tb
+                    items.append((f"{pa}\n{pha}\n{pb}\n{phb}", str(d), np.logaddexp(x, y)))
+        hits = TemplateBank(items).match_log_mel(log_mel, floor)
+        h = min(hits, key=lambda h: h.distance)
+        first, ph1, second, ph2 = h.player.split("\n")
+        ratio = h.distance / max(self.profiles[first].thresholds[ph1], self.profiles[second].thresholds[ph2])
+        if ratio > TIE_R_LIMIT or ratio > TIE_GAIN * singles[0][0]:
+            return None
+        return Tie(first, second, int(h.phrase), float(ratio), float(singles[0][0]), h.start, h.end)
 
 
 def load_voices(option: str | None = None, announcer: bool = True) -> Voices:

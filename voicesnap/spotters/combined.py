@@ -7,8 +7,9 @@ once from the audio the enrolled spotter has already buffered (no waiting),
 and a call that the announcer's own voice fits best is dropped: it is the
 game's echo. The enrolled spotter is a second opinion in two places: calls
 that are not words Vosk knows (Animal Snap's "woof") come from it alone, and
-when it hears a second player inside the same call (a tie on one mic) that
-second call is added with its own onset.
+when the span of Vosk's one call fits two players' calls mixed better than
+any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
+with their own onsets.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ class CombinedSpotter:
                 d = replace(d, detected_at=max(d.detected_at, now))
             if d.word not in self.vosk_words:  # commands: no attribution needed
                 out.append(replace(d, engine=self.name))
+                continue
+            tie = self.enrolled.tie_span(d.onset, d.end, d.word)
+            if tie:  # Vosk heard one "snap"; it was two players at once on one mic
+                out += [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at) for e in tie]
                 continue
             channel, att, announcer = self.enrolled.attribute_span(d.onset, d.end, d.word)
             if att.player is None and announcer:

@@ -13,10 +13,10 @@ the 10 ms feature grid, because ties are judged on them.
 
 With several microphones (channels) a shout reaches all of them; it is kept
 only on the channel where it is loudest, and a channel mapped to a player
-(``Profile.channel``) names the caller. On one mic, a second player is
-reported when their templates and voice also fit the stretch; measured on the
-overlap fixtures this almost never happens (a mixture fits neither voice
-well), so one-mic ties are NOT detected yet: see the README's Voices section.
+(``Profile.channel``) names the caller. On one mic, two players calling at
+once fit neither player's template, but they fit the two templates mixed at
+the right offset (``Voices.tie``): both calls are then reported, the second
+that offset later. Measured rates are in the README's Voices section.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import features as F
 from ..audio import AudioChunk, Resampler
-from ..voices import POOL_SUFFIX, Attribution, Profile, Voices, announcer_profile, ratio_to_score, voiceprint
+from ..voices import POOL_SUFFIX, Attribution, Profile, Tie, Voices, announcer_profile, ratio_to_score, voiceprint
 from . import Detection
 
 HANGOVER = 15  # frames of quiet that end a stretch (150 ms): bridges "snap ... pool"
@@ -263,6 +263,10 @@ class EnrolledSpotter:
             att = self.voices.decide(mine, voice, accept=1.0)
         else:
             att = self.voices.decide(best, voice)
+        if self.overlaps and mapped is None:
+            tie = self.voices.tie(log_mel, st.floor_mel, best)
+            if tie is not None:
+                return self._tie_detections(c, s, lo, tie)
         detections: list[Detection] = []
         found: list[tuple[str, str, object]] = []
         if att.player is not None and att.phrase is not None:
@@ -288,6 +292,25 @@ class EnrolledSpotter:
                 score=ratio_to_score(0.5 * r + 0.5 * voice.get(player, r)), engine=self.name,
                 detected_at=self._position / F.RATE))
         return detections
+
+    def _tie_detections(self, c: int, s: int, lo: int, tie: Tie, word: str | None = None) -> list[Detection]:
+        """Both calls of a one-mic tie: the first from the signal's rise, the second ``tie.offset`` later."""
+        st = self._channels[c]
+        thr_db = max(st.floor_db + 6.0, self.min_db)
+        f_on = lo + tie.start
+        if abs(f_on - s) <= 8:
+            f_on = s
+        shift = (st.audio_start - st.base) // F.HOP
+        onset = F.refine_onset(st.audio, f_on - shift, thr_db) + st.audio_start
+        end = max(F.refine_end(st.audio, lo + tie.end + 1 - shift, thr_db) + st.audio_start, onset)
+        score = ratio_to_score(tie.ratio)
+        out = []
+        for player, at in ((tie.first, onset), (tie.second, onset + tie.offset * F.HOP)):
+            out.append(Detection(
+                word=word or self.voices.profiles[player].word, onset=at / F.RATE, end=max(end, at) / F.RATE,
+                confidence=score, channel=c, player=player, score=score, engine=self.name,
+                detected_at=self._position / F.RATE))
+        return out
 
     def _own_onset(self, c: int, onset: int, thr_db: float) -> int:
         """First 2 ms block from ``onset`` where channel ``c`` is not just another mic's crosstalk.
@@ -333,6 +356,20 @@ class EnrolledSpotter:
         lo = max(s - CONTEXT, st.frame0)
         hi = min(e + CONTEXT, st.frame0 + len(st.energy))
         return channel, st, s, e, lo, hi
+
+    def tie_span(self, onset: float, end: float, word: str | None = None,
+                 channel: int | None = None) -> list[Detection]:
+        """Two players' overlapping calls in the buffered span [onset, end] s, or [] (see Voices.tie)."""
+        win = self._span_window(onset, end, channel)
+        if win is None or not self.overlaps or not self.voices.players:
+            return []
+        channel, st, s, _e, lo, hi = win
+        if hi - lo < MIN_FRAMES or (len(self._channels) > 1 and self.voices.player_for_channel(channel)):
+            return []
+        log_mel = st.log_mel[lo - st.frame0: hi - st.frame0]
+        best, _ = self.voices.ratios(log_mel, st.floor_mel, None)
+        tie = self.voices.tie(log_mel, st.floor_mel, best, word if any(k[1] == word for k in best) else None)
+        return [] if tie is None else self._tie_detections(channel, s, lo, tie, word)
 
     def attribute_span(self, onset: float, end: float, word: str | None = None,
                        channel: int | None = None) -> tuple[int, Attribution, bool]:
