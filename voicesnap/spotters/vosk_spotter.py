@@ -131,6 +131,8 @@ class _Envelope:
 
     HOP = 16  # 1 ms
     WIN = 80  # 5 ms frames
+    use_high = True  # also try the high band for onsets
+    RISE_DB = 6.0  # an onset is where energy rises this far over the floor before it
 
     def __init__(self, seconds: float = 12.0) -> None:
         self.capacity = int(seconds * RATE)
@@ -162,9 +164,25 @@ class _Envelope:
             return np.zeros(0, dtype=np.float32), a
         return self.buf[a - first : b - first], a
 
-    def energy_db(self, a: int, b: int) -> tuple[np.ndarray, int]:
-        """Frame energies (dB) on a 1 ms hop; frame i covers [first + i*HOP, +WIN)."""
-        x, first = self.segment(a, b)
+    # Linear-phase high-pass FIR (windowed sinc, 2 kHz, 33 taps): the "s" of "snap"
+    # lives above it, pink noise, hum, babble and most table clatter below it.
+    _HP_TAPS = 33
+    _HP = (lambda n, fc: (np.eye(1, n, n // 2).ravel() - np.sinc(2 * fc * (np.arange(n) - n // 2)) * 2 * fc
+                          * np.hamming(n)))(33, 2000 / RATE)
+
+    def energy_db(self, a: int, b: int, high: bool = False) -> tuple[np.ndarray, int]:
+        """Frame energies (dB) on a 1 ms hop; frame i covers [first + i*HOP, +WIN).
+
+        ``high``: of the signal high-passed at 2 kHz (same timing: zero-phase).
+        """
+        if high:
+            m = self._HP_TAPS // 2
+            wide, wfirst = self.segment(a - m, b + m)
+            x = np.convolve(wide.astype(np.float64), self._HP, mode="same")
+            lo, hi = max(a, wfirst) - wfirst, min(b, wfirst + len(wide)) - wfirst
+            x, first = x[lo:hi], wfirst + lo
+        else:
+            x, first = self.segment(a, b)
         if len(x) < self.WIN:
             return np.zeros(0), first
         sq = np.concatenate([[0.0], np.cumsum(x.astype(np.float64) ** 2)])
@@ -187,15 +205,25 @@ class _Envelope:
         a, b = centre - int(before * RATE), centre + int(after * RATE)
         if latest is not None:
             b = max(centre + int(0.03 * RATE), min(b, int(latest * RATE)))
-        floor_db, _ = self.energy_db(a - int(0.3 * RATE), a)
-        e, first = self.energy_db(a, b)
+        # The high band first: the "s" of "snap" starts the word there, and
+        # pink noise, hum, babble and most clatter lie below it.
+        for high in (True, False) if self.use_high else (False,):
+            onset = self._rise(a, b, high)
+            if onset is not None:
+                return onset
+        return None
+
+    def _rise(self, a: int, b: int, high: bool) -> float | None:
+        """refine_onset's search in one band (full, or high-passed) of clock indices [a, b)."""
+        floor_db, _ = self.energy_db(a - int(0.3 * RATE), a, high)
+        e, first = self.energy_db(a, b, high)
         if len(e) < 20:
             return None
         floor = float(np.percentile(floor_db, 20)) if len(floor_db) else float(np.percentile(e, 5))
         peak = float(e.max())
         if peak - floor < 12.0:  # no clear rise: leave Vosk's estimate alone
             return None
-        thr = max(floor + 9.0, peak - 30.0)
+        thr = max(floor + self.RISE_DB, peak - 30.0)
         above = e > thr
         hold = 15
         run = np.convolve(above.astype(np.int32), np.ones(hold, dtype=np.int32), mode="valid") == hold
@@ -210,7 +238,12 @@ class _Envelope:
                 return None
             i = int(starts[0])
         # Frame i covers [i, i+5 ms): the first sample over threshold lies in it.
-        frame = self.segment(first + i * self.HOP, first + i * self.HOP + self.WIN)[0]
+        if high:
+            m = self._HP_TAPS // 2
+            wide, _ = self.segment(first + i * self.HOP - m, first + i * self.HOP + self.WIN + m)
+            frame = np.convolve(wide.astype(np.float64), self._HP, mode="same")[m : m + self.WIN]
+        else:
+            frame = self.segment(first + i * self.HOP, first + i * self.HOP + self.WIN)[0]
         lin_thr = np.sqrt(10 ** (thr / 10.0)) * 0.5
         over = np.flatnonzero(np.abs(frame) > lin_thr)
         offset = int(over[0]) if len(over) else self.WIN // 2
