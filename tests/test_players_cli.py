@@ -42,6 +42,12 @@ def test_identify_json(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["player"] == "dev" and data["phrase"] == "snap"
     assert data["score"] >= V.ACCEPT_SCORE and set(data["scores"]) == {"alice", "bob", "dev"}
+    # the score is explained: each voice's ratios, the rule, and why this player
+    dev = data["ratios"]["dev"]
+    assert dev["combined"] == pytest.approx((dev["template"] + dev["voice"]) / 2, abs=0.002)
+    assert data["score"] == pytest.approx(1 - dev["combined"] / 2, abs=0.002)
+    assert all(r["combined"] >= dev["combined"] for r in data["ratios"].values())
+    assert data["reason"].startswith("dev: ") and "acceptance line" in data["explain"]
 
 
 def test_identify_stranger_is_nobody(capsys, tmp_path):
@@ -53,6 +59,10 @@ def test_identify_stranger_is_nobody(capsys, tmp_path):
     write_wav(tmp_path / "s.wav", fx.read()[seg.onset - 4000: seg.end + 4000], 16000)
     assert main(["players", "identify", str(tmp_path / "s.wav")]) == 0
     assert "nobody enrolled" in capsys.readouterr().out
+    assert main(["players", "identify", "--json", str(tmp_path / "s.wav")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["player"] is None and data["reason"]  # e.g. "closest is bob, but voice 1.40 > 1.25"
+    assert data["score"] < V.ACCEPT_SCORE or "but" in data["reason"] or "game's own voice" in data["reason"]
 
 
 def test_damaged_profile_listed_not_crashing(capsys):

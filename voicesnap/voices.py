@@ -537,6 +537,11 @@ class Attribution:
     scores: dict[str, float]  # every enrolled player's score
     start: int = 0  # matched frames within the input
     end: int = 0
+    # per voice (players and rivals): {"phrase", "template", "voice", "combined"} ratios
+    # (distance / that player's calibrated threshold: 1 = the boundary), and why
+    # the decision went the way it did, for `players identify --json`
+    details: dict[str, dict] = field(default_factory=dict)
+    reason: str = ""
 
 
 def ratio_to_score(r: float) -> float:
@@ -660,17 +665,31 @@ class Voices:
                     r < 1.0 and phrase.endswith(POOL_SUFFIX) and combined < 1.0):
                 per_player[player] = (combined, phrase, h)
         scores = {p: ratio_to_score(v[0]) for p, v in per_player.items() if p not in self.rivals}
+        details = {p: {"phrase": ph, "template": round(best[(p, ph)][0], 3),
+                       "voice": round(voice[p], 3) if p in voice else None, "combined": round(c, 3)}
+                   for p, (c, ph, _h) in per_player.items()}
         if not per_player:
-            return Attribution(None, 0.0, None, scores)
+            return Attribution(None, 0.0, None, scores, reason="no call-like sound to match")
         name, (comb, phrase, h) = min(per_player.items(), key=lambda kv: kv[1][0])
         r = best[(name, phrase)][0]
         v = voice.get(name, r)
         if name in self.rivals:
-            return Attribution(None, 0.0, None, scores, h.start, h.end)
+            return Attribution(None, 0.0, None, scores, h.start, h.end, details,
+                               f"the game's own voice ({name}) fits best")
         strong = v <= STRONG_VOICE and comb <= 1.0  # the voice itself is unmistakable
-        if (comb > accept and not strong) or r > r_limit or v > V_LIMIT:
-            return Attribution(None, scores[name], None, scores, h.start, h.end)
-        return Attribution(name, scores[name], phrase, scores, h.start, h.end)
+        why = []
+        if comb > accept and not strong:
+            why.append(f"combined {comb:.2f} > {accept:.2f} (and voice {v:.2f} > {STRONG_VOICE:.2f})")
+        if r > r_limit:
+            why.append(f"template {r:.2f} > {r_limit:.2f}")
+        if v > V_LIMIT:
+            why.append(f"voice {v:.2f} > {V_LIMIT:.2f}")
+        if why:
+            return Attribution(None, scores[name], None, scores, h.start, h.end, details,
+                               f"closest is {name}, but " + "; ".join(why))
+        return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
+                           f"{name}: combined {comb:.2f} <= {accept:.2f}" if comb <= accept else
+                           f"{name}: voice {v:.2f} <= {STRONG_VOICE:.2f} and combined {comb:.2f} <= 1.00")
 
     def player_for_channel(self, channel: int) -> str | None:
         return self.channels.get(channel)

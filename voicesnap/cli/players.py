@@ -76,6 +76,19 @@ def _forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain() -> str:
+    """How to read identify's ratios and score, with the thresholds in force."""
+    from .. import voices as V
+
+    return ("ratios are distance / the player's own threshold, calibrated from their enrollment "
+            "takes (1.0 = the boundary): 'template' = how well the call fits their recorded call "
+            "word (DTW), 'voice' = how close the voice is to their voiceprint, 'combined' = the "
+            f"mean of the two. A player is named when combined <= {V.ACCEPT} (or voice <= "
+            f"{V.STRONG_VOICE} and combined <= 1.0), template <= {V.R_LIMIT} and voice <= {V.V_LIMIT}; "
+            f"otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the acceptance line. "
+            "Voices starting '<announcer>' are the game's own voice: when one fits best, the call is nobody's.")
+
+
 def _identify(args: argparse.Namespace) -> int:
     from .. import voices as V
     from ..audio import read_wav
@@ -94,7 +107,10 @@ def _identify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"file": str(args.file), "player": att.player, "score": round(att.score, 3),
                           "phrase": att.phrase,
-                          "scores": {k: round(v, 3) for k, v in sorted(att.scores.items())}}))
+                          "scores": {k: round(v, 3) for k, v in sorted(att.scores.items())},
+                          "reason": att.reason,
+                          "ratios": {k: v for k, v in sorted(att.details.items())},
+                          "explain": _explain()}))
         return 0
     who = att.player or "nobody enrolled (unknown voice)"
     print(f"{args.file}: {who}" + (f", saying '{att.phrase}'" if att.phrase else "")
