@@ -121,6 +121,7 @@ def run(quick: bool) -> list[Row]:
             take = ts.takes(s.player, s.word)[0]
             ends[(s.player, round(s.onset, 3))] = s.onset + len(take) / rate
         rulings = []
+        plain: list[float] = []  # rulings on snaps (no pool claim: no hold for "pool")
         heard_at = None
         detect = []
         for r in log:
@@ -136,6 +137,8 @@ def run(quick: bool) -> list[Row]:
                 match = [(k, v) for k, v in ends.items() if k[0] == who and abs(k[1] - r.t) < 0.3]
                 if match:
                     rulings.append(heard_at - match[0][1])
+                    if type(r).__name__ not in ("PoolWon", "PoolTied"):
+                        plain.append(heard_at - match[0][1])
         n = len(script.shouts)
         ruled = sum(1 for r in log if isinstance(r, RULINGS))
         rows += [
@@ -143,6 +146,9 @@ def run(quick: bool) -> list[Row]:
                 "ms", "", f"audio time; {len(rulings)} rulings; lag {VOICE_LAG}/{VOICE_POOL_LAG} s; speech start not included"),
             Row("play", "ruling latency after word end, p95", _pct(rulings, 0.95) * 1000, "ms", "<= 300",
                 f"4 players, Vosk per mic channel, {n} scripted calls, {ruled} rulings"),
+            Row("play", "ruling latency, snap rulings only, median / max",
+                f"{statistics.median(plain) * 1000:.0f} / {max(plain) * 1000:.0f}" if plain else "n/a", "ms", "",
+                f"{len(plain)} rulings that are not on a pool claim"),
             Row("play", "detection latency after word end, median", statistics.median(detect) * 1000 if detect else float("nan"),
                 "ms", "", "the spotter's share: call reaches the table"),
             Row("play", "detection latency after word end, p95", _pct(detect, 0.95) * 1000, "ms", ""),
