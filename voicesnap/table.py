@@ -1189,7 +1189,7 @@ def play_session(
             make_call=Call,
             describe=describe,
             is_over=lambda ev: isinstance(ev, GameOver),
-            active_player=lambda g=holder: g.players[g.active],
+            active_player=lambda g=holder: g.players[g.state.active],  # (only on the flip command)
             status=lambda g=holder: status_text(g),
             score=lambda s=session: ", ".join(f"{p} {n}" for p, n in zip(s.players, s.scores)),
             offset=offset,
