@@ -309,3 +309,23 @@ def test_onset_refinement_in_pink_noise_finds_the_word_start(name: str) -> None:
     for lead in (0.05, 0.03, 0.01):  # Vosk's word start: 10-50 ms early
         onset = env.refine_onset(rise / 16000 - lead)
         assert onset is not None and abs(onset - rise / 16000) <= 0.005, (lead, onset)
+
+
+def test_slap_is_a_call_only_in_slapjack(model) -> None:
+    """Classic Snap keeps "slap" in the grammar as a decoy and never emits it;
+    Slapjack (calls include "slap") reports it where it was said."""
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    name = "nearmiss_bob"
+    slaps = [s["onset"] / 16000 for s in _truth(name, ("nearmiss",)) if s["text"] == "slap"]
+    assert len(slaps) == 1
+    for calls in (("snap", "snap pool"), ("snap", "snap pool", "slap")):
+        spotter = VoskSpotter(model, calls=calls)
+        assert "slap" in spotter.grammar
+        found = [d for c in FileSource(CORPUS / f"{name}.wav", chunk_frames=320) for d in spotter.accept(c)]
+        found += spotter.flush()
+        heard = [d for d in found if d.word == "slap"]
+        if "slap" in calls:
+            assert len(heard) == 1 and abs(heard[0].onset - slaps[0]) <= ONSET_TOL_S, found
+        else:
+            assert heard == [] and found == [], found
