@@ -405,7 +405,7 @@ class EnrolledSpotter:
         att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT)
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
-            att = Attribution(mapped, att.score, att.phrase, att.scores, att.start, att.end)
+            att = replace(att, player=mapped)  # keeps the ratios and reason
         return channel, att, rival
 
     def _second(self, best, voice, first: str) -> list[tuple[str, str, object]]:
