@@ -318,32 +318,35 @@ class TemplateBank:
         best_start = np.zeros(k, np.int64)
         best_end = np.zeros(k, np.int64)
         maxlen = 2 * self.lengths + 2
-        blocked_skip = self._is_first | self._is_second
+        # integer indices: assigning through them is much cheaper than through masks, per frame
+        firsts = np.nonzero(self._is_first)[0]
+        blocked_skip = np.nonzero(self._is_first | self._is_second)[0]
         for i in range(n):
             diag = np.empty(m, np.float32)
             diag[0] = inf
             diag[1:] = d[:-1]
-            diag[self._is_first] = inf
+            diag[firsts] = inf
             skip = np.empty(m, np.float32)
             skip[:2] = inf
             skip[2:] = d[:-2] + SKIP_PENALTY
             skip[blocked_skip] = inf
             stay = d + STAY_PENALTY
-            stack = np.stack([diag, skip, stay])
-            choice = np.argmin(stack, axis=0)
-            prev = stack[choice, np.arange(m)]
+            # the cheapest step (ties go diagonal, then skip, then stay), without stacking
+            later = np.minimum(skip, stay)
+            take_diag = diag <= later
+            prev = np.where(take_diag, diag, later)
             s_shift1 = np.empty_like(s)
             s_shift1[0] = 0
             s_shift1[1:] = s[:-1]
             s_shift2 = np.empty_like(s)
             s_shift2[:2] = 0
             s_shift2[2:] = s[:-2]
-            sprev = np.where(choice == 0, s_shift1, np.where(choice == 1, s_shift2, s))
+            sprev = np.where(take_diag, s_shift1, np.where(skip <= stay, s_shift2, s))
             d = cost[i] + prev
             s = sprev
             if not anchored or i == 0:
-                d[self._is_first] = cost[i, self._is_first]
-                s[self._is_first] = i
+                d[firsts] = cost[i, firsts]
+                s[firsts] = i
             if anchored and i != n - 1:
                 continue
             dl = d[self.last]
