@@ -112,3 +112,20 @@ def test_a_missing_microphone_names_plays_own_option(data: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "pick one with --input," in err and "--device" not in err
+
+
+def test_verbosity_ranks_prints_flips_as_ranks_only(data: Path, tmp_path: Path) -> None:
+    """--verbosity ranks: what --text prints is what is spoken, "Eight", not "Alice, Eight of Hearts"."""
+    from voicesnap import session  # noqa: F401  (registers game-scored for gamelog.read)
+    from voicesnap.cards import Rank
+
+    folder = tmp_path / "ranks"
+    run = play(["--players", "Alice,Bob", "--engine", "none", "--text", "--quiet", "--seed", "5",
+                "--pace", "0.002", "--verbosity", "ranks", "--record", str(folder)], b"", data, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    flips = [ev for _, ev in gamelog.read(folder / "log.jsonl") if isinstance(ev, rules.Flipped)]
+    lines = set(run.stdout.decode().splitlines())
+    rank_names = {r.name.capitalize() for r in Rank}
+    assert flips and {f.card.face_name for f in flips} <= rank_names
+    assert {f.card.face_name for f in flips} <= lines  # each rank printed alone on its line
+    assert not any(line.startswith(("Alice, ", "Bob, ")) for line in lines)

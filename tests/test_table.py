@@ -88,7 +88,7 @@ def test_a_snap_on_a_match_wins_the_piles() -> None:
     actions = run_clock(loop, t + 0.95, {t + 0.5: [snap("Bob", t + 0.2)]})
     won = [r for r in rulings(actions) if isinstance(r, rules.SnapWon)]
     assert len(won) == 1 and won[0].player == "Bob" and won[0].t == pytest.approx(t + 0.2)
-    assert any(isinstance(a, Say) and "Bob snapped" in a.text for a in actions)
+    assert any(isinstance(a, Say) and a.text.startswith("Bob wins") for a in actions)
     assert game.total() == 52
 
 
@@ -536,3 +536,19 @@ def test_live_input_pauses_at_once_when_the_device_stream_dies_and_resumes() -> 
     assert texts and texts[0].startswith(LiveInput.LOST) and "plug the microphone back in" in texts[0]
     assert len(texts) >= 2 and texts[1].startswith(LiveInput.BACK) and len(opened) >= 2
     assert killed_at is not None and reports[0][0] - killed_at < 30.0 - 20.0  # well before the stall
+
+
+def test_printed_lines_are_the_announcers_words_at_the_chosen_verbosity() -> None:
+    """--text, the display and speech say the same thing; --verbosity ranks drops names and suits."""
+    from voicesnap import announcer
+    from voicesnap.cards import Card, Rank, Suit
+    from voicesnap.table import PRIORITY_FLIP, PRIORITY_RULING, describe
+
+    flip = rules.Flipped(1.0, 0, "Ann", Card(Rank.EIGHT, Suit.HEARTS), 1, False, False)
+    assert describe(flip, "ranks") == ("Eight", PRIORITY_FLIP)
+    assert describe(flip, "names") == ("Ann, Eight of Hearts", PRIORITY_FLIP)
+    won = rules.SnapWon(2.0, "Bob", "snap", (0, 1), (3, 2), 5)
+    spoken = announcer.describe(won, announcer.Verbosity.NAMES)
+    assert describe(won) == (spoken[0], PRIORITY_RULING) == ("Bob wins 5 cards.", PRIORITY_RULING)
+    refreshed = rules.Refreshed(3.0, 0, "Ann", 12)
+    assert describe(refreshed, "names") is None and describe(refreshed, "all") is not None

@@ -561,7 +561,8 @@ class TableSpeaker:
 
 
 def for_table(device: int | str | None = None, data_dir: Any = None, voice: Any = None,
-              verbosity: Verbosity = Verbosity.NAMES, clock_map: Any = None) -> TableSpeaker:
+              verbosity: Verbosity = Verbosity.NAMES, clock_map: Any = None,
+              earcons: bool = True) -> TableSpeaker:
     """The real announcer for ``voicesnap play`` (what cli/play.py looks for).
 
     Raises UserError (no speaker, no espeak-ng, unknown voice) so the caller
@@ -571,7 +572,7 @@ def for_table(device: int | str | None = None, data_dir: Any = None, voice: Any 
     from .files import data_dir as _data_dir
 
     reasons: list[str] = []
-    settings = Settings(verbosity=verbosity, text=False)
+    settings = Settings(verbosity=verbosity, earcons=earcons, text=False)
     ann = open_announcer(_data_dir(data_dir), voice, settings, output_device=device, clock_map=clock_map,
                          out=None, notice=reasons.append)
     if not ann.speaking:

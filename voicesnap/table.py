@@ -768,45 +768,25 @@ class LiveInput:
 # The engine seen from the table: words, view, call records
 
 
-def describe(ev: Any) -> tuple[str, int] | None:
-    """An engine event as one plain sentence and its priority, or None for silence.
+def describe(ev: Any, verbosity: str = "names", state: Any = None,
+             players: Sequence[str] = ()) -> tuple[str, int] | None:
+    """An engine event as one plain sentence and its table priority, or None for silence.
 
-    Plain words only (no symbols a screen reader would spell out). The
-    announcer may speak its own phrasing; these lines are what ``--text``
-    prints and what the log's readers see.
+    The wording is the announcer's (voicesnap.announcer.describe), so what is
+    spoken, what ``--text`` prints and what the display lists are the same
+    words at the same verbosity; plain words only, nothing a screen reader
+    would spell out. ``state`` is the table after the event (the pool's top).
     """
-    from . import rules, session
+    from . import announcer
 
-    def cards(n: int) -> str:
-        return f"{n} card" if n == 1 else f"{n} cards"
+    said = announcer.describe(ev, announcer.Verbosity.parse(verbosity), state, players)
+    if said is None:
+        return None
+    text, priority, _earcon = said
+    return text, _TABLE_PRIORITY[priority]
 
-    if isinstance(ev, rules.Flipped):
-        return f"{ev.player}: {ev.card.spoken}", PRIORITY_FLIP
-    if isinstance(ev, rules.SnapWon):
-        return f"{ev.player} snapped and won {cards(ev.cards)}", PRIORITY_RULING
-    if isinstance(ev, rules.TieToPool):
-        return (f"Tie between {' and '.join(ev.players)}: the piles go to the pool, "
-                f"now {cards(ev.pool)}", PRIORITY_RULING)
-    if isinstance(ev, rules.PoolTied):
-        return f"Tie for the pool between {' and '.join(ev.players)}: it stays", PRIORITY_RULING
-    if isinstance(ev, rules.WrongCall):
-        lost = ev.from_pile + ev.from_stack
-        return f"Wrong call by {ev.player}: {cards(lost)} to the pool, now {ev.pool}", PRIORITY_RULING
-    if isinstance(ev, rules.PoolWon):
-        return f"{ev.player} won the pool: {cards(ev.cards)}", PRIORITY_RULING
-    if isinstance(ev, rules.Forfeit):
-        return f"{ev.player} gives {ev.to} {cards(ev.cards)}", PRIORITY_RULING
-    if isinstance(ev, rules.Refreshed):
-        return f"{ev.player} turns over their pile", PRIORITY_INFO
-    if isinstance(ev, rules.Eliminated):
-        return f"{ev.player} is out", PRIORITY_RULING
-    if isinstance(ev, rules.GameOver):
-        return f"{ev.winner} wins the game", PRIORITY_RULING
-    if isinstance(ev, session.GameScored):
-        return f"Game {ev.game} to {ev.winner}", PRIORITY_RULING
-    if isinstance(ev, session.SessionOver):
-        return f"{ev.winner} wins the session", PRIORITY_RULING
-    return None
+
+_TABLE_PRIORITY = {0: PRIORITY_INFO, 1: PRIORITY_FLIP, 2: PRIORITY_RULING}  # announcer.Priority -> table
 
 
 def ruling_line(ev: Any) -> str | None:
@@ -876,6 +856,7 @@ class TableSession:
     lag: float = 0.0  # recognition allowance: the referee runs this far behind what was heard
     pool_lag: float = 0.0  # the same while a Snap pool exists (the spotter waits for "pool")
     channels: dict[str, int] = field(default_factory=dict)  # player -> input channel (own microphones)
+    verbosity: str = "names"  # the announcer's: ranks, names or all (same words spoken and printed)
 
 
 @event("table-resumed")
@@ -1187,7 +1168,7 @@ def play_session(
             referee, game.players,
             pace=None if schedule is not None else (settings.pace or None),
             make_call=Call,
-            describe=describe,
+            describe=lambda ev, g=holder: describe(ev, settings.verbosity, g.state, g.players),
             is_over=lambda ev: isinstance(ev, GameOver),
             active_player=lambda g=holder: g.players[g.state.active],  # (only on the flip command)
             status=lambda g=holder: status_text(g),

@@ -39,6 +39,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="print every announcement as one plain line (for screen readers) "
                         "instead of the table display")
     parser.add_argument("--quiet", action="store_true", help="do not speak (text only)")
+    parser.add_argument("--verbosity", choices=("ranks", "names", "all"), default="names",
+                        help="ranks: flips as the rank only; names: with player and suit (default); "
+                        "all: also refreshes and ignored calls")
+    parser.add_argument("--voice", default=None, help="announcer voice (an espeak-ng voice name, e.g. gmw/en-us; "
+                        "default gmw/en)")
+    parser.add_argument("--rate", type=int, default=None, help="announcer speech rate, words per minute (200)")
+    parser.add_argument("--volume", type=float, default=None, help="announcer volume, 1.0 is normal (0.1-2.0)")
+    parser.add_argument("--no-earcons", action="store_true", help="no tones for snap won, pool, wrong call, ...")
     parser.add_argument("--record", metavar="DIR", help="keep the session's audio and event log in DIR")
     parser.add_argument("--resume", action="store_true", help="continue the last session (or --record DIR) "
                         "from its last ruling")
@@ -233,6 +241,17 @@ class ChannelSpotters:
         return out
 
 
+def _voice_settings(args: argparse.Namespace) -> Any:
+    """The announcer's voice from --voice/--rate/--volume (None: the defaults)."""
+    if args.voice is None and args.rate is None and args.volume is None:
+        return None
+    from ..speech import VoiceSettings
+
+    base = VoiceSettings()
+    return VoiceSettings(voice=args.voice or base.voice, rate=base.rate if args.rate is None else args.rate,
+                         volume=base.volume if args.volume is None else args.volume)
+
+
 def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> tuple[Any, Any, Any, Any]:
     """(say, setting, close, poll) for the announcer, or Nones when speech is off or impossible."""
     nothing = (None, None, lambda: None, lambda: [])
@@ -248,7 +267,9 @@ def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> t
         lines("(the announcer cannot be started from here yet: announcements are printed)")
         return nothing
     try:
-        speaker = make(device=_device(args.output), data_dir=args.data_dir, clock_map=clock_map)
+        speaker = make(device=_device(args.output), data_dir=args.data_dir, clock_map=clock_map,
+                       voice=_voice_settings(args), verbosity=ann.Verbosity.parse(args.verbosity),
+                       earcons=not args.no_earcons)
     except UserError as exc:
         lines(f"(no speech: {exc}; announcements are printed)")
         return nothing
@@ -292,6 +313,7 @@ def run(args: argparse.Namespace) -> int:
         settings = TableSession(
             players=players, seed=seed, variant=variant, format=fmt, pace=args.pace,
             decision_window=args.decision_window, tie_window=args.tie_window, engine=args.engine,
+            verbosity=args.verbosity,
         )
     players = settings.players
     channels = parse_channels(args.channels, players) if not args.resume else dict(settings.channels)
