@@ -129,3 +129,18 @@ def test_verbosity_ranks_prints_flips_as_ranks_only(data: Path, tmp_path: Path) 
     assert flips and {f.card.face_name for f in flips} <= rank_names
     assert {f.card.face_name for f in flips} <= lines  # each rank printed alone on its line
     assert not any(line.startswith(("Alice, ", "Bob, ")) for line in lines)
+
+
+def test_a_played_log_reads_in_a_fresh_process_with_gamelog_alone(data: Path, tmp_path: Path) -> None:
+    """Reading a session log must not depend on which modules the reader imported (it once said 'damaged')."""
+    folder = tmp_path / "fresh"
+    run = play(["--players", "Alice,Bob", "--engine", "none", "--text", "--quiet", "--seed", "2",
+                "--pace", "0.002", "--record", str(folder)], b"", data, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    code = ("import sys; from voicesnap import gamelog; "
+            "print(len(gamelog.read(sys.argv[1])), gamelog.replay(sys.argv[1]).total())")
+    read = subprocess.run([sys.executable, "-c", code, str(folder / "log.jsonl")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert read.returncode == 0, read.stderr
+    count, total = read.stdout.split()
+    assert int(count) > 10 and int(total) == 52

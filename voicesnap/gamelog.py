@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from . import events, variants
+from . import events, referee, session, variants  # noqa: F401  (register every game event type)
 from .errors import UserError
 from .rules import (
     RULINGS, Dealt, Eliminated, Flipped, Forfeit, Game, GameOver, GameStarted, Refreshed, RulesError,
@@ -74,6 +74,12 @@ class GameLog:
 
 def read(path: str | os.PathLike[str], torn_tail: bool = False) -> list[tuple[int, Any]]:
     """(line number, event) for each line; LogError names the first bad line."""
+    # A played session's log also holds the table's own records (settings,
+    # resumes, speech start times): register them, so that reading a log never
+    # depends on what the caller happened to import.
+    import importlib
+
+    importlib.import_module(f"{__package__}.table")
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
