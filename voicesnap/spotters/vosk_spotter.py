@@ -317,6 +317,7 @@ class VoskSpotter:
         use_partials: bool = True,
         partial_hold: float = 0.0,
         quiet_endpoint: float = 2.0,
+        command_pass: bool = True,
     ) -> None:
         import vosk
 
@@ -343,6 +344,9 @@ class VoskSpotter:
         self._game_words = set(known) - {"[unk]"}
         self._commands = {words_: f"{COMMAND_PREFIX} {words_}" for words_ in COMMANDS.values()}
         self._rec = vosk.KaldiRecognizer(self.model, RATE, json.dumps(self.grammar))
+        # Second pass for "dealer ..." (see ``_second_pass``): whole command phrases only, no boost.
+        self.command_pass = command_pass
+        self._cmd_grammar = json.dumps([*self._commands.values(), "[unk]"])
         self._rec.SetWords(True)
         self._rec.SetPartialWords(False)  # partial *word* lists lag a word behind; the text does not
         self._resampler = Resampler(RATE, channel=channel)
@@ -443,6 +447,8 @@ class VoskSpotter:
                 continue
             if i in self._partial_done:
                 continue
+            if i > 0 and tokens[i - 1] == COMMAND_PREFIX:
+                continue  # "dealer snap" is a command misheard: the final result and the command pass decide
             seen = self._partial_seen.setdefault((i, tok), self._now)
             if self._now - seen < self.partial_hold:
                 continue
@@ -528,6 +534,17 @@ class VoskSpotter:
                 if phrase is None and used == 0:  # incomplete: wait for more words
                     if not final and (self._now < w.end + self.command_gap or self._hearing and self._now < w.end + 2.0):
                         break
+                if self.command_pass:
+                    second = self._second_pass(w)
+                    if second is not None:
+                        phrase2, first2, last2, conf2 = second
+                        if conf2 >= self.min_command_confidence:
+                            found += self._emit(phrase2, first2, last2, conf2, detected_at)
+                        # every first-pass word inside the command is part of it, never a call
+                        while words and words[0].start < last2.end:
+                            del words[0]
+                        continue
+                if phrase is None and used == 0:
                     del words[0]
                     continue
                 if phrase is not None:
@@ -543,6 +560,39 @@ class VoskSpotter:
             else:
                 del words[0]
         return found
+
+    COMMAND_SPAN = 2.0  # seconds after "dealer" starts that a command phrase may take
+
+    def _second_pass(self, dealer: _Word) -> tuple[str, _Word, _Word, float] | None:
+        """Re-decode the audio from "dealer" on with a grammar of the command phrases only.
+
+        In the main grammar each call word is listed BOOST times, which pulls
+        command words towards calls ("dealer status" was heard as "dealer
+        snap", a false call) and starves them ("dealer score" -> "four");
+        a command-only pass over the same audio has no such pull. Returns
+        (phrase, first word, last word, confidence) or None (nothing heard).
+        """
+        a = int((dealer.start - 0.1) * RATE)
+        b = int(min(self._now, dealer.start + self.COMMAND_SPAN) * RATE)
+        samples, first = self._env.segment(a, b)
+        if len(samples) < RATE // 4:
+            return None
+        import vosk
+
+        # A fresh recogniser each time: Reset() keeps counting time, so word times would drift.
+        rec = vosk.KaldiRecognizer(self.model, RATE, self._cmd_grammar)
+        rec.SetWords(True)
+        rec.AcceptWaveform(np.clip(samples, -32768, 32767).astype(np.int16).tobytes())
+        got = [_Word(x["word"], x["start"] + first / RATE, x["end"] + first / RATE, float(x.get("conf", 1.0)))
+               for x in json.loads(rec.FinalResult()).get("result", [])]
+        for i, x in enumerate(got):
+            if x.word != COMMAND_PREFIX:
+                continue
+            for phrase in self._commands.values():
+                n = len(phrase.split())
+                if " ".join(y.word for y in got[i : i + n]) == phrase:
+                    return phrase, x, got[i + n - 1], min(y.conf for y in got[i : i + n])
+        return None
 
     def _command_after(self, words: list[_Word]) -> tuple[str | None, int]:
         """(phrase, words used) for "dealer ..." at words[0]; (None, 0) means wait; (None, 1) drop."""
