@@ -161,6 +161,12 @@ def test_each_voice_command_from_fixture_audio(vosk_model):
     assert len(right) >= 0.7 * total, (sorted(right), wrong)
     assert len({c for _, c in right}) >= 10, sorted(right)
     assert len(wrong) <= 2 and len(as_calls) <= 2, (wrong, as_calls)
+    # The spotter's command pass: with call words boosted 100x in the main
+    # grammar, "dealer status" was heard as "dealer snap" (a call inside a
+    # command) and "dealer slower" as "dealer louder"; re-decoded with the
+    # command phrases only, both are heard as said and nothing is a call.
+    assert ("commands_2", "status") in right and ("commands_2", "slower") in right, (sorted(right), wrong)
+    assert as_calls == [], as_calls
 
 
 @pytest.mark.vosk_model
@@ -194,23 +200,3 @@ def test_no_command_or_call_fires_from_the_announcer(vosk_model, tmp_path, monke
     assert [d for d in dets if from_detection(d)] == []  # layer 1 alone: no echo gate needed
     assert [d for d in dets if d.word in CALLS] == []
 
-
-@pytest.mark.vosk_model
-def test_command_pass_hears_commands_the_boosted_grammar_mistakes(vosk_model):
-    # In the main grammar the call words are listed 100 times: "dealer status"
-    # was heard as "dealer snap" (a call inside a command), "dealer slower" as
-    # "dealer louder", "dealer score" as "dealer four". The command-only second
-    # pass over the same audio hears them as said.
-    from voicesnap.spotters.vosk_spotter import VoskSpotter
-
-    fx, data, rate = _fixture("commands_2")
-    spotter = VoskSpotter(vosk_model)
-    dets: list[Detection] = []
-    for i in range(0, len(data), rate // 10):
-        dets += spotter.accept(AudioChunk(rate, 2, 1, i, data[i : i + rate // 10].reshape(-1, 1)))
-    dets += spotter.flush()
-    segs = {s.text: s for s in fx.segments if s.kind == "command"}
-    for said in ("dealer status", "dealer slower"):
-        seg = segs[said]
-        near = [d for d in dets if seg.onset / rate - 0.3 <= d.onset <= seg.end / rate]
-        assert [d.word for d in near] == [said], (said, near)
