@@ -160,7 +160,7 @@ def test_end_game_stops_and_status_and_repeat_answer() -> None:
     cmd = lambda word, t: Detection(f"dealer {word}", t, t, 1.0, engine="keyboard")  # noqa: E731
     acts = loop.step(2.2, [cmd("status", 2.15)])
     said = [a.text for a in acts if isinstance(a, Say)]
-    assert said and all(p in said[0] for p in PLAYERS) and "pool 0 cards" in said[0]
+    assert said and all(p in said[0] for p in PLAYERS) and said[0].endswith("Pool empty.")
     acts = loop.step(2.3, [cmd("repeat", 2.25)])
     assert [a.text for a in acts if isinstance(a, Say)] == [said[0]]
     acts = loop.step(2.4, [cmd("end game", 2.35)])
@@ -552,3 +552,16 @@ def test_printed_lines_are_the_announcers_words_at_the_chosen_verbosity() -> Non
     assert describe(won) == (spoken[0], PRIORITY_RULING) == ("Bob wins 5 cards.", PRIORITY_RULING)
     refreshed = rules.Refreshed(3.0, 0, "Ann", 12)
     assert describe(refreshed, "names") is None and describe(refreshed, "all") is not None
+
+
+def test_status_command_answers_in_the_announcers_words_for_single_pile_too() -> None:
+    """The table once had its own status wording, which named a 'showing' card per seat in Single Pile Snap."""
+    from voicesnap import announcer, variants
+    from voicesnap.table import status_text
+
+    game = variants.create("single-pile", ["Ann", "Ben", "Cat"], seed=4)
+    for t in range(1, 6):
+        game.flip(float(t))
+    text = status_text(game)
+    assert text == announcer.status_words(game.state)
+    assert "Centre pile 5 cards" in text and "showing" not in text

@@ -1055,19 +1055,10 @@ def snap_words(game: Any) -> dict[str, str]:
 
 
 def status_text(game: Any) -> str:
-    """The "status" command's answer: every player's count and showing card, and the pool."""
-    state = game.state
-    parts = []
-    own = len(state.piles) == len(state.players)
-    for seat, name in enumerate(state.players):
-        if state.eliminated[seat]:
-            parts.append(f"{name} is out")
-            continue
-        pile = state.piles[seat] if own else ()
-        shows = f", showing {pile[-1].spoken}" if pile else ""
-        parts.append(f"{name} {state.held(seat)} cards{shows}")
-    pool = f"pool {len(state.pool)} cards" + (f", top {state.pool[-1].spoken}" if state.pool else "")
-    return "; ".join(parts + [pool])
+    """The "status" command's answer, in the announcer's words (one wording for every variant)."""
+    from .announcer import status_words
+
+    return status_words(game.state)
 
 
 @dataclass
