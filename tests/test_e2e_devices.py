@@ -32,7 +32,7 @@ from voicesnap.audio import write_wav
 from voicesnap.playback import SpeechStarted
 from voicesnap.referee import Call, Referee
 from voicesnap.session import Session
-from voicesnap.table import TableEnd, TableStep
+from voicesnap.table import TableEnd, TableStep, describe
 
 from table_script import PLAYERS, RATE, enroll, model_or_skip, plan, takes
 
@@ -209,11 +209,11 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
     # every flip was announced, and the speaker really played it
     spoken = [r for r in records if isinstance(r, SpeechStarted)]
     for f in flips:
-        assert any(s.text.startswith(f"{f.player}: {f.card.spoken}") for s in spoken), f
+        assert any(s.text == describe(f)[0] for s in spoken), f  # the words spoken for this card
     # ...and the referee counted each card from when its announcement started on the
     # microphone's clock (a call cannot be on a card nobody has heard yet)
     for f in flips:
-        start = next(s.t for s in spoken if s.text.startswith(f"{f.player}: {f.card.spoken}"))
+        start = next(s.t for s in spoken if s.text == describe(f)[0])
         assert f.t == pytest.approx(start, abs=1e-6), (f, start)
     raw = np.frombuffer((tmp_path / "speaker.raw").read_bytes(), dtype=np.int16).astype(np.float64)
     frame = RATE // 50
