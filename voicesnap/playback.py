@@ -24,6 +24,7 @@ and games without a speaker).
 
 from __future__ import annotations
 
+import abc
 import collections
 import threading
 from dataclasses import dataclass
@@ -237,7 +238,7 @@ class Mixer:
 # --- shells ------------------------------------------------------------------
 
 
-class _Shell:
+class _Shell(abc.ABC):
     """Shared bookkeeping: report -> clock events for the announcer."""
 
     def __init__(self, mixer: Mixer) -> None:
@@ -253,8 +254,9 @@ class _Shell:
     def cancel(self, item_ids: Iterable[int]) -> None:
         self.mixer.cancel(item_ids)
 
-    def _frame_to_clock(self, frame: int) -> float:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _frame_to_clock(self, frame: int) -> float:
+        """Where an output frame plays, on the input clock: each playback knows its own mapping."""
 
     def _collect(self) -> None:
         while self.mixer.reports:
