@@ -77,6 +77,7 @@ class Fixture:
     snr_db: float | None
     description: str
     segments: tuple[Segment, ...]
+    reference: Path | None = None  # what the game played (dry, input clock), for echo cancelling
 
     @property
     def name(self) -> str:
@@ -117,6 +118,21 @@ class Fixture:
         if samples.shape[0] != self.frames:
             raise CorpusError(
                 f"{self.path}: has {samples.shape[0]} frames but its sidecar says {self.frames}; "
+                "regenerate with python3 tests/fixtures/audio/generate.py"
+            )
+        return samples
+
+    def read_reference(self) -> Any:
+        """What the game played (the announcer, dry) as int16 ``(frames, 1)`` on this fixture's
+        clock, or None when it played nothing; the echo canceller's reference."""
+        if self.reference is None:
+            return None
+        from .audio import read_wav
+
+        samples, _ = read_wav(self.reference, expect_rate=self.rate, expect_channels=1)
+        if samples.shape[0] != self.frames:
+            raise CorpusError(
+                f"{self.reference}: has {samples.shape[0]} frames, its fixture {self.frames}; "
                 "regenerate with python3 tests/fixtures/audio/generate.py"
             )
         return samples
@@ -179,8 +195,12 @@ def load(sidecar: str | Path) -> Fixture:
     raw = _field(data, "segments", list, where)
     segments = tuple(_segment(s, f"{where} segment {i}", channels, frames) for i, s in enumerate(raw))
     wav = path.with_name(_field(data, "file", str, where))
+    ref = data.get("reference")
+    if ref is not None and not isinstance(ref, str):
+        raise CorpusError(f"{where}: field 'reference' is {ref!r}, not a file name")
     return Fixture(wav, rate, channels, frames, category, None if snr is None else float(snr),
-                   str(data.get("description", "")), segments)
+                   str(data.get("description", "")), segments,
+                   None if ref is None else path.with_name(ref))
 
 
 def load_corpus(directory: str | Path | None = None, categories: Iterable[str] | None = None) -> list[Fixture]:
