@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from .audio import AudioChunk
+from .bursts import BurstTracker, RivalWatch, SpeechBurst
 from .events import event
 from .spotters import Detection
 from .vocabulary import COMMAND_PREFIX, command_phrases
@@ -63,6 +64,13 @@ __all__ = [
 # includes their own latency), so then
 #     pool_lag = tie_window + SNAP_WORD + POOL_WAIT - decision_window   (1.4 s).
 # Keyboard-only play needs none: a key press is known at once.
+# That worst case is now only the floor. A rival that could tie has *started*
+# speaking within tie_window of the first call's onset, long before that word
+# ends, so the shell tracks speech bursts on each input (voicesnap.bursts) and
+# the loop advances the referee as soon as every burst that started early enough
+# has produced its call, or has ended and had SPOTTER_LATENCY (POOL_WAIT during
+# a claim) to do so (RivalWatch). A lone "snap" is then ruled when it is
+# recognised (or at onset + decision_window, if later), not ~0.6 s after it.
 HEARD_LAG = 0.0
 SNAP_WORD = 0.6  # s: the longest "snap" in the fixture corpus (cara's, 0.58-0.60 s)
 SPOTTER_LATENCY = 0.3  # s: word end to the table, p95 (bench_play measured 157-297 ms)
@@ -77,6 +85,12 @@ def voice_lags(tie_window: float, decision_window: float) -> tuple[float, float]
 
 
 VOICE_LAG, VOICE_POOL_LAG = voice_lags(0.1, 0.5)  # the defaults: 0.5 and 1.4 s
+
+
+def burst_latency(lag: float, tie_window: float, decision_window: float) -> float:
+    """The spotter latency a lag allows for (its inverse): how long after a burst of speech ends
+    a call from it may still arrive (0.3 s, or POOL_WAIT while a pool claim is open)."""
+    return max(0.0, lag - tie_window - SNAP_WORD + decision_window)
 
 PRIORITY_FLIP = 1
 PRIORITY_INFO = 2
@@ -118,6 +132,7 @@ class TableStep:
     onset: float | None = None
     engine: str = ""
     heard: float | None = None  # how far the table had heard when this happened (latency)
+    by: str = ""  # an advance: "rivals" (every possible rival was in) or "lag" (the worst-case lag)
 
 
 @event("table-note")
@@ -213,8 +228,12 @@ class TableLoop:
         lag: float | Callable[[], float] = HEARD_LAG,
         busy: Callable[[], bool] = lambda: False,
         peek: Callable[[float], list[Any]] | None = None,
+        rivals: RivalWatch | None = None,
     ) -> None:
         self.referee = referee
+        # Speech bursts seen on the inputs (voicesnap.bursts): the referee is advanced as soon as
+        # every rival that could still tie is in, not only after the worst-case ``lag``.
+        self.rivals = rivals
         # Speech on, with its start times on the input clock: ``peek(t)`` gives the events a
         # flip at ``t`` would make (on a copy of the game), so that the card is announced first
         # and turned for the referee when its announcement starts (``announced``).
@@ -310,10 +329,22 @@ class TableLoop:
             return self.schedule[0] if self.schedule else None
         return self.next_flip
 
-    def _advance(self, horizon: float, actions: list[Action]) -> None:
+    def _horizon(self) -> tuple[float, str]:
+        """How far (audio clock) the referee may be advanced now, and why ("rivals" or "lag")."""
+        fallback = self.now - self.lag
+        if self.rivals is None:
+            return fallback, "lag"
+        dynamic = self.rivals.horizon(self.now)
+        if dynamic is None:
+            return fallback, "lag"
+        if self._awaiting is not None:  # a card about to be turned (at its announcement, >= its due time):
+            dynamic = min(dynamic, self._awaiting[0] + self.rivals.decision_window)  # rule nothing after it
+        return (dynamic, "rivals") if dynamic > fallback else (fallback, "lag")
+
+    def _advance(self, horizon: float, actions: list[Action], by: str = "") -> None:
         produced = self.referee.advance(horizon + self.offset)
         if produced:
-            actions.append(Log(TableStep("advance", horizon, heard=self.now)))
+            actions.append(Log(TableStep("advance", horizon, heard=self.now, by=by)))
             self._events(produced, actions)
 
     def _flip(self, t: float, actions: list[Action]) -> None:
@@ -368,16 +399,21 @@ class TableLoop:
         return [Notice(reason), Log(TableNote(self.now, reason))]
 
     # -- the step ----------------------------------------------------------------
-    def step(self, now: float, detections: Iterable[Detection] = ()) -> list[Action]:
+    def step(self, now: float, detections: Iterable[Detection] = (),
+             bursts: Iterable[SpeechBurst] = ()) -> list[Action]:
         """Take what was heard up to ``now`` (audio clock) and return what to do.
 
         Detections may come late and out of order; calls go to the referee with
         their own onsets, so arrival order never matters to the ruling.
+        ``bursts``: speech starts and ends seen on the inputs up to ``now`` (for ``rivals``).
         """
         actions: list[Action] = []
         if self.stopped is not None:
             return actions
         self.now = max(self.now, now)
+        detections = list(detections)
+        if self.rivals is not None:
+            self.rivals.heard(bursts, [d for d in detections if d.engine != "keyboard"])
         if self._rearm_after is not None and self.now > self._rearm_after:
             self._rearm_after = None
             if self.pace:
@@ -424,11 +460,13 @@ class TableLoop:
                 break
             if self._waited:  # the card is turned now, when the ruling has been heard
                 due, self._waited = max(due, self.now), False
-            self._advance(due - self.lag, actions)
+            horizon, by = self._horizon()  # rulings due before the card, never past it
+            self._advance(min(due, horizon) if by == "rivals" else due - self.lag, actions, by)
             if self.stopped is None:
                 self._flip(due, actions)
         if self.stopped is None:
-            self._advance(self.now - self.lag, actions)
+            horizon, by = self._horizon()
+            self._advance(horizon, actions, by)
         if self.stopped is None and self.stop_at is not None and self.now >= self.stop_at:
             self.stopped = Stop("ended")
         if self.stopped is not None and self.stopped not in actions:
@@ -509,6 +547,7 @@ class Heard:
     until: float | None
     detections: tuple[Detection, ...] = ()
     problem: str = ""  # overflow, device lost / back
+    bursts: tuple[SpeechBurst, ...] = ()  # speech starts/ends in that audio (BurstTracker)
 
 
 class Table:
@@ -532,8 +571,10 @@ class Table:
         queue_size: int = 256,
         tick: float = 0.05,
         hook: Callable[[], list[Any]] | None = None,
+        tracker: BurstTracker | None = None,
     ) -> None:
         self.loop = loop
+        self.tracker = tracker  # speech bursts for the loop's RivalWatch (on the spotter thread)
         self.hook = hook  # called every tick; records it returns are logged (speech start times)
         self.on_actions = on_actions
         self.chunks = chunks
@@ -576,11 +617,13 @@ class Table:
                 if self.tap is not None:
                     self.tap(chunk)
                 found = tuple(self.spotter.accept(chunk)) if self.spotter is not None else ()
-                self.put(Heard(chunk.end / chunk.rate, found))
+                bursts = tuple(self.tracker.accept(chunk)) if self.tracker is not None else ()
+                self.put(Heard(chunk.end / chunk.rate, found, bursts=bursts))
             else:
                 if self.spotter is not None and not self.stopping.is_set():
                     found = tuple(self.spotter.flush())
-                    self.put(Heard(None, found))
+                    bursts = tuple(self.tracker.flush()) if self.tracker is not None else ()
+                    self.put(Heard(None, found, bursts=bursts))
                 self.put(Heard(None, (), problem="end of audio"))
         except BaseException as exc:  # reported on the game loop, never lost
             self.errors.append(exc)
@@ -608,9 +651,11 @@ class Table:
                     except queue.Empty:
                         break
                 detections: list[Detection] = []
+                bursts: list[SpeechBurst] = []
                 ended_audio = False
                 for heard in batch:
                     detections.extend(heard.detections)
+                    bursts.extend(heard.bursts)
                     if heard.until is not None:
                         self.heard = max(self.heard, heard.until)
                         self._heard_at = time.monotonic()
@@ -623,7 +668,7 @@ class Table:
                     elif heard.problem:
                         self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
                 now = self.heard if self.chunks is not None else self._wall()
-                actions = self.loop.step(now, detections)
+                actions = self.loop.step(now, detections, bursts)
                 if self.hook is not None:
                     for record in self.hook():
                         actions.append(Log(record))
@@ -1139,6 +1184,13 @@ def play_session(
             pool_flag[:] = [holder, game_clock]
         claim = PoolClaim([holder, game_clock])
         referee = Referee(game, settings.decision_window)
+        lag_now = (lambda c=claim, s=settings: max(s.lag, s.pool_lag) if c() else s.lag)
+        rivals = tracker = None
+        if it is not None and spotter is not None:  # voices: rule once every possible rival is in
+            rivals = RivalWatch(lambda f=lag_now, s=settings: burst_latency(f(), s.tie_window, s.decision_window),
+                                settings.tie_window, settings.decision_window)
+            per = getattr(spotter, "spotters", None)  # one spotter per microphone channel (ChannelSpotters)
+            tracker = BurstTracker(sorted(per) if isinstance(per, dict) else None)
         scores = dict(zip(session.players, session.scores))
         title = f"voicesnap {settings.variant}, game {session.games + 1} ({settings.format})"
         out_box: list[Output] = []
@@ -1167,7 +1219,8 @@ def play_session(
             offset=offset,
             start=start,
             first_flip_delay=first_flip_delay,
-            lag=(lambda c=claim, s=settings: max(s.lag, s.pool_lag) if c() else s.lag),
+            lag=lag_now,
+            rivals=rivals,
             busy=lambda: out_box[0].busy(),
             peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,
         )
@@ -1178,7 +1231,8 @@ def play_session(
         if fresh:
             dealer = game.players[game.dealer]
             output([Say(f"Game {session.games + 1}. {dealer} deals.", PRIORITY_INFO)])
-        table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook)
+        table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,
+                      tracker=tracker)
         clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)
         if isinstance(chunks, LiveInput):  # device lost/back and overflows reach this game's loop
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))

@@ -1,0 +1,236 @@
+"""Speech bursts on each input channel, and when a ruling need wait for no rival.
+
+Why: the referee rules the first call at ``onset + decision_window`` and a
+rival ties only if its onset is within ``tie_window`` of the first. A rival
+that could tie has therefore *started speaking* long before the first call's
+word ended. The shell watches the signal for those starts (``BurstTracker``:
+a cheap energy onset tracker on the one clock, in the spotter thread) and the
+pure game loop asks ``RivalWatch`` how far every possible call is already in:
+a burst of speech is *resolved* once its own call has arrived, or once it has
+ended and the spotter has had its latency to report one. The referee may then
+be advanced up to ``settled - tie_window + decision_window`` instead of
+waiting a fixed worst-case lag (which stays the floor: ``table.voice_lags``).
+
+Both are deterministic functions of the audio (and of the detections), so a
+replay of the same recording settles the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .audio import AudioChunk
+from .events import event
+
+__all__ = ["SpeechBurst", "BurstTracker", "RivalWatch"]
+
+
+@event("speech-burst")
+@dataclass(frozen=True)
+class SpeechBurst:
+    """Speech started at ``onset`` on ``channel`` (None: all channels mixed); ``end`` once it stops.
+
+    Sent twice: when it starts (``end`` None) and when it has stopped.
+    """
+
+    channel: int | None
+    onset: float
+    end: float | None = None
+
+
+class _Channel:
+    """One channel's energy state: an adaptive noise floor and an open burst."""
+
+    def __init__(self) -> None:
+        self.floor: float | None = None
+        self.above = 0  # consecutive frames above the start threshold
+        self.first_above = 0.0
+        self.onset: float | None = None  # the open burst
+        self.last_loud = 0.0  # end of the last frame above the stay threshold
+        self.prev = 0.0  # last sample of the previous chunk (pre-emphasis continuity)
+
+
+class BurstTracker:
+    """Energy onsets and ends of speech, per channel, on 10 ms frames of the input clock.
+
+    Each frame's level is the louder of the plain signal and a pre-emphasised
+    copy (first difference): the "s" of "snap" is faint in the full band but
+    plain above a few kHz, so the burst starts with the word, not its vowel.
+    A burst starts when the level stays ``START_DB`` over the floor for
+    ``CONFIRM`` frames (its onset is the first of them) and ends after
+    ``HANGOVER`` s under ``STAY_DB`` (its end is the last loud frame). The
+    floor follows quiet frames down at once and creeps up slowly, so steady
+    noise becomes floor while a word cannot.
+
+    ``channels``: the channel indices to watch one by one (per-player
+    microphones), or None to watch them mixed (one microphone, or an engine
+    that listens to the mix).
+    """
+
+    FRAME = 0.01  # s
+    START_DB = 12.0
+    STAY_DB = 8.0
+    CONFIRM = 3  # frames
+    HANGOVER = 0.12  # s: longer than the gap inside "snap pool" (<= 71 ms in the corpus)
+    RISE_PER_S = 3.0  # dB/s the floor may creep up while the level stays above it
+    MIN_DB = 20.0  # level (dB re 1 LSB^2) below which nothing is speech (digital near-silence)
+
+    def __init__(self, channels: Iterable[int] | None = None) -> None:
+        self.channels = tuple(channels) if channels is not None else None
+        self._state: dict[int | None, _Channel] = {}
+        self._pending: dict[int | None, np.ndarray] = {}
+        self._pending_start: dict[int | None, int] = {}
+
+    def accept(self, chunk: AudioChunk) -> list[SpeechBurst]:
+        """The bursts that started or ended in this chunk (cheap: a few numpy ops per chunk)."""
+        x = chunk.samples.astype(np.float64)
+        if x.ndim == 1:
+            x = x[:, None]
+        out: list[SpeechBurst] = []
+        if self.channels is None:
+            out += self._channel(None, x.mean(axis=1), chunk.start, chunk.rate)
+        else:
+            for ch in self.channels:
+                if ch < x.shape[1]:
+                    out += self._channel(ch, x[:, ch], chunk.start, chunk.rate)
+        return out
+
+    def flush(self) -> list[SpeechBurst]:
+        """End every open burst (end of the audio)."""
+        out = []
+        for ch, st in self._state.items():
+            if st.onset is not None:
+                out.append(SpeechBurst(ch, st.onset, max(st.last_loud, st.onset)))
+                st.onset = None
+        return out
+
+    def _channel(self, ch: int | None, x: np.ndarray, start: int, rate: int) -> list[SpeechBurst]:
+        st = self._state.setdefault(ch, _Channel())
+        hop = max(1, int(round(self.FRAME * rate)))
+        held = self._pending.get(ch)
+        if held is not None and len(held):
+            x = np.concatenate([held, x])
+            start = self._pending_start[ch]
+        n = (len(x) // hop) * hop
+        self._pending[ch] = x[n:].copy()
+        self._pending_start[ch] = start + n
+        if n == 0:
+            return []
+        frames = x[:n].reshape(-1, hop)
+        emph = np.diff(x[:n], prepend=st.prev).reshape(-1, hop)
+        st.prev = float(x[n - 1])
+        level = 10 * np.log10(np.maximum((frames ** 2).mean(axis=1), (emph ** 2).mean(axis=1)) + 1.0)
+        out: list[SpeechBurst] = []
+        for i, db in enumerate(level):
+            t0 = (start + i * hop) / rate
+            t1 = t0 + hop / rate
+            if st.floor is None:
+                st.floor = float(db)
+            loud = db >= max(st.floor + self.STAY_DB, self.MIN_DB)
+            if st.onset is not None:
+                if loud:
+                    st.last_loud = t1
+                elif t1 - st.last_loud >= self.HANGOVER:
+                    out.append(SpeechBurst(ch, st.onset, st.last_loud))
+                    st.onset = None
+                    st.above = 0
+            else:
+                if db >= max(st.floor + self.START_DB, self.MIN_DB):
+                    if st.above == 0:
+                        st.first_above = t0
+                    st.above += 1
+                    if st.above >= self.CONFIRM:
+                        st.onset, st.last_loud = st.first_above, t1
+                        out.append(SpeechBurst(ch, st.onset))
+                else:
+                    st.above = 0
+            # The floor: down at once, up slowly (steady noise joins it; a word is too short to).
+            if db < st.floor:
+                st.floor = float(db)
+            else:
+                st.floor += min(db - st.floor, self.RISE_PER_S * self.FRAME)
+        return out
+
+
+class RivalWatch:
+    """How far the calls are all in: the pure half, fed by the game loop.
+
+    ``settled(now)`` is a time S such that every call whose onset is before S
+    has reached the table (or never will: its burst ended and the spotter had
+    ``latency()`` seconds to report it). None when nothing is known (no
+    tracker): the caller falls back to its worst-case lag.
+
+    A burst is resolved by a detection on its channel whose onset lies inside
+    it (the burst's own call): up to that word's end. Two players overlapping
+    on one microphone make one burst; the engine that tells them apart (the
+    enrolled/combined engine) reports both calls together, so the first call
+    of the burst stands for it. Whatever of a burst goes on after its call is
+    unresolved until it ends and ``latency()`` has passed.
+    """
+
+    MARGIN = 0.15  # s: a spotter's onset may precede the tracker's (refined from a fainter rise)
+    DELAY = 0.25  # s: speech this recent may not have been seen to start yet
+    SAME_BURST = 0.15  # s: a burst ending this soon after its call's word ended is that word
+    KEEP = 10.0  # s of history kept
+
+    def __init__(self, latency: float | Callable[[], float], tie_window: float = 0.1,
+                 decision_window: float = 0.5) -> None:
+        self._latency = latency
+        self.tie_window = tie_window
+        self.decision_window = decision_window
+        self._bursts: dict[tuple[int | None, float], float | None] = {}
+        self._calls: list[tuple[int, float, float]] = []  # (channel, onset, end) of detections
+        self.tracking = False
+
+    def latency(self) -> float:
+        return self._latency() if callable(self._latency) else self._latency
+
+    def heard(self, bursts: Iterable[SpeechBurst] = (), calls: Iterable[object] = ()) -> None:
+        for b in bursts:
+            self.tracking = True
+            self._bursts[(b.channel, b.onset)] = b.end
+        for d in calls:
+            self._calls.append((int(getattr(d, "channel", 0)), float(getattr(d, "onset")),
+                                float(getattr(d, "end"))))
+
+    def _covered(self, channel: int | None, onset: float, end: float | None) -> float | None:
+        """End of the latest call heard inside this burst, or None."""
+        best = None
+        for ch, a, b in self._calls:
+            if channel is not None and ch != channel:
+                continue
+            if onset - self.MARGIN <= a and (end is None or a <= end + 0.05):
+                best = b if best is None else max(best, b)
+        return best
+
+    def horizon(self, now: float) -> float | None:
+        """How far the referee may be advanced: the calls it would rule have every rival in."""
+        settled = self.settled(now)
+        if settled is None:
+            return None
+        return min(now, settled - self.tie_window + self.decision_window)
+
+    def settled(self, now: float) -> float | None:
+        if not self.tracking:
+            return None
+        settled = now - self.DELAY
+        latency = self.latency()
+        for (ch, onset, ), end in list(self._bursts.items()):
+            if end is not None and end < now - self.KEEP:
+                del self._bursts[(ch, onset)]
+                continue
+            covered = self._covered(ch, onset, end)
+            if covered is not None:
+                if end is not None and end <= covered + self.SAME_BURST:
+                    continue  # the burst was its call
+                open_from = covered  # talk goes on after the call
+            else:
+                open_from = onset - self.MARGIN
+            if end is not None and now >= end + latency:
+                continue  # ended, and the spotter had its time to report a call from it
+            settled = min(settled, open_from)
+        self._calls = [c for c in self._calls if c[2] >= now - self.KEEP]
+        return settled
