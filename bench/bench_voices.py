@@ -11,6 +11,13 @@
   their other words by the voiceprint alone (templates of different words do
   not apply). This is a harder, different task than the game's; it shows how
   far the voiceprint alone goes on real voices.
+- Real voices, TEXT-DEPENDENT (the game's task on real speakers): LibriSpeech
+  speakers' repeated short words ("the", "and", "of", cut with Vosk word
+  timestamps, tests/fixtures/audio/real/words): a speaker with >= 5 takes of a
+  word enrolls the first 5, and is attributed on the rest; every take of the
+  speakers not enrolled is an unknown voice. Every set of 2 and 4 enrollable
+  speakers (rotations) is run; the enrolled and combined engines' acceptance
+  of the same held-out takes too.
 - Equal error rate from all genuine vs impostor scores; time per attribution.
 - Ties: the enrolled spotter over players/overlap (two players on one mic,
   0-200 ms apart) and players/multichannel (own mic each, 30 ms apart).
@@ -31,6 +38,8 @@ AREA = "voices"
 ROOT = Path(__file__).resolve().parent.parent
 PLAYERS = ROOT / "tests" / "fixtures" / "audio" / "players"
 SHARED = ROOT.parent / "shared" / "speech" / "speech_commands"
+REAL_WORDS = ROOT / "tests" / "fixtures" / "audio" / "real" / "words"
+ENROLL_TAKES = 5  # the game's own minimum (voices.MIN_CALL_TAKES)
 NAMES = ("alice", "bob", "cara", "dev", "emma", "finn")
 
 
@@ -225,6 +234,141 @@ def real(quick: bool) -> list[Row]:
     return rows
 
 
+def real_words_takes(word: str) -> dict[str, list[tuple[np.ndarray, dict]]]:
+    """speaker -> [(float audio, sidecar)] for one word of the real text-dependent set, in source order."""
+    import json
+
+    from voicesnap import features as F
+    from voicesnap.audio import read_wav
+
+    out: dict[str, list[tuple[np.ndarray, dict]]] = {}
+    for side in sorted((REAL_WORDS / word).glob("*.json")):
+        meta = json.loads(side.read_text())
+        x, rate = read_wav(side.with_suffix(".flac"), expect_rate=F.RATE)
+        out.setdefault(meta["speaker"], []).append((F.to_float(x[:, 0]), meta))
+    return out
+
+
+def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]]]):
+    """Profiles of every speaker with enough takes (the first ENROLL_TAKES), and how many takes enrollment would refuse."""
+    from voicesnap import voices as V
+
+    profiles, refused = {}, 0
+    for spk, items in takes.items():
+        if len(items) < ENROLL_TAKES:
+            continue
+        enroll = []
+        for x, _meta in items[:ENROLL_TAKES]:
+            y, problems = V.check_take(x, phrase=word)
+            refused += bool(problems)
+            enroll.append(V.Take(word, y if len(y) else x))
+        profiles[spk] = V.build_profile(spk, word, enroll)
+    return profiles, refused
+
+
+REAL_LABEL = "real, text-dependent (LibriSpeech words)"
+
+
+def real_words(quick: bool) -> list[Row]:
+    """Attribution of real speakers' held-out takes of the word they enrolled (the game's task)."""
+    from voicesnap import voices as V
+
+    if not REAL_WORDS.is_dir():
+        return [Row(AREA, REAL_LABEL, "n/a", note=f"skipped: {REAL_WORDS} is absent")]
+    words = sorted(p.name for p in REAL_WORDS.iterdir() if p.is_dir())
+    tally: dict[int, list[int]] = {}  # k -> [right, known, accepted unknown, unknown]
+    notes: dict[int, list[str]] = {}
+    genuine: list[float] = []
+    impostor: list[float] = []
+    spot = {"enrolled": [0, 0, 0, 0], "span": [0, 0, 0, 0]}  # right alone, wrong, none, right + another
+    held_total = refused_total = 0
+    for word in words:
+        takes = real_words_takes(word)
+        profiles, refused = real_words_profiles(word, takes)
+        refused_total += refused
+        if len(profiles) < 2:
+            continue
+        rival = V.announcer_profile(word)
+        for k in (2, 4):
+            for combo in itertools.combinations(sorted(profiles), k):
+                vs = V.Voices([profiles[n] for n in combo], [rival] if rival else [])
+                t = tally.setdefault(k, [0, 0, 0, 0])
+                right = known = fa = unknown = 0
+                for spk, items in takes.items():
+                    tests = items[ENROLL_TAKES:] if spk in combo else items
+                    for x, _meta in tests:
+                        att = vs.attribute(x)
+                        if spk in combo:
+                            known += 1
+                            right += att.player == spk
+                        else:
+                            unknown += 1
+                            fa += att.player is not None
+                        if len(combo) == len(profiles):
+                            for name, sc in att.scores.items():
+                                (genuine if name == spk else impostor).append(sc)
+                t[0] += right
+                t[1] += known
+                t[2] += fa
+                t[3] += unknown
+                notes.setdefault(k, []).append(f"{word}:{'+'.join(combo)} {right}/{known}, unk {fa}/{unknown}")
+        if not quick:
+            s = _real_words_spotters(word, takes, profiles)
+            for key in spot:
+                spot[key] = [a + b for a, b in zip(spot[key], s[key])]
+            held_total += sum(max(0, len(v) - ENROLL_TAKES) for n, v in takes.items() if n in profiles)
+    rows = []
+    for k in sorted(tally):
+        right, known, fa, unknown = tally[k]
+        rows.append(Row(AREA, f"attribution accuracy, {k} players ({REAL_LABEL})", right / known if known else
+                        float("nan"), "", ">= 0.95" if k == 4 else "",
+                        f"{right}/{known} held-out takes; enroll {ENROLL_TAKES} takes of the same word; "
+                        + "; ".join(notes[k])))
+        rows.append(Row(AREA, f"unknown voices accepted, {k} players ({REAL_LABEL})", fa / unknown if unknown
+                        else float("nan"), "", "<= 0.02", f"{fa}/{unknown}: the same word by speakers not enrolled"))
+    rows.append(Row(AREA, f"equal error rate, all enrollable speakers ({REAL_LABEL})", eer(genuine, impostor), "", "",
+                    f"{len(genuine)} genuine, {len(impostor)} impostor scores; {refused_total} enrollment "
+                    "takes would have been refused by the take checks (used anyway)"))
+    if not quick:
+        for key, label in (("enrolled", "enrolled engine: held-out real takes detected as their speaker"),
+                           ("span", "combined engine's attribution of the word's span: right speaker")):
+            r, w, n, both = spot[key]
+            rows.append(Row(AREA, f"{label} ({REAL_LABEL})", r / held_total if held_total else float("nan"), "", "",
+                            f"right (alone) {r}, right plus another player {both}, wrong speaker {w}, "
+                            f"nobody/no call {n} of {held_total}; all enrollable speakers of the word enrolled"))
+    return rows
+
+
+def _real_words_spotters(word: str, takes, profiles) -> dict[str, list[int]]:
+    """Held-out real takes through the enrolled spotter, and through its span attribution (what the combined engine does)."""
+    from voicesnap import features as F
+    from voicesnap.audio import ArraySource
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+
+    rng = np.random.default_rng(7)
+    out = {"enrolled": [0, 0, 0, 0], "span": [0, 0, 0, 0]}
+    for spk, items in takes.items():
+        if spk not in profiles:
+            continue
+        for x, meta in items[ENROLL_TAKES:]:
+            pad = np.zeros(int(0.5 * F.RATE), np.float32)
+            y = np.concatenate([pad, x, pad])
+            y = y + rng.normal(0, 10 ** (-75 / 20), len(y)).astype(np.float32)  # a quiet room, not digital zero
+            pcm = np.clip(y * 32768, -32768, 32767).astype(np.int16)[:, None]
+            sp = EnrolledSpotter(list(profiles.values()))
+            dets = []
+            for ch in ArraySource(pcm, F.RATE, chunk_frames=320):
+                dets += sp.accept(ch)
+            on = 0.5 + meta["word_start"] - meta["cut_start_sample"] / F.RATE
+            end = 0.5 + meta["word_end"] - meta["cut_start_sample"] / F.RATE
+            _c, att, _rival = sp.attribute_span(on, end, word)
+            dets += sp.flush()
+            names = {d.player for d in dets}
+            out["enrolled"][0 if names == {spk} else 3 if spk in names else 1 if names else 2] += 1
+            out["span"][0 if att.player == spk else 2 if att.player is None else 1] += 1
+    return out
+
+
 def _synthetic_at_voice_line(line: float) -> list[Row]:
     """What the real-voice line would cost the game's own (synthetic) calls if it were enforced."""
     from voicesnap import voices as V
@@ -321,10 +465,13 @@ def ties(quick: bool) -> list[Row]:
 
 
 def run(quick: bool) -> list[Row]:
-    return synthetic(quick) + corpus_calls(quick) + real(quick) + ties(quick)
+    return synthetic(quick) + corpus_calls(quick) + real_words(quick) + real(quick) + ties(quick)
 
 
 if __name__ == "__main__":
-    for row in run("--quick" in sys.argv):
+    parts = {"synthetic": synthetic, "corpus": corpus_calls, "real-words": real_words, "real": real, "ties": ties}
+    chosen = [a for a in sys.argv[1:] if a in parts]
+    rows = [r for a in chosen for r in parts[a]("--quick" in sys.argv)] if chosen else run("--quick" in sys.argv)
+    for row in rows:
         v = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
         print(f"{row.metric:70} {v:>8} {row.unit:3} {row.target:8} {row.note}")
