@@ -1,0 +1,535 @@
+"""Acoustic echo cancellation: hear a call over the game's own announcements.
+
+Players call "snap" while the announcer is still saying the rank. The program
+knows what it played and, through ``playback.ClockMap``, when each sample
+reached the speaker on the input clock: that is an echo canceller's reference.
+``EchoCanceller`` subtracts the room's echo of it from the microphone signal;
+``EchoCancelled`` puts one in front of any Spotter (Vosk, enrolled, combined).
+
+Method: a partitioned-block frequency-domain adaptive filter (MDF, as Speex's
+``mdf.c``), written from its published description (Soo & Pang 1990; Valin,
+"On adjusting the learning rate in frequency domain echo cancellation with
+double-talk", IEEE TASLP 2007):
+
+* the filter (``length`` seconds, default 0.5 s: up to ~0.1 s of unknown bulk
+  delay, ``lead`` seconds of the reference being *late*, plus a ~0.35 s room
+  tail) is split into 10 ms partitions, each a 320-point FFT, with the
+  gradient constraint applied every block (linear, not circular, convolution);
+* the step size per frequency bin is Valin's: the estimated residual echo over
+  the error's power, with the echo-path leakage estimated from how the error's
+  and the echo estimate's spectra co-vary. When the player talks over the
+  announcer the error's power jumps while the estimated echo does not, so the
+  step falls and the filter does not adapt the player's voice away;
+* two filters (Speex's "two-path" scheme): the background one adapts, the
+  foreground one produces the output and takes the background's weights only
+  once they do measurably better; a background that diverged (a shout it
+  tried to learn) is reset from the foreground.
+
+Only the *linear* echo is removed: there is no nonlinear residual-echo
+suppressor. Why: WebRTC's AEC3 (livekit's AudioProcessingModule, tried on the
+fixtures) removes more echo (45 dB on ``echo_ranks``) but its suppressor mutes
+the first 90-180 ms of a call made over the announcer, and the referee judges
+ties on onsets. Why numpy and not a library: speexdsp and the WebRTC builds
+(aec-audio-processing, webrtc-audio-processing) are sdists that need a C/C++
+toolchain and system headers; livekit is a whole realtime SDK (12 MB native
+library plus protobuf) whose AEC cannot be had without its suppressor;
+adaptfilt is time-domain NLMS, far too slow for 8000 taps in Python.
+
+Cost: while nothing has been played for ``length`` seconds the canceller is a
+copy (idle listening pays nothing); while the reference is live, about 0.03
+of one core (bench: ``python3 -m bench.bench_listening``). Memory is bounded:
+two (partitions x 161) complex filters and the reference history.
+
+All positions are frames on the input clock (``AudioChunk.start``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from .audio import AudioChunk, Resampler
+
+__all__ = [
+    "RATE", "ReferenceSource", "ReferenceTrack", "ArrayReference", "PlaybackReference",
+    "EchoCanceller", "EchoCancelled", "erle_db",
+]
+
+RATE = 16000  # the canceller works on the recognisers' rate
+BLOCK = 160  # 10 ms partitions (chunks of 20 ms split evenly: no added delay)
+
+
+class ReferenceSource(Protocol):
+    """What the speaker played, on the input clock: ``read(start, frames)`` returns
+    float32 samples (int16 scale) at ``RATE`` for input frames [start, start+frames),
+    zeros where nothing was played (or nothing is known yet)."""
+
+    def read(self, start: int, frames: int) -> np.ndarray: ...
+
+
+class ReferenceTrack:
+    """A bounded ring of played samples on the input clock, at ``RATE``.
+
+    One writer (the playback side), one reader (the canceller on the spotter's
+    thread); no lock: the writer fills the ring, then publishes ``known_until``
+    (one attribute store). A read beyond ``known_until`` or older than the ring
+    holds gives zeros for that part.
+    """
+
+    def __init__(self, seconds: float = 30.0) -> None:
+        self.size = int(seconds * RATE)
+        self._ring = np.zeros(self.size, dtype=np.float32)
+        self.known_from = 0  # oldest frame still held
+        self.known_until = 0  # frames before this are final (played or silent)
+
+    def write(self, start: int, samples: np.ndarray) -> None:
+        """Samples (int16 scale) that play from input frame ``start`` on; a gap since the
+        last write is silence, and a write may overwrite what was written before."""
+        x = np.asarray(samples, dtype=np.float32).reshape(-1)
+        if start > self.known_until:  # silence in between
+            self._put(self.known_until, np.zeros(min(start - self.known_until, self.size), np.float32))
+        self._put(start, x[-self.size:] if len(x) > self.size else x)
+        end = start + len(x)
+        self.known_until = max(self.known_until, end)
+        self.known_from = max(self.known_from, self.known_until - self.size)
+
+    def _put(self, start: int, x: np.ndarray) -> None:
+        if not len(x):
+            return
+        at = start % self.size
+        first = min(len(x), self.size - at)
+        self._ring[at: at + first] = x[:first]
+        if first < len(x):
+            self._ring[: len(x) - first] = x[first:]
+
+    def advance(self, until: int) -> None:
+        """Nothing played up to ``until``: those frames are final silence."""
+        if until > self.known_until:
+            self.write(until, np.zeros(0, np.float32))
+
+    def read(self, start: int, frames: int) -> np.ndarray:
+        out = np.zeros(frames, dtype=np.float32)
+        lo, hi = max(start, self.known_from), min(start + frames, self.known_until)
+        if hi <= lo:
+            return out
+        at, n = lo % self.size, hi - lo
+        first = min(n, self.size - at)
+        out[lo - start: lo - start + first] = self._ring[at: at + first]
+        if first < n:
+            out[lo - start + first: hi - start] = self._ring[: n - first]
+        return out
+
+
+class ArrayReference:
+    """A whole reference track in memory (fixtures, tests, benchmarks)."""
+
+    def __init__(self, samples: np.ndarray, start: int = 0) -> None:
+        self.samples = np.asarray(samples, dtype=np.float32).reshape(-1)
+        self.start = start
+
+    def read(self, start: int, frames: int) -> np.ndarray:
+        out = np.zeros(frames, dtype=np.float32)
+        lo, hi = max(start, self.start), min(start + frames, self.start + len(self.samples))
+        if hi > lo:
+            out[lo - start: hi - start] = self.samples[lo - self.start: hi - self.start]
+        return out
+
+
+class PlaybackReference:
+    """The reference from a playback shell (``playback.DevicePlayback`` or
+    ``VirtualPlayback``): what its mixer wrote, placed on the input clock by the
+    shell's own output-to-input mapping and resampled to ``RATE``.
+
+    ``read`` (on the spotter's thread) first pulls whatever the mixer has
+    written since the last call. The output stream is continuous (the mixer
+    writes silence when nothing plays), so its frames map onto consecutive
+    input frames; the place is re-anchored when the mapping moves by more than
+    ``slack`` seconds (ClockMap anchors settling, a calibration).
+    """
+
+    def __init__(self, playback: Any, seconds: float = 30.0, slack: float = 0.002) -> None:
+        self.playback = playback
+        self.track = ReferenceTrack(seconds)
+        self.slack = slack
+        self._next_frame: int | None = None  # next output frame to pull
+        self._resampler: Any = None
+        self._out_rate = 0
+        self._write_at: int | None = None  # input frame where the next resampled sample goes
+        self._lock = threading.Lock()
+
+    def _pull(self) -> None:
+        got = self.playback.played_since(self._next_frame)
+        if got is None:
+            return
+        first, samples = got
+        if not len(samples):
+            return
+        rate = int(self.playback.rate)
+        if rate != self._out_rate:
+            self._out_rate = rate
+            self._resampler = None if rate == RATE else _StreamResampler(rate, RATE)
+            self._write_at = None
+        clock = float(self.playback.frame_to_clock(first))  # input-clock seconds of its first frame
+        target = int(round(clock * RATE))
+        if self._write_at is None or self._next_frame != first or abs(target - self._write_at - self._pending()) > self.slack * RATE:
+            self._write_at = target - self._pending()
+        self._next_frame = first + len(samples)
+        out = samples if self._resampler is None else self._resampler(samples)
+        if len(out):
+            self.track.write(self._write_at, out)
+            self._write_at += len(out)
+
+    def _pending(self) -> int:
+        return 0 if self._resampler is None else self._resampler.delay
+
+    def read(self, start: int, frames: int) -> np.ndarray:
+        with self._lock:  # only the spotter's thread reads; the lock guards misuse, it never waits
+            self._pull()
+            return self.track.read(start, frames)
+
+
+class _StreamResampler:
+    """soxr streaming resampler whose output is aligned to its input (delay reported)."""
+
+    def __init__(self, rate_in: int, rate_out: int) -> None:
+        import soxr
+
+        self._s = soxr.ResampleStream(rate_in, rate_out, 1, dtype="float32", quality="HQ")
+        self._ratio = rate_out / rate_in
+        self._in = 0
+        self._out = 0
+
+    @property
+    def delay(self) -> int:
+        """Output frames the filter still owes for input already given."""
+        return max(0, int(round(self._in * self._ratio)) - self._out)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        y = self._s.resample_chunk(np.asarray(x, dtype=np.float32), last=False)
+        self._in += len(x)
+        self._out += len(y)
+        return y
+
+
+def erle_db(mic: np.ndarray, out: np.ndarray) -> float:
+    """Echo return loss enhancement: mic power over output power, in dB."""
+    m = np.asarray(mic, dtype=np.float64)
+    o = np.asarray(out, dtype=np.float64)
+    return float(10 * np.log10((np.mean(m * m) + 1e-9) / (np.mean(o * o) + 1e-9)))
+
+
+class EchoCanceller:
+    """One channel's canceller at ``RATE``: ``process(mic_block, ref_block)`` for
+    blocks of ``BLOCK`` frames, in stream order. Returns the echo-free *previous*
+    block (one block behind: the residual suppressor's overlap-add
+    needs the next block); without ``suppress`` it is the same one-block delay.
+
+    Residual echo suppression (``suppress``): the fixtures' rooms, like real
+    ones, leave a reverberant tail the linear filter cannot learn in time (the
+    fixtures even draw a new tail for every announcement, so the linear filter
+    can only remove the direct sound: ~10 dB). What is left is estimated per
+    frequency as ``rho`` times the echo estimate's power smeared by the room's
+    decay (``decay`` per 10 ms), ``rho`` found by regressing the output's
+    power on that estimate; a gain ``max(floor, 1 - strength * residual /
+    power)`` takes it out. Where the player's voice dominates a bin the gain
+    stays near 1, so a call's onset (its "s", above the announcer's vowels)
+    keeps its place on the clock: the suppressor works on 20 ms frames, hop
+    10 ms, and moves nothing in time.
+    """
+
+    def __init__(self, length: float = 0.5, *, suppress: bool = True, strength: float = 3.0,
+                 floor: float = 0.03, decay: float = 0.75) -> None:
+        n = BLOCK
+        self.n = n
+        self.m = max(1, int(np.ceil(length * RATE / n)))
+        k = n + 1
+        self.W = np.zeros((self.m, k), np.complex128)  # background (adapting)
+        self.F = np.zeros((self.m, k), np.complex128)  # foreground (output)
+        self.X = np.zeros((self.m, k), np.complex128)  # reference spectra, newest first
+        self.x_prev = np.zeros(n)
+        self.power = np.zeros(k)  # smoothed far-end power per bin
+        self.silent = self.m + 1  # blocks since the reference last held sound
+        # learning-rate state (Valin 2007 / Speex names)
+        self.spec_average = n / RATE
+        self.beta0 = 2.0 * n / RATE
+        self.beta_max = 0.5 * n / RATE
+        self.Eh = np.zeros(k)
+        self.Yh = np.zeros(k)
+        self.Pey = 1.0
+        self.Pyy = 1.0
+        self.leak = 0.0
+        self.adapted = False
+        self.sum_adapt = 0.0
+        self.Davg1 = self.Davg2 = self.Dvar1 = self.Dvar2 = 0.0
+        self.window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)  # for smooth weight swaps
+        self.blocks = 0
+        self.echo = np.zeros(n)
+        # residual echo suppression (see ``_suppress``)
+        self.suppress = suppress
+        self.strength, self.floor, self.decay = strength, floor, decay
+        self.win = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * (np.arange(2 * n) + 0.5) / (2 * n)))
+        self.e_prev = np.zeros(n)
+        self.y_prev = np.zeros(n)
+        self.ola = np.zeros(n)
+        self.Ys = np.zeros(k)  # the echo estimate's power, smeared by the room's decay
+        self.rho = 0.1  # residual echo power per unit of Ys
+        self.Rh = np.zeros(k)
+        self.Sh = np.zeros(k)
+        self.Prs = 1.0
+        self.Pss = 1.0
+        self.res_active = False
+
+    def process(self, mic: np.ndarray, ref: np.ndarray) -> np.ndarray:
+        n = self.n
+        d = np.asarray(mic, dtype=np.float64)
+        x = np.asarray(ref, dtype=np.float64)
+        self.blocks += 1
+        loud = bool(np.any(x))
+        self.silent = 0 if loud else self.silent + 1
+        self.X = np.roll(self.X, 1, axis=0)  # small: m x 161
+        if self.silent > self.m:  # nothing in the filter's reach: the echo is gone
+            self.X[0] = 0.0
+            self.x_prev = x
+            self.echo = np.zeros(n)
+            return self._suppress(d, self.echo, idle=True)
+        self.X[0] = np.fft.rfft(np.concatenate([self.x_prev, x]))
+        self.x_prev = x
+
+        # foreground (output) and background (adapting) echo estimates
+        y_fg = np.fft.irfft(np.einsum("mk,mk->k", self.F, self.X), 2 * n)[n:]
+        y_bg = np.fft.irfft(np.einsum("mk,mk->k", self.W, self.X), 2 * n)[n:]
+        e_fg = d - y_fg
+        e_bg = d - y_bg
+        Sff = float(e_fg @ e_fg)
+        See = float(e_bg @ e_bg)
+        Dbf = float((y_fg - y_bg) @ (y_fg - y_bg)) + 10.0
+        Sxx = float(x @ x)
+
+        # two-path logic: take better background weights; reset a diverged background
+        diff = Sff - See
+        self.Davg1 = 0.6 * self.Davg1 + 0.4 * diff
+        self.Davg2 = 0.85 * self.Davg2 + 0.15 * diff
+        self.Dvar1 = 0.36 * self.Dvar1 + 0.16 * Sff * Dbf
+        self.Dvar2 = 0.7225 * self.Dvar2 + 0.0225 * Sff * Dbf
+        out = e_fg
+        if (diff * abs(diff) > Sff * Dbf or self.Davg1 * abs(self.Davg1) > 0.5 * self.Dvar1
+                or self.Davg2 * abs(self.Davg2) > 0.25 * self.Dvar2):
+            self.F[:] = self.W
+            self.Davg1 = self.Davg2 = self.Dvar1 = self.Dvar2 = 0.0
+            out = self.window * e_bg + (1 - self.window) * e_fg  # cross-fade, no click
+            y_fg = d - out
+        elif (-diff * abs(diff) > 4 * Sff * Dbf or -self.Davg1 * abs(self.Davg1) > 4 * self.Dvar1
+              or -self.Davg2 * abs(self.Davg2) > 4 * self.Dvar2):
+            self.W[:] = self.F
+            e_bg, y_bg, See = e_fg, y_fg, Sff
+            self.Davg1 = self.Davg2 = self.Dvar1 = self.Dvar2 = 0.0
+
+        self.echo = y_fg  # the echo estimate taken out of this block (residual suppression)
+
+        # spectra of the background's error and echo estimate (for the step size)
+        E = np.fft.rfft(np.concatenate([np.zeros(n), e_bg]))
+        Yspec = np.fft.rfft(np.concatenate([np.zeros(n), y_bg]))
+        Rf = E.real ** 2 + E.imag ** 2
+        Yf = Yspec.real ** 2 + Yspec.imag ** 2
+        Xf = self.X[0].real ** 2 + self.X[0].imag ** 2
+        ss = 0.35 / self.m
+        self.power = (1 - ss) * self.power + ss * Xf if self.blocks > 1 else Xf.copy()
+
+        # echo-path leakage: how much of the echo estimate's variation shows in the error
+        Syy = float(y_bg @ y_bg)
+        self.Eh = (1 - self.spec_average) * self.Eh + self.spec_average * Rf
+        self.Yh = (1 - self.spec_average) * self.Yh + self.spec_average * Yf
+        eh, yh = Rf - self.Eh, Yf - self.Yh
+        alpha = min(self.beta0 * Syy / (See + 1.0), self.beta_max)
+        self.Pey = (1 - alpha) * self.Pey + alpha * float(eh @ yh)
+        self.Pyy = max(1.0, (1 - alpha) * self.Pyy + alpha * float(yh @ yh))
+        self.Pey = min(max(self.Pey, 0.005 * self.Pyy), self.Pyy)
+        self.leak = self.Pey / self.Pyy
+
+        # step per bin
+        if not self.adapted:
+            rate = 0.0
+            if Sxx > n * 1000.0:  # the reference holds sound worth learning from
+                rate = 0.25 * min(Sxx, See) / (See + 1.0)
+            self.sum_adapt += rate
+            mu = np.full(n + 1, rate) / (self.m / 2 * self.power + 10.0)
+            if self.sum_adapt > self.m and self.leak * Syy > 0.03 * Syy:
+                self.adapted = True
+        else:
+            rer = min(0.5, (0.0001 * Sxx + 3.0 * self.leak * Syy) / (See + 1.0))
+            r = np.minimum(self.leak * Yf, 0.5 * (Rf + 1.0))
+            r = 0.7 * r + 0.3 * rer * (Rf + 1.0)
+            mu = r / ((Rf + 1.0) * (self.m / 2 * self.power + 10.0))
+        if loud or np.any(mu):
+            grad = np.conj(self.X) * (mu * E)[None, :]
+            self.W += grad
+            # gradient constraint: keep each partition's impulse response n taps long
+            w = np.fft.irfft(self.W, 2 * n, axis=1)
+            w[:, n:] = 0.0
+            self.W = np.fft.rfft(w, axis=1)
+        return self._suppress(out, y_fg, idle=False)
+
+    def _suppress(self, e: np.ndarray, y: np.ndarray, idle: bool) -> np.ndarray:
+        """Overlap-add residual suppression; returns the previous block."""
+        n = self.n
+        if not self.suppress or (idle and not self.res_active):
+            out = self.e_prev
+            self.e_prev, self.y_prev = e, y
+            return out.copy()
+        if not self.res_active:  # from pass-through: the previous frame's half, at gain 1
+            self.ola = self.e_prev * self.win[n:] ** 2
+            self.res_active = True
+        E = np.fft.rfft(np.concatenate([self.e_prev, e]) * self.win)
+        Y = np.fft.rfft(np.concatenate([self.y_prev, y]) * self.win)
+        self.e_prev, self.y_prev = e, y
+        Ef = E.real ** 2 + E.imag ** 2
+        self.Ys = self.decay * self.Ys + (Y.real ** 2 + Y.imag ** 2)
+        gain = np.maximum(self.floor, 1.0 - self.strength * self.rho * self.Ys / (Ef + 1e-3))
+        # rho: how much of the smeared echo estimate's variation shows in the output's power
+        self.Rh = 0.9 * self.Rh + 0.1 * Ef
+        self.Sh = 0.9 * self.Sh + 0.1 * self.Ys
+        if self.Ys.sum() > 1e3:
+            rh, sh = Ef - self.Rh, self.Ys - self.Sh
+            self.Prs = 0.95 * self.Prs + 0.05 * float(rh @ sh)
+            self.Pss = max(1.0, 0.95 * self.Pss + 0.05 * float(sh @ sh))
+            if self.Pss > 1.0:
+                self.rho = min(max(self.Prs / self.Pss, 0.0), 1.0)
+        o = np.fft.irfft(E * gain, 2 * n) * self.win
+        out = self.ola + o[:n]
+        self.ola = o[n:]
+        if idle and float(self.Ys.sum()) < 1.0:  # the tail has died away: back to pass-through
+            self.res_active = False
+        return out
+
+
+@dataclass
+class _Channel:
+    canceller: EchoCanceller
+    pending: np.ndarray  # mic frames not yet a whole block (float64)
+
+
+class EchoCancelled:
+    """Any Spotter, fed with the microphone minus the echo of what the game played.
+
+    ``reference`` says what was played on the input clock (``ReferenceSource``);
+    chunks go in at any rate (resampled to ``RATE``, clock kept) and come out in
+    whole 10 ms blocks with the same clock positions, so onsets stay exact.
+    ``lead`` shifts the reference earlier by that many seconds, so that a
+    reference mapped up to ``lead`` too late is still causal for the filter.
+    Each channel has its own canceller. ``enabled`` False passes chunks through
+    unchanged (same path otherwise: for comparisons).
+    """
+
+    def __init__(self, spotter: Any, reference: ReferenceSource, *, length: float = 0.5,
+                 lead: float = 0.01, enabled: bool = True, suppress: bool = True) -> None:
+        self.spotter = spotter
+        self.reference = reference
+        self.length = length
+        self.lead = int(round(lead * RATE))
+        self.enabled = enabled
+        self.suppress = suppress
+        self._first = 0
+        self.name = f"{getattr(spotter, 'name', 'spotter')}+echo"
+        self._channels: list[_Channel] = []
+        self._resampler: Resampler | None = None
+        self._next: int | None = None  # input-clock frame of the next block's first frame
+        self.cpu_blocks = 0
+        self.last: np.ndarray | None = None  # the last chunk handed on (tests)
+
+    def __getattr__(self, name: str) -> Any:  # set_pool_exists, profiles, ...: the inner spotter's
+        if name == "spotter":
+            raise AttributeError(name)
+        return getattr(self.spotter, name)
+
+    def _at_rate(self, chunk: AudioChunk) -> AudioChunk | None:
+        if chunk.rate == RATE:
+            return chunk
+        if self._resampler is None:
+            self._resampler = Resampler(RATE, mono=False)
+        return self._resampler.accept(chunk)
+
+    def cancel(self, chunk: AudioChunk) -> AudioChunk | None:
+        """The chunk with the echo removed, on the same clock. Output runs one block
+        (10 ms) behind the input and comes in whole blocks; ``drain`` gives the rest."""
+        if chunk.rate != RATE:
+            raise ValueError(f"cancel() needs {RATE} Hz chunks")
+        data = chunk.samples.astype(np.float64)
+        held = len(self._channels[0].pending) if self._channels else 0
+        if not self._channels or chunk.channels != len(self._channels) or chunk.start != (self._next or 0) + held:
+            # first chunk, or a gap on the clock (dropped input): start afresh there, keeping what
+            # the filters learned; the one block still inside them is lost with the gap
+            if not self._channels or chunk.channels != len(self._channels):
+                self._channels = [_Channel(EchoCanceller(self.length, suppress=self.suppress), np.zeros(0))
+                                  for _ in range(chunk.channels)]
+            for ch in self._channels:
+                ch.pending = np.zeros(0)
+            self._next = self._first = chunk.start
+            held = 0
+        start = self._next
+        assert start is not None
+        blocks = (held + chunk.frames) // BLOCK
+        if blocks == 0:
+            for c, ch in enumerate(self._channels):
+                ch.pending = np.concatenate([ch.pending, data[:, c]])
+            return None
+        ref = self.reference.read(start + self.lead, blocks * BLOCK) if self.enabled else None
+        return self._run(start, blocks, data, ref)
+
+    def _run(self, start: int, blocks: int, data: np.ndarray, ref: np.ndarray | None) -> AudioChunk | None:
+        out = np.empty((blocks * BLOCK, len(self._channels)), np.float64)
+        for c, ch in enumerate(self._channels):
+            mic = np.concatenate([ch.pending, data[:, c]])
+            ch.pending = mic[blocks * BLOCK:]
+            for b in range(blocks):
+                sl = slice(b * BLOCK, (b + 1) * BLOCK)
+                out[sl, c] = ch.canceller.process(mic[sl], ref[sl] if ref is not None else np.zeros(BLOCK))
+        self._next = start + blocks * BLOCK
+        at = start - BLOCK  # each block comes out one block late
+        if at < self._first:  # the block before the stream began: nothing
+            out, at = out[self._first - at:], self._first
+        if not len(out):
+            return None
+        pcm = np.clip(np.round(out), -32768, 32767).astype(np.int16)
+        return AudioChunk(RATE, 2, pcm.shape[1], at, pcm)
+
+    def drain(self) -> AudioChunk | None:
+        """The end of the stream: the block still inside the cancellers and any partial one."""
+        if not self._channels or self._next is None:
+            return None
+        held = len(self._channels[0].pending)
+        end = self._next + held  # the stream's last frame + 1
+        blocks = 2 if held else 1  # complete the partial block, then one more to push it out
+        fill = blocks * BLOCK - held
+        ref = self.reference.read(self._next + self.lead, fill + held) if self.enabled else None
+        out = self._run(self._next, blocks, np.zeros((fill, len(self._channels))), ref)
+        if out is None:
+            return None
+        keep = end - out.start
+        return AudioChunk(RATE, 2, out.channels, out.start, out.samples[:keep]) if keep > 0 else None
+
+    def accept(self, chunk: AudioChunk) -> list:
+        at_rate = self._at_rate(chunk)
+        if at_rate is None:
+            return []
+        out = self.cancel(at_rate)
+        if out is None:
+            return []
+        self.last = out.samples
+        return self.spotter.accept(out)
+
+    def flush(self) -> list:
+        found: list = []
+        if self._resampler is not None:
+            tail = self._resampler.flush()
+            if tail is not None:
+                out = self.cancel(tail)
+                if out is not None:
+                    found += self.spotter.accept(out)
+        out = self.drain()
+        if out is not None:
+            self.last = out.samples
+            found += self.spotter.accept(out)
+        return found + list(self.spotter.flush())
