@@ -115,9 +115,13 @@ def run(quick: bool) -> list[Row]:
             for name in engines:
                 if name not in about:
                     rows.append(Row(AREA, "engine", name, note="from bench/enrolled_setup.py"))
+            plain = {}
             for name, factory in engines.items():
-                result = run_engine(name, factory, fixtures, audio=audio)
+                result = plain[name] = run_engine(name, factory, fixtures, audio=audio)
                 rows += summarize(result, fixtures, AREA)
+            from .echo_rows import echo_rows  # the same engines behind the echo canceller
+
+            rows += echo_rows(fixtures, audio, engines, plain)
         finally:
             if old is None:
                 os.environ.pop("VOICESNAP_DATA_DIR", None)

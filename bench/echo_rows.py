@@ -1,0 +1,164 @@
+"""Listening with and without the echo canceller, side by side (rows for bench_listening).
+
+For every engine (vosk, enrolled, combined: whichever can run) the corpus runs
+twice in the same benchmark run: as is, and through ``voicesnap.echo.
+EchoCancelled`` fed with each fixture's reference track (what the game played;
+fixtures without announcements get silence, so the canceller passes them
+through). Rows: recall and false calls on ``noisy_over_announcer`` and
+``echo_ranks`` and on the whole set, per engine and setting; echo return loss
+enhancement on ``echo_ranks`` (linear filter alone, and with the residual
+suppressor); the canceller's own CPU real-time factor.
+
+``python3 -m bench.echo_rows [--quick] [--engine NAME ...] [--show]`` prints the rows alone.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from voicesnap.audio import ArraySource
+from voicesnap.corpus import Fixture, merge, score
+from voicesnap.echo import ArrayReference, EchoCancelled, erle_db
+
+from . import Row
+from .spotting import CALL_WORDS, COMMAND_WORDS, run_engine, summarize
+
+AREA = "listening"
+ECHO_FILES = ("noisy_over_announcer", "echo_ranks")
+
+
+def _reference(fx: Fixture) -> np.ndarray:
+    ref = fx.read_reference()
+    return np.zeros(0, np.float32) if ref is None else ref[:, 0]
+
+
+def echo_factory(base: Callable[[], Any], fixtures: list[Fixture]) -> Callable[[], Any]:
+    """A factory of echo-cancelled spotters for ``fixtures`` in order: the harness
+    (bench.spotting.run_engine) makes one spotter per fixture, in list order."""
+    refs = iter([_reference(f) for f in fixtures])
+
+    def make() -> Any:
+        return EchoCancelled(base(), ArrayReference(next(refs)))
+
+    return make
+
+
+class _Null:
+    name = "null"
+
+    def accept(self, chunk: Any) -> list:
+        return []
+
+    def flush(self) -> list:
+        return []
+
+
+def canceller_rows(fixtures: list[Fixture], audio: dict[str, np.ndarray]) -> list[Row]:
+    """ERLE on echo_ranks and the canceller's CPU cost (no recogniser behind it)."""
+    rows: list[Row] = []
+    cpu = seconds = live = 0.0
+    for fx in fixtures:
+        ref = _reference(fx)
+        mic = audio[fx.name]
+        for suppress in ((True, False) if fx.name == "echo_ranks" else (True,)):
+            wrap = EchoCancelled(_Null(), ArrayReference(ref), suppress=suppress)
+            outs = []
+            t0 = time.process_time()
+            for chunk in ArraySource(mic, fx.rate, chunk_frames=fx.rate // 50):
+                got = wrap.cancel(chunk)
+                if got is not None:
+                    outs.append(got.samples[:, 0])
+            spent = time.process_time() - t0
+            if suppress:
+                cpu += spent
+                seconds += fx.duration
+                live += float(np.count_nonzero(np.convolve(np.abs(ref) > 0, np.ones(8000), "same"))) / fx.rate if len(ref) else 0.0
+            if fx.name != "echo_ranks":
+                continue
+            out = np.concatenate(outs)
+            m = mic[: len(out), 0]
+            echo = np.zeros(len(out), bool)  # the announcements and their room tails (0.35 s)
+            for s in fx.segments:
+                if s.kind == "announcement":
+                    echo[s.onset: min(len(out), s.end + int(0.35 * fx.rate))] = True
+            half = len(out) // 2
+            what = "linear filter + residual suppressor" if suppress else "linear filter alone"
+            rows.append(Row(AREA, f"echo return loss enhancement, echo_ranks ({what})",
+                            round(erle_db(m[echo], out[echo]), 1), "dB", "",
+                            f"over the announcements and their tails; second half of the file "
+                            f"{erle_db(m[half:][echo[half:]], out[half:][echo[half:]]):.1f} dB"))
+    if seconds:
+        rows.append(Row(AREA, "echo canceller CPU real-time factor (one core)", cpu / seconds, "", "",
+                        f"{cpu:.1f} CPU s / {seconds / 60:.1f} min ({len(fixtures)} files; "
+                        f"reference live in {live / 60:.1f} min of it, pass-through elsewhere)"))
+    return rows
+
+
+def echo_rows(fixtures: list[Fixture], audio: dict[str, np.ndarray],
+              engines: dict[str, Callable[[], Any]], plain: dict[str, Any] | None = None) -> list[Row]:
+    """Every engine with and without the canceller, on the echo files and the whole set
+    (``plain``: runs without it already made in the same benchmark, reused)."""
+    plain = plain or {}
+    rows = canceller_rows([f for f in fixtures if f.name in ECHO_FILES] or fixtures[:1], audio)
+    for name in ("vosk", "enrolled", "combined"):
+        if name not in engines:
+            continue
+        runs = {name: plain.get(name) or run_engine(name, engines[name], fixtures, audio=audio),
+                f"{name}+echo": run_engine(f"{name}+echo", echo_factory(engines[name], fixtures), fixtures,
+                                           audio=audio)}
+        for label, result in runs.items():
+            if result.error:
+                rows += summarize(result, fixtures, AREA)
+                continue
+            for fname in ECHO_FILES:
+                fx = next((f for f in fixtures if f.name == fname), None)
+                if fx is None:
+                    continue
+                s = score(fx, result.detections[fname], words=CALL_WORDS)
+                errs = ", ".join(f"{abs(m.onset_error) * 1000:.0f}" for m in s.hits)
+                rows.append(Row(AREA, f"{fname}: calls heard / false calls", f"{len(s.hits)}/{s.targets} / {len(s.false)}",
+                                "", "all / 0", f"{label}; onset errors {errs or '-'} ms"))
+            every = merge(score(f, result.detections[f.name], words=(*CALL_WORDS, *COMMAND_WORDS))
+                          for f in fixtures)
+            calls = merge(score(f, result.detections[f.name], words=CALL_WORDS) for f in fixtures)
+            false = sum(1 for _, d in every.false if d.word in CALL_WORDS)
+            rows.append(Row(AREA, "whole set: recall, calls / false calls per hour",
+                            f"{calls.recall:.3f} / {every.false_per_hour(CALL_WORDS):.1f}", "", ">= 0.98 / <= 0.5",
+                            f"{label}: {len(calls.hits)}/{calls.targets} calls, {false} false in "
+                            f"{every.non_target_seconds / 60:.1f} min; RTF {result.cpu_seconds / max(result.audio_seconds, 1e-9):.3f}"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import os
+    import tempfile
+
+    from .bench_listening import engine_factories
+    from .spotting import corpus
+
+    parser = argparse.ArgumentParser(prog="python3 -m bench.echo_rows", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="only the two echo files")
+    parser.add_argument("--engine", action="append", default=[], help="vosk, enrolled, combined (default: all)")
+    args = parser.parse_args(argv)
+    fixtures = corpus(False)
+    if args.quick:
+        fixtures = [f for f in fixtures if f.name in ECHO_FILES]
+    audio = {f.name: f.read()[:, :1] for f in fixtures}
+    with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
+        os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment never touches a player's real data dir
+        engines, _why = engine_factories(tmp)
+        if args.engine:
+            engines = {k: v for k, v in engines.items() if k in args.engine}
+        for row in echo_rows(fixtures, audio, engines):
+            value = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
+            print(f"{row.metric:60} {value:>14} {row.unit:3} {row.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
