@@ -155,10 +155,12 @@ class Mixer:
     its output-frame index, which the shell maps onto the input clock.
     """
 
-    def __init__(self, rate: int, channels: int = 1, fade: float = 0.004) -> None:
+    def __init__(self, rate: int, channels: int = 1, fade: float = 0.004, keep: float = 4.0) -> None:
         self.rate = rate
         self.channels = channels
         self._fade = max(1, int(fade * rate))
+        # what was written, the last ``keep`` seconds: the echo canceller's reference (voicesnap.echo)
+        self._played = np.zeros(max(1, int(keep * rate)), dtype=np.float32)
         self._commands: collections.deque[tuple[str, Any]] = collections.deque()
         self._queue: collections.deque[_Item] = collections.deque()
         self._current: _Item | None = None
@@ -178,6 +180,17 @@ class Mixer:
     @property
     def busy(self) -> bool:
         return bool(self._current is not None or self._queue or self._commands)
+
+    def played_since(self, frame: int | None) -> tuple[int, np.ndarray]:
+        """(first frame, samples) the callback wrote from output frame ``frame`` on (None, or
+        older than kept: from the oldest kept), int16 scale; read from another thread."""
+        end = self.frame  # the callback writes at and after this frame only
+        size = len(self._played)
+        start = max(end - size + 4096, 0 if frame is None else frame)  # a margin for a block being written
+        if start >= end:
+            return end, np.zeros(0, np.float32)
+        idx = np.arange(start, end) % size
+        return start, self._played[idx]
 
     # audio thread
     def _apply(self) -> None:
@@ -224,6 +237,11 @@ class Mixer:
             if cur.pos >= len(cur.samples):
                 self.reports.append(Report("finished", cur.id, self.frame + at))
                 self._current = None
+        at = self.frame % len(self._played)  # keep it (preallocated ring: no allocation here)
+        first = min(frames, len(self._played) - at)
+        self._played[at : at + first] = mix[:first]
+        if first < frames:
+            self._played[: frames - first] = mix[first:]
         self.frame += frames
         if out.dtype == np.int16:
             block = np.clip(mix, -32768, 32767).astype(np.int16)
@@ -257,6 +275,18 @@ class _Shell(abc.ABC):
     @abc.abstractmethod
     def _frame_to_clock(self, frame: int) -> float:
         """Where an output frame plays, on the input clock: each playback knows its own mapping."""
+
+    def frame_to_clock(self, frame: int) -> float:
+        """Where output frame ``frame`` plays, on the input clock (seconds)."""
+        return self._frame_to_clock(frame)
+
+    def played_since(self, frame: int | None) -> tuple[int, np.ndarray] | None:
+        """What the speaker was given from output frame ``frame`` on, for the echo canceller
+        (``voicesnap.echo.PlaybackReference``); None while the clock mapping is not known."""
+        clock_map = getattr(self, "clock_map", None)
+        if clock_map is not None and not clock_map.ready:
+            return None
+        return self.mixer.played_since(frame)
 
     def _collect(self) -> None:
         while self.mixer.reports:
