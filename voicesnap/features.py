@@ -13,6 +13,7 @@ same sample clock as the audio they came from.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -219,6 +220,25 @@ def refine_end(x: np.ndarray, frame_end: int, threshold_db: float) -> int:
     if len(hit) == 0:
         return min(len(x), frame_end * HOP + FRAME) - 1
     return lo + (int(hit[-1]) + 1) * block - 1
+
+
+def percentile_1d(a: np.ndarray, q: float) -> float:
+    """``np.percentile(a, q)`` of a 1-D array (linear method), bit for bit, ~10x faster.
+
+    The streaming spotter takes its noise floor every 20 ms chunk; numpy's
+    general percentile spends most of its time in argument handling there.
+    """
+    n = len(a)
+    if n == 0:
+        raise ValueError("percentile of an empty array")
+    v = (n - 1) * (q / 100.0)
+    k = min(int(math.floor(v)), n - 1)
+    k1 = min(k + 1, n - 1)
+    part = np.partition(a, (k, k1)) if k1 != k else np.partition(a, k)
+    lo, hi = part[k], part[k1]
+    t = v - k
+    d = hi - lo
+    return float(hi - d * (1 - t)) if t >= 0.5 else float(lo + d * t)
 
 
 def cmn(m: np.ndarray) -> np.ndarray:

@@ -56,8 +56,21 @@ class _Channel:
     last_loud: int = -1
     run: int = 0  # consecutive loud frames while not in a stretch
     floor_db: float = -70.0
-    floor_mel: np.ndarray | None = None
     pending: tuple[int, int, list[Detection]] | None = None  # a "snap" that may become "snap pool"
+    _floor_mel: np.ndarray | None = None
+    _floor_mel_at: int = -1  # next_frame when _floor_mel was taken
+
+    @property
+    def floor_mel(self) -> np.ndarray | None:
+        """Per-band background (log-mel) over the last HISTORY frames, or None before any frame.
+
+        Taken only when a match needs it (a few times a minute), not every
+        chunk: it was 40% of the engine's CPU; same value as taking it every chunk.
+        """
+        if self._floor_mel_at != self.next_frame:
+            self._floor_mel = F.noise_floor(self.log_mel[-HISTORY:]) if len(self.log_mel) else None
+            self._floor_mel_at = self.next_frame
+        return self._floor_mel
 
 
 class EnrolledSpotter:
@@ -155,9 +168,7 @@ class EnrolledSpotter:
         st.log_mel = np.concatenate([st.log_mel, new.log_mel])
         out: list[tuple[int, int]] = []
         if n:
-            recent = st.energy[-HISTORY:]
-            st.floor_db = float(np.percentile(recent, 10))
-            st.floor_mel = F.noise_floor(st.log_mel[-HISTORY:])
+            st.floor_db = F.percentile_1d(st.energy[-HISTORY:], 10)
         thr = max(st.floor_db + 10.0, self.min_db)
         for k in range(n):
             f = st.next_frame + k
