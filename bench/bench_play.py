@@ -124,14 +124,19 @@ def run(quick: bool) -> list[Row]:
         plain: list[float] = []  # rulings on snaps (no pool claim: no hold for "pool")
         heard_at = None
         detect = []
+        by = ""
+        ruled_by: list[str] = []  # per ruling: "rivals" (every possible rival was in) or "lag" (fallback)
         for r in log:
             if isinstance(r, TableStep) and r.heard is not None:
                 heard_at = r.heard
+                by = r.by if r.kind == "advance" else ""
                 if r.kind == "call":
                     end = min(ends.items(), key=lambda kv: abs(kv[0][1] - (r.onset or 0)) if kv[0][0] == r.player
                               else 1e9)
                     if end[0][0] == r.player and abs(end[0][1] - (r.onset or 0)) < 0.3:
                         detect.append(r.heard - end[1])
+            if isinstance(r, RULINGS):
+                ruled_by.append(by or "at once")
             if isinstance(r, RULINGS) and heard_at is not None:
                 who = getattr(r, "player", None) or r.players[0]
                 match = [(k, v) for k, v in ends.items() if k[0] == who and abs(k[1] - r.t) < 0.3]
@@ -143,12 +148,15 @@ def run(quick: bool) -> list[Row]:
         ruled = sum(1 for r in log if isinstance(r, RULINGS))
         rows += [
             Row("play", "ruling latency after word end, median", statistics.median(rulings) * 1000 if rulings else float("nan"),
-                "ms", "", f"audio time; {len(rulings)} rulings; lag {VOICE_LAG}/{VOICE_POOL_LAG} s; speech start not included"),
+                "ms", "", f"audio time; {len(rulings)} rulings; lag floor {VOICE_LAG}/{VOICE_POOL_LAG} s; speech start not included"),
             Row("play", "ruling latency after word end, p95", _pct(rulings, 0.95) * 1000, "ms", "<= 300",
                 f"4 players, Vosk per mic channel, {n} scripted calls, {ruled} rulings"),
             Row("play", "ruling latency, snap rulings only, median / max",
                 f"{statistics.median(plain) * 1000:.0f} / {max(plain) * 1000:.0f}" if plain else "n/a", "ms", "",
                 f"{len(plain)} rulings that are not on a pool claim"),
+            Row("play", "rulings made by the fallback (worst-case) lag",
+                f"{ruled_by.count('lag')} of {len(ruled_by)}", "", "",
+                "the rest were ruled as soon as every rival that could tie was in (voicesnap.bursts)"),
             Row("play", "detection latency after word end, median", statistics.median(detect) * 1000 if detect else float("nan"),
                 "ms", "", "the spotter's share: call reaches the table"),
             Row("play", "detection latency after word end, p95", _pct(detect, 0.95) * 1000, "ms", ""),

@@ -97,6 +97,60 @@ def feed(spotter: Spotter, samples: np.ndarray, rate: int, chunk_frames: int) ->
     return found, cpu
 
 
+# Whether a Snap-pool claim is open while each part of a file plays (voicesnap.table.PoolClaim:
+# the spotter then holds a "snap" to hear whether "pool" follows). "none": the usual case (a
+# claim is open on about 1 flip in 13); "open": always (the worst case, and the old default);
+# "mix": open only from 1.5 s before each true "snap pool" to 0.3 s after it, as in a game.
+CLAIMS = ("none", "open", "mix")
+
+
+def claim_at(fx: Fixture, mode: str) -> Callable[[float], bool]:
+    """Is a claim open at time t (s) of this fixture, in ``mode``."""
+    if mode in ("none", "open"):
+        return lambda t, v=(mode == "open"): v
+    spans = [(g.onset / fx.rate - 1.5, g.end / fx.rate + 0.3) for g in fx.targets((SNAP_POOL,))]
+    return lambda t: any(a <= t <= b for a, b in spans)
+
+
+def feed_claim(spotter: Any, samples: np.ndarray, rate: int, chunk_frames: int,
+               claim: Callable[[float], bool]) -> list[Detection]:
+    """``feed``, telling the spotter before each chunk whether a claim is open (as voicesnap play does)."""
+    found: list[Detection] = []
+    end = 0
+    for chunk in ArraySource(samples, rate, chunk_frames=chunk_frames):
+        spotter.set_pool_exists(claim(chunk.start / rate))
+        end = chunk.end
+        found += [dataclasses.replace(d, detected_at=chunk.end / rate) for d in spotter.accept(chunk)]
+    found += [dataclasses.replace(d, detected_at=end / rate) for d in spotter.flush()]
+    return found
+
+
+def claim_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray],
+               area: str = "listening", modes: Iterable[str] = CLAIMS) -> list[Row]:
+    """Detection latency (and what it costs in calls) with no claim open, a claim always open, and
+    the game's mix, for an engine that takes ``set_pool_exists`` (others: no rows)."""
+    probe = factory()
+    if not callable(getattr(probe, "set_pool_exists", None)):
+        return []
+    rows: list[Row] = []
+    for mode in modes:
+        dets = {}
+        for i, fx in enumerate(fixtures):
+            spotter = probe if i == 0 else factory()
+            dets[fx.name] = feed_claim(spotter, audio[fx.name], fx.rate, fx.rate * CHUNK_MS // 1000,
+                                       claim_at(fx, mode))
+        probe = factory()
+        calls = merge(score(f, dets[f.name], words=CALL_WORDS) for f in fixtures)
+        lat = [x * 1000 for x in calls.latencies]
+        false = [d for _, d in calls.false if d.word in CALL_WORDS]
+        label = {"none": "no claim open", "open": "claim open", "mix": "game mix"}[mode]
+        rows.append(Row(area, f"latency word end -> event, {label}, median / p95",
+                        f"{percentile(lat, 50):.0f} / {percentile(lat, 95):.0f}", "ms", "p95 <= 150",
+                        f"{name}: {len(calls.hits)}/{calls.targets} calls, {len(false)} false"
+                        + (" (snap pool counts as snap: no claim)" if mode == "none" else "")))
+    return rows
+
+
 def _current_rss_kb() -> float:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
@@ -256,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--category", action="append", default=[], help="only fixtures of these categories")
     parser.add_argument("--quick", action="store_true", help="the --quick subset")
     parser.add_argument("--show", action="store_true", help="list every miss and false detection")
+    parser.add_argument("--claims", action="store_true",
+                        help="only detection latency with no claim open, a claim open, and the game's mix")
     args = parser.parse_args(argv)
     fixtures = [f for f in corpus(args.quick) if not args.category or f.category in args.category]
     with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
@@ -264,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.engine not in factories:
             print(f"no engine {args.engine!r}: {why.get(args.engine, 'unknown name')}; available: {', '.join(factories)}")
             return 2
+        if args.claims:
+            audio = {f.name: f.read()[:, :1] for f in fixtures}
+            for row in claim_rows(args.engine, factories[args.engine], fixtures, audio):
+                print(f"{row.metric:52} {row.value:>12} {row.unit:5} {row.note}")
+            return 0
         result = run_engine(args.engine, factories[args.engine], fixtures)
     for row in summarize(result, fixtures):
         value = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)

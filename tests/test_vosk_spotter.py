@@ -329,3 +329,36 @@ def test_slap_is_a_call_only_in_slapjack(model) -> None:
             assert len(heard) == 1 and abs(heard[0].onset - slaps[0]) <= ONSET_TOL_S, found
         else:
             assert heard == [] and found == [], found
+
+
+POOL_HOLD_S = 0.30  # a lone "snap" is decided this soon after its end while a claim is open
+
+
+def test_during_a_claim_snap_pool_stays_one_call_and_a_lone_snap_is_not_held_long(model) -> None:
+    """While a Snap-pool claim is open, "snap pool" (takes with up to ~210 ms of silence between the
+    words) is still one call, and a lone "snap" whose own tail the decoder left after its word end
+    is decided once the signal has been quiet for ``pool_quiet``, not after the 1.2 s ``pool_wait``."""
+    import sys
+
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import table_script as ts
+
+    rate = ts.RATE
+    pad = np.random.default_rng(0).normal(0, 3, rate)
+
+    def heard(take: np.ndarray) -> list[tuple[str, float]]:
+        x = np.concatenate([pad, take, pad, pad])
+        spotter = VoskSpotter(model, pool_exists=lambda: True)
+        out = []
+        for chunk in ArraySource(np.clip(x, -32768, 32767).astype(np.int16)[:, None], rate, chunk_frames=320):
+            out += [(d.word, chunk.end / rate - (1.0 + len(take) / rate)) for d in spotter.accept(chunk)]
+        return out + [(d.word, float("inf")) for d in spotter.flush()]
+
+    for player in ("alice", "cara", "finn"):
+        for take in ts.takes(player, "snap pool")[:2]:
+            assert [w for w, _ in heard(take)] == ["snap pool"], player
+    for player, i in (("cara", 1), ("emma", 0)):  # takes the old hold kept ~1.05 s
+        ((word, after),) = heard(ts.takes(player, "snap")[i])
+        assert word == "snap" and after <= POOL_HOLD_S, (player, i, after)

@@ -13,8 +13,13 @@ Why it looks the way it does:
   used to emit a call as soon as the decoder believes it (provisionally: the
   onset then comes from the signal, and the final result, when it agrees, is
   not emitted twice).
-* "snap" vs "snap pool". With ``pool_exists`` False "snap" is final at once;
-  otherwise the spotter waits at most ``pool_gap`` seconds for "pool".
+* "snap" vs "snap pool". With ``pool_exists`` False (no claim open) "snap" is
+  final at once. While a claim is open "snap" is held until the signal has
+  been quiet for ``pool_quiet`` (counted back from now, not from Vosk's word
+  end, which often falls before the word's own tail; 0.25 s because the
+  players' takes of "snap pool" hold up to ~210 ms of silence between the
+  words), or the decoder shows another word after it; at most ``pool_wait``
+  while what follows may still be "pool".
 * Onsets. Vosk's word times have 30 ms granularity; ties are judged on onsets,
   so each onset is refined from the signal's energy rise near the word start.
 
@@ -313,6 +318,7 @@ class VoskSpotter:
         min_command_confidence: float = 0.3,
         pool_gap: float = 0.25,
         pool_wait: float = 1.2,
+        pool_quiet: float = 0.25,
         command_gap: float = 0.8,
         use_partials: bool = True,
         partial_hold: float = 0.0,
@@ -330,6 +336,7 @@ class VoskSpotter:
         self.min_command_confidence = min_command_confidence
         self.pool_gap = pool_gap
         self.pool_wait = pool_wait  # longest wait for "pool" while something is still being said
+        self.pool_quiet = pool_quiet  # quiet after "snap" that rules out "pool" (claim open)
         self.command_gap = command_gap
         self.use_partials = use_partials
         self.partial_hold = partial_hold
@@ -358,6 +365,7 @@ class VoskSpotter:
         self._partial_seen: dict[tuple[int, str], float] = {}  # (index, token) -> first seen
         self._partial_done: set[int] = set()  # token indices emitted from this utterance's partial
         self._hearing = False  # the decoder is inside an utterance (partial text not empty)
+        self._partial: list[str] = []  # the current utterance's partial text, as words
         self._utt_start = 0.0  # seconds: where the decoder's current utterance began
         self._quiet_checked = 0.0  # seconds: when the quiet endpoint was last considered
 
@@ -407,6 +415,7 @@ class VoskSpotter:
         else:
             text = json.loads(self._rec.PartialResult()).get("partial", "")
             self._hearing = bool(text.strip())
+            self._partial = text.split()
             if self.use_partials:
                 found += self._from_partial(text, detected_at)
         found += self._decide(detected_at)
@@ -419,6 +428,7 @@ class VoskSpotter:
         self._partial_seen.clear()
         self._partial_done.clear()
         self._hearing = False
+        self._partial = []
         self._utt_start = self._now
 
     QUIET_S = 1.0
@@ -516,15 +526,7 @@ class VoskSpotter:
                         found += self._emit(SNAP_POOL, w, nxt, conf, detected_at)
                     del words[:2]
                     continue
-                waiting = (
-                    nxt is None and not final and self._pool() and SNAP_POOL in self.calls
-                    and (
-                        self._now < w.end + self.pool_gap
-                        # something follows the word: it may be "pool"; wait for the decoder's verdict
-                        or (self._hearing or self._env.active_after(w.end + 0.03)) and self._now < w.end + self.pool_wait
-                    )
-                )
-                if waiting:
+                if nxt is None and not final and self._pool() and SNAP_POOL in self.calls and self._hold_snap(w):
                     break
                 if SNAP in self.calls and w.conf >= self.min_confidence:
                     found += self._emit(SNAP, w, w, w.conf, detected_at)
@@ -560,6 +562,19 @@ class VoskSpotter:
             else:
                 del words[0]
         return found
+
+    def _hold_snap(self, w: _Word) -> bool:
+        """A claim is open: may "pool" still follow this final "snap"? (Wait while it may.)"""
+        if self._now < w.end + self.pool_quiet:
+            return True
+        if self._now >= w.end + self.pool_wait:
+            return False
+        if self._hearing:
+            # The decoder shows a word after "snap": only "pool" (or what may yet become it) holds it.
+            return not self._partial or "pool" in self._partial or self._partial[0] == "[unk]"
+        # Quiet for the last pool_quiet: "pool" cannot be the word's continuation any more. (Measured
+        # from now, not from Vosk's word end, which often falls before the word's own tail.)
+        return self._env.active_after(self._now - self.pool_quiet)
 
     COMMAND_SPAN = 2.0  # seconds after "dealer" starts that a command phrase may take
 
