@@ -56,6 +56,19 @@ def _vosk_factory() -> tuple[Callable[[], Any] | None, str]:
     return factory, str(path)
 
 
+def _gated_factory() -> tuple[Callable[[], Any] | None, str]:
+    """Vosk behind the speech gate (voicesnap.spotters.gate), as voicesnap play runs it by default."""
+    vosk, why = _vosk_factory()
+    if vosk is None:
+        return None, why
+    from voicesnap.spotters.gate import SpeechGate
+
+    def factory() -> Any:
+        return SpeechGate(vosk(), channel=0)
+
+    return factory, f"speech gate in front of vosk ({why})"
+
+
 def _peer_factory() -> tuple[Callable[[], Any] | None, str]:
     from .peers import KWS_THRESHOLDS, PocketSphinxSpotter, pocketsphinx_available
 
@@ -81,7 +94,7 @@ def engine_factories(tmpdir: str | Path) -> tuple[dict[str, Callable[[], Any]], 
     """Every engine that can run now (name -> factory), and for each one what it is or why it cannot."""
     engines: dict[str, Callable[[], Any]] = {}
     about: dict[str, str] = {}
-    for name, make in (("vosk", _vosk_factory), ("pocketsphinx", _peer_factory)):
+    for name, make in (("vosk", _vosk_factory), ("vosk-gated", _gated_factory), ("pocketsphinx", _peer_factory)):
         factory, why = make()
         about[name] = why
         if factory is not None:
@@ -108,7 +121,7 @@ def run(quick: bool) -> list[Row]:
             for name, why in about.items():
                 if name in engines:
                     rows.append(Row(AREA, "engine", name, note=why))
-                elif name in ("vosk", "pocketsphinx"):
+                elif name in ("vosk", "vosk-gated", "pocketsphinx"):
                     rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
             if "enrolled" in about and "enrolled" not in engines:
                 rows.append(Row(AREA, "engine skipped", "n/a", note=about["enrolled"]))
