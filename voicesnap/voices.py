@@ -223,7 +223,7 @@ def _cost(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     x, t = x[:, 1:], t[:, 1:]
     xx = np.sum(x * x, axis=1)[:, None]
     tt = np.sum(t * t, axis=1)[None, :]
-    return np.sqrt(np.maximum(xx + tt - 2.0 * (x @ t.T), 0.0)).astype(np.float32)
+    return np.sqrt(np.maximum(xx + tt - 2.0 * F.matmul(x, t.T), 0.0)).astype(np.float32)
 
 
 def dtw_distance(x: np.ndarray, t: np.ndarray) -> float:
@@ -283,7 +283,7 @@ class TemplateBank:
         fl = np.full(F.N_MELS, top - F.RANGE_NATS, np.float32)
         if floor is not None:
             fl = np.maximum(fl, floor + 0.9)
-        c = np.maximum(t, fl[None, :]).astype(np.float32) @ F._dct().T
+        c = F.matmul(np.maximum(t, fl[None, :]).astype(np.float32), F._dct().T)
         means = np.add.reduceat(c, self.first, axis=0) / self.lengths[:, None]
         return (c - np.repeat(means, self.lengths, axis=0)).astype(np.float32)
 
@@ -303,6 +303,14 @@ class TemplateBank:
 
         ``anchored`` forces the match to start at input frame 0 and end at the
         last one (whole-to-whole); otherwise it may start and end anywhere.
+
+        Per input frame this is a dozen numpy operations over every template
+        frame at once: the accumulated cost and the path's start frame live in
+        one (2, m + 2) array (two padding columns in front), so the diagonal
+        and skip predecessors are views, not copies, and one ``where`` moves
+        both; the template boundaries are fixed penalty vectors instead of
+        masked assignments; the best end per template is chosen after the
+        loop from every frame's template-end costs at once.
         """
         n, k = len(x), len(self.players)
         if k == 0:
@@ -312,53 +320,46 @@ class TemplateBank:
             return [Hit(i, self.players[i], self.phrases[i], float(inf), 0, 0) for i in range(k)]
         cost = _cost(np.asarray(x, np.float32), frames)
         m = cost.shape[1]
-        d = np.full(m, inf, np.float32)
-        s = np.zeros(m, np.int64)
-        best = np.full(k, inf, np.float64)
-        best_start = np.zeros(k, np.int64)
-        best_end = np.zeros(k, np.int64)
-        maxlen = 2 * self.lengths + 2
-        # integer indices: assigning through them is much cheaper than through masks, per frame
+        # no diagonal step into a template's first frame, no skip into its first two
+        diag_pen = np.where(self._is_first, inf, np.float32(0.0)).astype(np.float32)
+        skip_pen = np.where(self._is_first | self._is_second, inf, np.float32(SKIP_PENALTY)).astype(np.float32)
+        stay_pen = np.float32(STAY_PENALTY)
         firsts = np.nonzero(self._is_first)[0]
-        blocked_skip = np.nonzero(self._is_first | self._is_second)[0]
+        cur = np.zeros((2, m + 2), np.float32)  # row 0: cost, row 1: start frame (exact in float32)
+        cur[0] = inf
+        nxt = cur.copy()
+        end_cost = np.empty((n, k), np.float32)
+        end_start = np.empty((n, k), np.float32)
+        last = self.last + 2
         for i in range(n):
-            diag = np.empty(m, np.float32)
-            diag[0] = inf
-            diag[1:] = d[:-1]
-            diag[firsts] = inf
-            skip = np.empty(m, np.float32)
-            skip[:2] = inf
-            skip[2:] = d[:-2] + SKIP_PENALTY
-            skip[blocked_skip] = inf
-            stay = d + STAY_PENALTY
-            # the cheapest step (ties go diagonal, then skip, then stay), without stacking
+            d = cur[0, 2:]
+            diag = cur[0, 1:-1] + diag_pen
+            skip = cur[0, :-2] + skip_pen
+            stay = d + stay_pen
+            # the cheapest step (ties go diagonal, then skip, then stay)
             later = np.minimum(skip, stay)
             take_diag = diag <= later
-            prev = np.where(take_diag, diag, later)
-            s_shift1 = np.empty_like(s)
-            s_shift1[0] = 0
-            s_shift1[1:] = s[:-1]
-            s_shift2 = np.empty_like(s)
-            s_shift2[:2] = 0
-            s_shift2[2:] = s[:-2]
-            sprev = np.where(take_diag, s_shift1, np.where(skip <= stay, s_shift2, s))
-            d = cost[i] + prev
-            s = sprev
+            np.add(cost[i], np.where(take_diag, diag, later), out=nxt[0, 2:])
+            np.copyto(nxt[1, 2:], np.where(take_diag, cur[1, 1:-1], np.where(skip <= stay, cur[1, :-2], cur[1, 2:])))
             if not anchored or i == 0:
-                d[firsts] = cost[i, firsts]
-                s[firsts] = i
-            if anchored and i != n - 1:
-                continue
-            dl = d[self.last]
-            span = i - s[self.last] + 1
-            norm = dl / span
-            ok = (span <= maxlen) & (dl < inf / 2)
-            better = ok & (norm < best)
-            best = np.where(better, norm, best)
-            best_start = np.where(better, s[self.last], best_start)
-            best_end = np.where(better, i, best_end)
-        return [Hit(j, self.players[j], self.phrases[j], float(best[j]), int(best_start[j]),
-                    int(best_end[j])) for j in range(k)]
+                nxt[0, firsts + 2] = cost[i, firsts]
+                nxt[1, firsts + 2] = i
+            end_cost[i] = nxt[0, last]
+            end_start[i] = nxt[1, last]
+            cur, nxt = nxt, cur
+        starts = end_start.astype(np.int64)
+        span = np.arange(n)[:, None] - starts + 1
+        norm = end_cost / span
+        ok = (span <= 2 * self.lengths + 2) & (end_cost < inf / 2)
+        if anchored:
+            ok[:-1] = False
+        norm = np.where(ok, norm, np.inf)
+        at = np.argmin(norm, axis=0)  # the first frame with the lowest cost, as a running minimum keeps
+        cols = np.arange(k)
+        found = ok[at, cols]
+        best = np.where(found, norm[at, cols], float(inf))
+        return [Hit(j, self.players[j], self.phrases[j], float(best[j]),
+                    int(starts[at[j], j]) if found[j] else 0, int(at[j]) if found[j] else 0) for j in range(k)]
 
 
 # --------------------------------------------------------------------------

@@ -49,7 +49,8 @@ class _Channel:
     base: int = 0  # stream sample index of frame 0
     audio_start: int = 0  # stream sample index of audio[0]
     energy: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    log_mel: np.ndarray = field(default_factory=lambda: np.zeros((0, F.N_MELS), np.float32))
+    _log_mel: np.ndarray = field(default_factory=lambda: np.zeros((0, F.N_MELS), np.float32))
+    mel_frame: int = 0  # frames [frame0, mel_frame) have their log-mel in _log_mel
     frame0: int = 0  # stream frame index of energy[0]
     next_frame: int = 0  # first frame not analysed yet
     seg_start: int | None = None
@@ -59,6 +60,30 @@ class _Channel:
     pending: tuple[int, int, list[Detection]] | None = None  # a "snap" that may become "snap pool"
     _floor_mel: np.ndarray | None = None
     _floor_mel_at: int = -1  # next_frame when _floor_mel was taken
+
+    @property
+    def log_mel(self) -> np.ndarray:
+        """Log-mel of frames [frame0, next_frame), computed on first use.
+
+        The voice-activity detector needs only each frame's energy; the mel
+        spectrum is needed only when a stretch is matched, so it is computed
+        then, for every frame since the last match at once (one FFT batch,
+        not one per 20 ms chunk), and never for long silences nobody matches.
+        """
+        if self.mel_frame < self.next_frame:
+            a = self.base + self.mel_frame * F.HOP - self.audio_start
+            b = self.base + (self.next_frame - 1) * F.HOP + F.FRAME - self.audio_start
+            new = F.analyse(self.audio[a:b]).log_mel
+            self._log_mel = np.concatenate([self._log_mel, new])
+            self.mel_frame = self.next_frame
+        return self._log_mel
+
+    def drop_frames(self, cut: int) -> None:
+        """Forget the first ``cut`` frames' energy and log-mel (never computing log-mel just to drop it)."""
+        self.energy = self.energy[cut:]
+        self._log_mel = self._log_mel[cut:]
+        self.frame0 += cut
+        self.mel_frame = max(self.mel_frame, self.frame0)
 
     @property
     def floor_mel(self) -> np.ndarray | None:
@@ -162,17 +187,16 @@ class EnrolledSpotter:
     def _analyse(self, st: _Channel, final: bool) -> list[tuple[int, int]]:
         """Analyse new frames and run the voice-activity state machine."""
         first_sample = st.base + st.next_frame * F.HOP - st.audio_start
-        new = F.analyse(st.audio[first_sample:])
-        n = len(new)
-        st.energy = np.concatenate([st.energy, new.energy_db])
-        st.log_mel = np.concatenate([st.log_mel, new.log_mel])
+        energy_db = F.frame_energy_db(F.frames(st.audio[first_sample:]))
+        n = len(energy_db)
+        st.energy = np.concatenate([st.energy, energy_db])
         out: list[tuple[int, int]] = []
         if n:
             st.floor_db = F.percentile_1d(st.energy[-HISTORY:], 10)
         thr = max(st.floor_db + 10.0, self.min_db)
         for k in range(n):
             f = st.next_frame + k
-            loud = new.energy_db[k] >= thr
+            loud = energy_db[k] >= thr
             if st.seg_start is None:
                 st.run = st.run + 1 if loud else 0
                 if st.run >= 3:
@@ -219,9 +243,7 @@ class EnrolledSpotter:
                 keep_from = min(keep_from, st.pending[0] - CONTEXT)
             cut = max(0, keep_from - st.frame0)
             if cut > 0:
-                st.energy = st.energy[cut:]
-                st.log_mel = st.log_mel[cut:]
-                st.frame0 += cut
+                st.drop_frames(cut)
             drop = max(0, st.base + st.frame0 * F.HOP - st.audio_start)
             if drop > 0:
                 st.audio = st.audio[drop:]
