@@ -127,11 +127,14 @@ def plan(seed: int = 4, pace: float = 2.5, first_flip: float = 1.0, players: tup
     return script
 
 
-def render(script: Script, path: Path, noise_db: float = -80.0, per_player: bool = False) -> Path:
+def render(script: Script, path: Path, noise_db: float = -80.0, per_player: bool = False,
+           bleed_db: float | None = None) -> Path:
     """The microphone track: room noise, and each shout from a held-out take.
 
     ``per_player``: one channel per player (seat order), each hearing only
-    its own player, as with a microphone per player.
+    its own player, as with a microphone per player. ``bleed_db`` (with
+    ``per_player``): every other microphone also hears each shout, this many
+    dB fainter and 3 ms later (crosstalk across the table).
     """
     n = int(script.length * RATE)
     rng = np.random.default_rng(script.seed)
@@ -147,6 +150,12 @@ def render(script: Script, path: Path, noise_db: float = -80.0, per_player: bool
         b = min(n, a + len(clip))
         ch = script.players.index(s.player) if per_player else 0
         track[a:b, ch] += clip[: b - a]
+        if per_player and bleed_db is not None:
+            lag = int(0.003 * RATE)
+            faint = clip[: max(0, b - a - lag)] * 10 ** (bleed_db / 20)
+            for other in range(chans):
+                if other != ch:
+                    track[a + lag : a + lag + len(faint), other] += faint
     write_wav(path, np.clip(track, -32768, 32767).astype(np.int16), RATE)
     return path
 

@@ -123,21 +123,39 @@ def test_talk_on_another_microphone_without_a_call_holds_the_ruling_only_until_i
     assert got[0][0] == pytest.approx(talk_end + SPOTTER_LATENCY, abs=0.021)
 
 
+def test_crosstalk_of_a_call_on_other_microphones_does_not_hold_the_ruling_but_a_rival_does() -> None:
+    t = _first_match(7)
+    call = _call("Alice", 0, t + 0.3, length=0.45)
+    arrive = round(call.end + 0.1, 2)
+    base = {round(call.onset + 0.04, 2): ([], [SpeechBurst(0, call.onset), SpeechBurst(1, call.onset + 0.003)]),
+            arrive: ([call], [SpeechBurst(0, call.onset, call.end, 80.0)])}
+    faint = {**base, round(call.end + 0.12, 2): ([], [SpeechBurst(1, call.onset + 0.003, call.end + 0.01, 62.0)])}
+    got = _ruled(_loop(7, RivalWatch(SPOTTER_LATENCY)), t + 3, faint)
+    assert [(type(r).__name__, by) for _, r, by in got] == [("SnapWon", "rivals")]
+    assert got[0][0] == pytest.approx(call.end + 0.12, abs=0.021)  # when the faint burst is seen to end
+    # As loud as the call on its own microphone: a voice there, which may yet be a call.
+    loud = {**base, round(call.end + 0.12, 2): ([], [SpeechBurst(1, call.onset + 0.003, call.end + 0.01, 78.0)])}
+    got = _ruled(_loop(7, RivalWatch(SPOTTER_LATENCY)), t + 3, loud)
+    assert got[0][0] == pytest.approx(call.end + 0.01 + SPOTTER_LATENCY, abs=0.021)
+
+
 def test_the_burst_tracker_finds_each_take_on_its_own_channel() -> None:
     take = ts.takes("alice", "snap")[0]
     rate = ts.RATE
     track = np.random.default_rng(0).normal(0, 3, (3 * rate, 2))
     a = int(1.0 * rate)
     track[a : a + len(take), 1] += take
+    track[a + 48 : a + len(take), 0] += take[:-48] * 0.1  # crosstalk on the other microphone, 20 dB down
     tracker = BurstTracker([0, 1])
     got: list[SpeechBurst] = []
     for chunk in ArraySource(np.clip(track, -32768, 32767).astype(np.int16), rate, chunk_frames=320):
         got += tracker.accept(chunk)
     got += tracker.flush()
-    ends = [b for b in got if b.end is not None]
-    assert [(b.channel) for b in ends] == [1]
-    assert abs(ends[0].onset - 1.0) < 0.03
-    assert abs(ends[0].end - (1.0 + len(take) / rate)) < 0.08
+    ends = {b.channel: b for b in got if b.end is not None}
+    assert sorted(ends) == [0, 1] and len(got) == 4  # one start and one end on each
+    assert abs(ends[1].onset - 1.0) < 0.03
+    assert abs(ends[1].end - (1.0 + len(take) / rate)) < 0.08
+    assert ends[1].peak - ends[0].peak == pytest.approx(20.0, abs=1.0)
 
 
 class _Memory(list):

@@ -39,6 +39,7 @@ class SpeechBurst:
     channel: int | None
     onset: float
     end: float | None = None
+    peak: float | None = None  # loudest 10 ms frame, dB (with ``end``): tells crosstalk from a voice
 
 
 class _Channel:
@@ -49,6 +50,7 @@ class _Channel:
         self.above = 0  # consecutive frames above the start threshold
         self.first_above = 0.0
         self.onset: float | None = None  # the open burst
+        self.peak = 0.0  # its loudest frame so far (dB)
         self.last_loud = 0.0  # end of the last frame above the stay threshold
         self.prev = 0.0  # last sample of the previous chunk (pre-emphasis continuity)
 
@@ -103,7 +105,7 @@ class BurstTracker:
         out = []
         for ch, st in self._state.items():
             if st.onset is not None:
-                out.append(SpeechBurst(ch, st.onset, max(st.last_loud, st.onset)))
+                out.append(SpeechBurst(ch, st.onset, max(st.last_loud, st.onset), round(st.peak, 1)))
                 st.onset = None
         return out
 
@@ -131,10 +133,11 @@ class BurstTracker:
                 st.floor = float(db)
             loud = db >= max(st.floor + self.STAY_DB, self.MIN_DB)
             if st.onset is not None:
+                st.peak = max(st.peak, float(db))
                 if loud:
                     st.last_loud = t1
                 elif t1 - st.last_loud >= self.HANGOVER:
-                    out.append(SpeechBurst(ch, st.onset, st.last_loud))
+                    out.append(SpeechBurst(ch, st.onset, st.last_loud, round(st.peak, 1)))
                     st.onset = None
                     st.above = 0
             else:
@@ -143,7 +146,7 @@ class BurstTracker:
                         st.first_above = t0
                     st.above += 1
                     if st.above >= self.CONFIRM:
-                        st.onset, st.last_loud = st.first_above, t1
+                        st.onset, st.last_loud, st.peak = st.first_above, t1, float(db)
                         out.append(SpeechBurst(ch, st.onset))
                 else:
                     st.above = 0
@@ -169,19 +172,27 @@ class RivalWatch:
     enrolled/combined engine) reports both calls together, so the first call
     of the burst stands for it. Whatever of a burst goes on after its call is
     unresolved until it ends and ``latency()`` has passed.
+
+    Crosstalk: with a microphone per player, one player's call also reaches the
+    others' microphones, fainter. A burst that starts with a call's burst on
+    another channel, ends with it, and peaked ``BLEED_DB`` or more below it is
+    that call heard again, and resolved with it. A rival speaking into that
+    microphone is loud on it, so its burst is not taken for crosstalk.
     """
 
     MARGIN = 0.15  # s: a spotter's onset may precede the tracker's (refined from a fainter rise)
     DELAY = 0.25  # s: speech this recent may not have been seen to start yet
     SAME_BURST = 0.15  # s: a burst ending this soon after its call's word ended is that word
     KEEP = 10.0  # s of history kept
+    BLEED_DB = 10.0  # a burst this much fainter than a simultaneous call's burst is that call's crosstalk
+    BLEED_ONSET = 0.1  # s: crosstalk starts this close to the burst it echoes (a few metres of air)
 
     def __init__(self, latency: float | Callable[[], float], tie_window: float = 0.1,
                  decision_window: float = 0.5) -> None:
         self._latency = latency
         self.tie_window = tie_window
         self.decision_window = decision_window
-        self._bursts: dict[tuple[int | None, float], float | None] = {}
+        self._bursts: dict[tuple[int | None, float], tuple[float | None, float | None]] = {}  # -> (end, peak)
         self._calls: list[tuple[int, float, float]] = []  # (channel, onset, end) of detections
         self.tracking = False
 
@@ -191,7 +202,7 @@ class RivalWatch:
     def heard(self, bursts: Iterable[SpeechBurst] = (), calls: Iterable[object] = ()) -> None:
         for b in bursts:
             self.tracking = True
-            self._bursts[(b.channel, b.onset)] = b.end
+            self._bursts[(b.channel, b.onset)] = (b.end, b.peak)
         for d in calls:
             self._calls.append((int(getattr(d, "channel", 0)), float(getattr(d, "onset")),
                                 float(getattr(d, "end"))))
@@ -206,6 +217,18 @@ class RivalWatch:
                 best = b if best is None else max(best, b)
         return best
 
+    def _crosstalk(self, channel: int | None, onset: float, end: float | None, peak: float | None) -> bool:
+        """Is this ended burst another microphone's call heard faintly here?"""
+        if channel is None or end is None or peak is None:
+            return False
+        for (ch, a), (b, p) in self._bursts.items():
+            if ch is None or ch == channel or b is None or p is None or abs(a - onset) > self.BLEED_ONSET:
+                continue
+            covered = self._covered(ch, a, b)
+            if covered is not None and p - peak >= self.BLEED_DB and end <= max(b, covered) + self.SAME_BURST:
+                return True
+        return False
+
     def horizon(self, now: float) -> float | None:
         """How far the referee may be advanced: the calls it would rule have every rival in."""
         settled = self.settled(now)
@@ -218,7 +241,7 @@ class RivalWatch:
             return None
         settled = now - self.DELAY
         latency = self.latency()
-        for (ch, onset, ), end in list(self._bursts.items()):
+        for (ch, onset), (end, peak) in list(self._bursts.items()):
             if end is not None and end < now - self.KEEP:
                 del self._bursts[(ch, onset)]
                 continue
@@ -227,6 +250,8 @@ class RivalWatch:
                 if end is not None and end <= covered + self.SAME_BURST:
                     continue  # the burst was its call
                 open_from = covered  # talk goes on after the call
+            elif self._crosstalk(ch, onset, end, peak):
+                continue
             else:
                 open_from = onset - self.MARGIN
             if end is not None and now >= end + latency:
