@@ -61,6 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds the referee stays behind the audio heard, so that a rival call still "
                         "being recognised is in time (default with voice calls: 0.5, 1.4 while a Snap-pool claim is open, "
                         "less with a longer --decision-window; 0 keyboard only)")
+    parser.add_argument("--no-gate", action="store_true",
+                        help="run the speech recogniser on every frame, not only around speech (more CPU; "
+                        "by default a cheap energy gate per microphone wakes it)")
     parser.add_argument("--no-keyboard", action="store_true", help="ignore the keyboard")
 
 
@@ -134,14 +137,14 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         from ..spotters.vosk_spotter import VoskSpotter, load_model
 
         loaded = load_model(model)
-        per = {ch: VoskSpotter(loaded, channel=ch, pool_exists=pool_exists, calls=_calls(variant))
+        per = {ch: _gated(VoskSpotter(loaded, channel=ch, pool_exists=pool_exists, calls=_calls(variant)), ch, args)
                for ch in sorted(set(channels.values()))}
         return ChannelSpotters(per, {ch: p for p, ch in channels.items()}), "vosk"
     if engine in ("auto", "combined") and model is not None and profiles:
         from ..spotters.combined import CombinedSpotter
         from ..spotters.vosk_spotter import VoskSpotter
 
-        vosk = VoskSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant))
+        vosk = _gated(VoskSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant)), None, args)
         return PoolAware(CombinedSpotter(vosk, profiles), pool_exists), "combined"
     if engine in ("auto", "enrolled") and profiles:
         from ..spotters.enrolled import EnrolledSpotter
@@ -158,6 +161,16 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     raise UserError("nothing to hear calls with: no Vosk model and no enrolled players. Get the model "
                     "(voicesnap models download), enroll players (voicesnap enroll NAME), or play by "
                     "keyboard: --engine none")
+
+
+def _gated(spotter: Any, channel: int | None, args: argparse.Namespace) -> Any:
+    """``spotter`` behind the speech gate (voicesnap.spotters.gate) unless --no-gate: the
+    recogniser then decodes only around speech on its channel, not room tone."""
+    if getattr(args, "no_gate", False):
+        return spotter
+    from ..spotters.gate import SpeechGate
+
+    return SpeechGate(spotter, channel=channel)
 
 
 def _calls(variant: str) -> tuple[str, ...]:

@@ -111,6 +111,10 @@ class _Keys:
         from ..spotters import Detection
 
         self.inner = inner
+        # per-microphone spotters (ChannelSpotters): the table then tracks speech bursts per
+        # channel, as it did live; without this a replay mixed the channels and ruled a first
+        # call before a rival on another microphone was in whenever the rival came a chunk later
+        self.spotters = getattr(inner, "spotters", None)
         self.pending = sorted(
             (Detection(k.word or "", k.onset or 0.0, k.onset or 0.0, 1.0, player=k.player, engine="keyboard")
              for k in keys), key=lambda d: d.onset)
