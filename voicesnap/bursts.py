@@ -31,12 +31,12 @@ __all__ = ["SpeechBurst", "BurstTracker", "RivalWatch"]
 @event("speech-burst")
 @dataclass(frozen=True)
 class SpeechBurst:
-    """Speech started at ``onset`` on ``channel`` (None: all channels mixed); ``end`` once it stops.
+    """Speech started at ``onset`` on input ``channel``; ``end`` (and ``peak``) once it stops.
 
     Sent twice: when it starts (``end`` None) and when it has stopped.
     """
 
-    channel: int | None
+    channel: int
     onset: float
     end: float | None = None
     peak: float | None = None  # loudest 10 ms frame, dB (with ``end``): tells crosstalk from a voice
@@ -67,9 +67,12 @@ class BurstTracker:
     floor follows quiet frames down at once and creeps up slowly, so steady
     noise becomes floor while a word cannot.
 
-    ``channels``: the channel indices to watch one by one (per-player
-    microphones), or None to watch them mixed (one microphone, or an engine
-    that listens to the mix).
+    ``channels``: the channel indices to watch (per-player microphones), or
+    None for every channel of the input. Each is watched on its own, never
+    mixed: a burst is resolved only by a call heard on its own channel, so a
+    rival on another microphone can never hide inside someone else's burst
+    (an engine that listens to a mix and reports channel 0 makes the other
+    channels wait for their bursts to end: slower, never wrong).
     """
 
     FRAME = 0.01  # s
@@ -92,12 +95,9 @@ class BurstTracker:
         if x.ndim == 1:
             x = x[:, None]
         out: list[SpeechBurst] = []
-        if self.channels is None:
-            out += self._channel(None, x.mean(axis=1), chunk.start, chunk.rate)
-        else:
-            for ch in self.channels:
-                if ch < x.shape[1]:
-                    out += self._channel(ch, x[:, ch], chunk.start, chunk.rate)
+        for ch in self.channels if self.channels is not None else range(x.shape[1]):
+            if ch < x.shape[1]:
+                out += self._channel(ch, x[:, ch], chunk.start, chunk.rate)
         return out
 
     def flush(self) -> list[SpeechBurst]:

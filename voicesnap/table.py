@@ -1190,7 +1190,7 @@ def play_session(
             rivals = RivalWatch(lambda f=lag_now, s=settings: burst_latency(f(), s.tie_window, s.decision_window),
                                 settings.tie_window, settings.decision_window)
             per = getattr(spotter, "spotters", None)  # one spotter per microphone channel (ChannelSpotters)
-            tracker = BurstTracker(sorted(per) if isinstance(per, dict) else None)
+            tracker = BurstTracker(sorted(per) if isinstance(per, dict) else None)  # else every input channel
         scores = dict(zip(session.players, session.scores))
         title = f"voicesnap {settings.variant}, game {session.games + 1} ({settings.format})"
         out_box: list[Output] = []
