@@ -234,8 +234,27 @@ def real(quick: bool) -> list[Row]:
     return rows
 
 
+ROOM_PAD = 0.3  # seconds of quiet room (-75 dBFS) each side of a real excerpt
+
+
+def in_room(x: np.ndarray, seed: int) -> np.ndarray:
+    """A cut word as a lone call: quiet room noise each side, so level checks and voice activity have a floor.
+
+    The excerpts are cut from running speech (50 ms of the neighbouring
+    sounds each side); without a quieter stretch around them the take checks
+    find no level to trim against.
+    """
+    from voicesnap import features as F
+
+    rng = np.random.default_rng(seed)
+    pad = int(ROOM_PAD * F.RATE)
+    room = rng.normal(0.0, 10 ** (-75 / 20), len(x) + 2 * pad).astype(np.float32)
+    room[pad: pad + len(x)] += x
+    return room
+
+
 def real_words_takes(word: str) -> dict[str, list[tuple[np.ndarray, dict]]]:
-    """speaker -> [(float audio, sidecar)] for one word of the real text-dependent set, in source order."""
+    """speaker -> [(float audio in a quiet room, sidecar)] for one word of the real set, in source order."""
     import json
 
     from voicesnap import features as F
@@ -245,7 +264,8 @@ def real_words_takes(word: str) -> dict[str, list[tuple[np.ndarray, dict]]]:
     for side in sorted((REAL_WORDS / word).glob("*.json")):
         meta = json.loads(side.read_text())
         x, rate = read_wav(side.with_suffix(".flac"), expect_rate=F.RATE)
-        out.setdefault(meta["speaker"], []).append((F.to_float(x[:, 0]), meta))
+        items = out.setdefault(meta["speaker"], [])
+        items.append((in_room(F.to_float(x[:, 0]), len(items)), meta))
     return out
 
 
@@ -351,16 +371,15 @@ def _real_words_spotters(word: str, takes, profiles) -> dict[str, list[int]]:
         if spk not in profiles:
             continue
         for x, meta in items[ENROLL_TAKES:]:
-            pad = np.zeros(int(0.5 * F.RATE), np.float32)
-            y = np.concatenate([pad, x, pad])
-            y = y + rng.normal(0, 10 ** (-75 / 20), len(y)).astype(np.float32)  # a quiet room, not digital zero
+            pad = rng.normal(0, 10 ** (-75 / 20), int(0.2 * F.RATE)).astype(np.float32)
+            y = np.concatenate([pad, x, pad])  # 0.5 s of quiet room each side (in_room gave 0.3 s)
             pcm = np.clip(y * 32768, -32768, 32767).astype(np.int16)[:, None]
             sp = EnrolledSpotter(list(profiles.values()))
             dets = []
             for ch in ArraySource(pcm, F.RATE, chunk_frames=320):
                 dets += sp.accept(ch)
-            on = 0.5 + meta["word_start"] - meta["cut_start_sample"] / F.RATE
-            end = 0.5 + meta["word_end"] - meta["cut_start_sample"] / F.RATE
+            on = 0.2 + ROOM_PAD + meta["word_start"] - meta["cut_start_sample"] / F.RATE
+            end = 0.2 + ROOM_PAD + meta["word_end"] - meta["cut_start_sample"] / F.RATE
             _c, att, _rival = sp.attribute_span(on, end, word)
             dets += sp.flush()
             names = {d.player for d in dets}

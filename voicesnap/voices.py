@@ -625,6 +625,11 @@ class Voices:
                                   for ph, ts in p.templates.items() for t in ts])
         self.channels = {p.channel: p.name for p in profiles if p.channel is not None}
 
+    def voice_ratio(self, name: str, vp: np.ndarray) -> float:
+        """Voiceprint distance to player ``name`` over that player's threshold (1 = the boundary)."""
+        prof = self.profiles[name]
+        return prof.voice_distance(vp) / prof.voice_threshold
+
     def ratios(self, log_mel: np.ndarray, floor: np.ndarray | None,
                vp: np.ndarray | None) -> tuple[dict[tuple[str, str], tuple[float, Hit]], dict[str, float]]:
         """Best DTW ratio per (player, phrase) and voice ratio per player."""
@@ -637,8 +642,8 @@ class Voices:
                 best[key] = (r, h)
         voice = {}
         if vp is not None:
-            for name, prof in self.profiles.items():
-                voice[name] = prof.voice_distance(vp) / prof.voice_threshold
+            for name in self.profiles:
+                voice[name] = self.voice_ratio(name, vp)
         return best, voice
 
     def attribute(self, x: np.ndarray, rate: int = F.RATE) -> Attribution:

@@ -286,8 +286,7 @@ class EnrolledSpotter:
             if player in voice:
                 continue
             vp = voiceprint(self._samples(st, max(s, lo + h.start), min(e, lo + h.end + 1)))
-            voice[player] = self.voices.profiles[player].voice_distance(vp) / \
-                self.voices.profiles[player].voice_threshold
+            voice[player] = self.voices.voice_ratio(player, vp)
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
             # the mic names the caller: the voice only has to be plausibly theirs
@@ -431,8 +430,7 @@ class EnrolledSpotter:
         loud = np.nonzero(energy >= max(st.floor_db + 10.0, self.min_db))[0]
         v0, v1 = (max(s - 5, lo) + int(loud[0]), max(s - 5, lo) + int(loud[-1]) + 1) if len(loud) else (s, e)
         vp = voiceprint(self._samples(st, v0, v1))
-        voice = {p: self.voices.profiles[p].voice_distance(vp) / self.voices.profiles[p].voice_threshold
-                 for p in {k[0] for k in best}}
+        voice = {p: self.voices.voice_ratio(p, vp) for p in {k[0] for k in best}}
         # another engine already heard a call here: the question is only who,
         # so the template may fit loosely as long as the voice fits
         att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT)
