@@ -145,20 +145,24 @@ class PlaybackReference:
 
     ``read`` (on the spotter's thread) first pulls whatever the mixer has
     written since the last call. The output stream is continuous (the mixer
-    writes silence when nothing plays), so its frames map onto consecutive
-    input frames; the place is re-anchored when the mapping moves by more than
-    ``slack`` seconds (ClockMap anchors settling, a calibration).
+    writes silence when nothing plays), so its frames are laid on consecutive
+    input frames from one anchor (the shell's mapping of the first frame);
+    they are never re-placed block by block: measured through PulseAudio, the
+    per-block DAC times wander by up to 0.36 s, and a reference that jumps
+    about undoes what the adaptive filter learned. Where the echo really is
+    (latency the device misreports, drift) is measured from the signals by
+    ``EchoCancelled``'s delay estimator.
     """
 
-    def __init__(self, playback: Any, seconds: float = 30.0, slack: float = 0.002) -> None:
+    def __init__(self, playback: Any, seconds: float = 30.0) -> None:
         self.playback = playback
         self.track = ReferenceTrack(seconds)
-        self.slack = slack
         self._next_frame: int | None = None  # next output frame to pull
         self._resampler: Any = None
         self._out_rate = 0
         self._write_at: int | None = None  # input frame where the next resampled sample goes
         self._lock = threading.Lock()
+        self.anchors = 0  # times the place was set (start, gaps)
 
     def _pull(self) -> None:
         got = self.playback.played_since(self._next_frame)
@@ -172,10 +176,10 @@ class PlaybackReference:
             self._out_rate = rate
             self._resampler = None if rate == RATE else _StreamResampler(rate, RATE)
             self._write_at = None
-        clock = float(self.playback.frame_to_clock(first))  # input-clock seconds of its first frame
-        target = int(round(clock * RATE))
-        if self._write_at is None or self._next_frame != first or abs(target - self._write_at - self._pending()) > self.slack * RATE:
-            self._write_at = target - self._pending()
+        if self._write_at is None or self._next_frame != first:  # start, or a gap in what was kept
+            clock = float(self.playback.frame_to_clock(first))  # input-clock seconds of its first frame
+            self._write_at = int(round(clock * RATE)) - self._pending()
+            self.anchors += 1
         self._next_frame = first + len(samples)
         out = samples if self._resampler is None else self._resampler(samples)
         if len(out):
@@ -405,6 +409,65 @@ class EchoCanceller:
         return out
 
 
+class DelayEstimator:
+    """Where the echo really is: how many frames the microphone hears the reference
+    later than the reference's place says (negative: earlier), by generalised
+    cross-correlation with phase transform (GCC-PHAT) over the last ``window``
+    seconds, every ``every`` seconds while the reference holds sound.
+
+    Why: the reference is placed by the devices' *reported* latencies, which
+    can be tens of ms off (see ``playback.ClockMap.calibrate``), and an echo
+    that arrives before its reference cannot be cancelled at all. An estimate
+    counts once two in a row agree within 1 ms and the correlation peak stands
+    out (``confidence``: peak over the next best outside +-2 ms).
+    """
+
+    def __init__(self, window: float = 3.0, every: float = 1.0, earliest: float = -0.15,
+                 latest: float = 0.35, confidence: float = 1.5) -> None:
+        self.window = int(window * RATE)
+        self.every = int(every * RATE)
+        self.earliest = int(earliest * RATE)
+        self.latest = int(latest * RATE)
+        self.confidence = confidence
+        self.mic = ReferenceTrack(window + 1.0)
+        self._due: int | None = None
+        self._last: int | None = None
+        self.estimates: list[tuple[int, int, float]] = []  # (clock frame, lag, confidence): measured
+
+    def update(self, start: int, mic: np.ndarray, reference: ReferenceSource, shift: int) -> int | None:
+        """Add mic frames from ``start``; returns a confirmed lag when one is due and clear.
+        ``shift``: the reference is currently read ``shift`` frames early (lag measured from there)."""
+        self.mic.write(start, mic)
+        end = start + len(mic)
+        if self._due is None:
+            self._due = start + self.window
+        if end < self._due:
+            return None
+        self._due = end + self.every
+        lo = end - self.window
+        ref = reference.read(lo - self.latest - shift, self.window + self.latest - self.earliest)
+        if np.count_nonzero(ref) < self.window // 4:  # too little played to measure by
+            return None
+        m = self.mic.read(lo, self.window).astype(np.float64)
+        size = 1 << int(np.ceil(np.log2(len(ref) + self.window)))
+        cross = np.conj(np.fft.rfft(m, size)) * np.fft.rfft(ref.astype(np.float64), size)
+        freqs = np.fft.rfftfreq(size, 1 / RATE)
+        cross[(freqs < 200) | (freqs > 6000)] = 0.0  # hum and hiss carry no timing
+        corr = np.fft.irfft(cross / (np.abs(cross) + 1e-9), size)[: self.latest - self.earliest + 1]
+        k = int(np.argmax(corr))
+        guard = int(0.002 * RATE)
+        rest = np.concatenate([corr[: max(0, k - guard)], corr[k + guard + 1:]])
+        conf = float(corr[k] / (rest.max() + 1e-12)) if len(rest) else 0.0
+        lag = self.latest - k  # echo heard ``lag`` frames after the reference's place
+        self.estimates.append((end, lag, conf))
+        if conf < self.confidence:
+            self._last = None
+            return None
+        confirmed = self._last is not None and abs(lag - self._last) <= RATE // 1000
+        self._last = lag
+        return lag if confirmed else None
+
+
 @dataclass
 class _Channel:
     canceller: EchoCanceller
@@ -418,13 +481,16 @@ class EchoCancelled:
     chunks go in at any rate (resampled to ``RATE``, clock kept) and come out in
     whole 10 ms blocks with the same clock positions, so onsets stay exact.
     ``lead`` shifts the reference earlier by that many seconds, so that a
-    reference mapped up to ``lead`` too late is still causal for the filter.
+    reference mapped up to ``lead`` too late is still causal for the filter;
+    beyond that, ``DelayEstimator`` measures where the echo really is and the
+    reference is read that much later (``delay``), the filters learning afresh.
     Each channel has its own canceller. ``enabled`` False passes chunks through
     unchanged (same path otherwise: for comparisons).
     """
 
     def __init__(self, spotter: Any, reference: ReferenceSource, *, length: float = 0.5,
-                 lead: float = 0.01, enabled: bool = True, suppress: bool = True) -> None:
+                 lead: float = 0.01, enabled: bool = True, suppress: bool = True,
+                 estimate_delay: bool = True) -> None:
         self.spotter = spotter
         self.reference = reference
         self.length = length
@@ -432,6 +498,9 @@ class EchoCancelled:
         self.enabled = enabled
         self.suppress = suppress
         self._first = 0
+        self.delay = 0  # frames the echo comes after the reference's place (DelayEstimator)
+        self.estimator = DelayEstimator() if estimate_delay else None
+        self.realigned = 0
         self.name = f"{getattr(spotter, 'name', 'spotter')}+echo"
         self._channels: list[_Channel] = []
         self._resampler: Resampler | None = None
@@ -475,8 +544,16 @@ class EchoCancelled:
             for c, ch in enumerate(self._channels):
                 ch.pending = np.concatenate([ch.pending, data[:, c]])
             return None
-        ref = self.reference.read(start + self.lead, blocks * BLOCK) if self.enabled else None
-        return self._run(start, blocks, data, ref)
+        ref = self.reference.read(start + self.lead - self.delay, blocks * BLOCK) if self.enabled else None
+        out = self._run(start, blocks, data, ref)
+        if self.estimator is not None and self.enabled:
+            lag = self.estimator.update(chunk.start, data[:, 0], self.reference, 0)
+            if lag is not None and abs(lag - self.delay) > 0.002 * RATE:
+                self.delay = lag  # the echo moved: line the reference up again, learn afresh
+                self.realigned += 1
+                for ch in self._channels:
+                    ch.canceller = EchoCanceller(self.length, suppress=self.suppress)
+        return out
 
     def _run(self, start: int, blocks: int, data: np.ndarray, ref: np.ndarray | None) -> AudioChunk | None:
         out = np.empty((blocks * BLOCK, len(self._channels)), np.float64)
@@ -503,7 +580,7 @@ class EchoCancelled:
         end = self._next + held  # the stream's last frame + 1
         blocks = 2 if held else 1  # complete the partial block, then one more to push it out
         fill = blocks * BLOCK - held
-        ref = self.reference.read(self._next + self.lead, fill + held) if self.enabled else None
+        ref = self.reference.read(self._next + self.lead - self.delay, fill + held) if self.enabled else None
         out = self._run(self._next, blocks, np.zeros((fill, len(self._channels))), ref)
         if out is None:
             return None

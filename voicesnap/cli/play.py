@@ -65,6 +65,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="run the speech recogniser on every frame, not only around speech (more CPU; "
                         "by default a cheap energy gate per microphone wakes it)")
     parser.add_argument("--no-keyboard", action="store_true", help="ignore the keyboard")
+    parser.add_argument("--no-echo-cancel", action="store_true",
+                        help="do not subtract the announcer's own voice from the microphone (on by default "
+                        "whenever the announcer speaks through a speaker while calls are heard by voice)")
 
 
 def parse_players(text: str | None) -> tuple[str, ...]:
@@ -289,6 +292,21 @@ def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> t
     return speaker.say, getattr(speaker, "setting", None), speaker.close, speaker.poll
 
 
+def _speaker_playback(say: Any) -> Any:
+    """The playback behind the announcer's ``say`` (what the echo canceller needs), or None."""
+    speaker = getattr(say, "__self__", None)
+    return getattr(getattr(speaker, "announcer", None), "playback", None)
+
+
+def with_echo_cancel(spotter: Any, playback: Any) -> Any:
+    """``spotter`` hearing the microphone minus the echo of what ``playback`` plays
+    (voicesnap.echo); the reference is placed on the input clock by the playback's
+    own clock mapping."""
+    from ..echo import EchoCancelled, PlaybackReference
+
+    return EchoCancelled(spotter, PlaybackReference(playback))
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import gamelog, variants
     from ..audio import FileSource, MicSource, RecordingTap
@@ -370,6 +388,9 @@ def run(args: argparse.Namespace) -> int:
 
         clock_map = ClockMap()  # speech start times mapped onto the microphone's clock
     say, setting, close_speech, poll_speech = _announcer(args, lines, clock_map)
+    playback = _speaker_playback(say)
+    if spotter is not None and playback is not None and not args.no_echo_cancel and not args.input_file:
+        spotter = with_echo_cancel(spotter, playback)  # players call over the announcer
     chunks = None
     recorder = None
     live = None
