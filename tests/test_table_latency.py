@@ -212,3 +212,20 @@ def test_two_calls_30_ms_apart_on_two_microphones_still_tie(tmp_path: Path) -> N
     assert round(b.onset - a.onset, 3) == 0.03
     got = _ruling_positions(_play(script, tmp_path, model))
     assert [(type(r).__name__, sorted(r.players)) for r, _ in got] == [("TieToPool", sorted([a.player, b.player]))]
+
+
+def test_a_call_the_referee_refuses_is_noted_and_the_game_goes_on() -> None:
+    """A call the referee refuses outright (here a voice the game does not seat; in play, a player
+    already out, or crosstalk heard on an out player's microphone) is logged, never a crash."""
+    from voicesnap.table import TableNote
+
+    game = rules.Game(PLAYERS, 7)
+    loop = TableLoop(Referee(game, 0.5), PLAYERS + ("Dan",), pace=1.0, make_call=Call, describe=describe,
+                     is_over=lambda ev: isinstance(ev, rules.GameOver))
+    t = _first_match(7)
+    actions = loop.step(t + 0.6, [_call("Dan", 3, t + 0.3), _call("Alice", 0, t + 0.32)])
+    notes = [a.record.text for a in actions if isinstance(a, Log) and isinstance(a.record, TableNote)]
+    assert len(notes) == 1 and "Dan" in notes[0] and "not judged" in notes[0]
+    actions += loop.step(t + 1.5)
+    assert [type(a.record).__name__ for a in actions if isinstance(a, Log)
+            and isinstance(a.record, rules.RULINGS)] == ["SnapWon"]

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 from .audio import AudioChunk
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
 from .events import event
+from .rules import CallError
 from .spotters import Detection
 from .vocabulary import COMMAND_PREFIX, command_phrases
 
@@ -439,9 +440,14 @@ class TableLoop:
                 actions.append(Log(TableNote(det.onset, f"'{det.word}' from {det.player}, who is not playing")))
                 continue
             call = self.make_call(det.player, det.word, det.onset + self.offset)
+            try:
+                produced = self.referee.submit(call)
+            except CallError as exc:  # e.g. a player already out calls: told, never a crash of the game
+                actions.append(Log(TableNote(det.onset, f"'{det.word}' from {det.player} not judged: {exc}")))
+                continue
             actions.append(Log(TableStep("call", det.onset, det.player, det.word, det.onset, det.engine,
                                          heard=self.now)))
-            self._events(self.referee.submit(call), actions)
+            self._events(produced, actions)
         # Flips that fell due inside this stretch of audio happen in time order,
         # each after the rulings that were due before it (a slow recogniser can
         # hand over seconds at once; the order stays that of the clock).
