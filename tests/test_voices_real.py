@@ -82,3 +82,25 @@ def test_a_real_strangers_word_is_rejected(and_words) -> None:
     assert len(stranger) >= 4 and "2414" not in profiles  # too few takes to enroll: a stranger
     named = [voices.attribute(x).player for x, _meta in stranger]
     assert named == [None] * len(stranger), named
+
+
+def test_a_real_speakers_lone_word_is_one_caller_in_the_enrolled_engine(the_words) -> None:
+    """Other players' templates of a short word fit a real voice almost as well; that is no second caller."""
+    from voicesnap.audio import ArraySource
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+
+    takes, profiles = the_words
+    assert len(profiles) == 4
+    rng = np.random.default_rng(3)
+    callers = []
+    for spk in sorted(profiles):
+        for x, _meta in takes[spk][ENROLL_TAKES:]:
+            pad = rng.normal(0, 10 ** (-75 / 20), 3200).astype(np.float32)
+            pcm = np.clip(np.concatenate([pad, x, pad]) * 32768, -32768, 32767).astype(np.int16)[:, None]
+            spotter = EnrolledSpotter(list(profiles.values()))
+            dets = [d for chunk in ArraySource(pcm, 16000, chunk_frames=320) for d in spotter.accept(chunk)]
+            dets += spotter.flush()
+            callers.append((spk, sorted({d.player for d in dets})))
+    assert len(callers) >= 25
+    assert all(len(names) <= 1 for _spk, names in callers), [c for c in callers if len(c[1]) > 1]
+    assert sum(len(names) == 1 for _spk, names in callers) > len(callers) // 2  # not vacuous: the words are heard
