@@ -6,8 +6,11 @@
 #   voicesnap_spk  the default sink: the virtual speaker.
 # PortAudio (Debian's build has no PulseAudio host API) reaches it through the
 # ALSA "pulse"/"default" devices that libasound2-plugins provides.
-# A writer of silence stays on the mic sink: an idle null-sink monitor delivers
-# nothing, which stalls and time-compresses an open input stream.
+# A writer of faint noise stays on the mic sink: an idle null-sink monitor delivers
+# nothing, which stalls and time-compresses an open input stream. Noise (white,
+# about -70 dBFS, like a quiet room through a real microphone), not digital
+# silence: voicesnap takes seconds of exact zeros for a muted or vanished
+# microphone and pauses the game.
 # Idempotent: sourcing it twice reuses the running daemon.
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/voicesnap-xdg-$(id -u)}"
@@ -33,11 +36,19 @@ else
   if _vs_pulse_up; then
     pactl set-default-source voicesnap_mic.monitor || echo "ci: could not set the default source" >&2
     pactl set-default-sink voicesnap_spk || echo "ci: could not set the default sink" >&2
-    # One silence writer on the mic sink (kept across re-sourcing via its pid file).
+    # One room-noise writer on the mic sink (kept across re-sourcing via its pid file: pacat's;
+    # sox ends with it).
     _vs_pid_file="$XDG_RUNTIME_DIR/voicesnap-silence.pid"
     if ! { [ -f "$_vs_pid_file" ] && kill -0 "$(cat "$_vs_pid_file")" 2>/dev/null; }; then
-      pacat --playback --device=voicesnap_mic --format=s16le --rate=16000 --channels=1 \
-        --latency-msec=20 </dev/zero >/dev/null 2>&1 &
+      if command -v sox >/dev/null 2>&1; then
+        sox -q -n -t raw -r 16000 -c 1 -b 16 -e signed-integer - synth whitenoise vol 0.001 2>/dev/null \
+          | pacat --playback --device=voicesnap_mic --format=s16le --rate=16000 --channels=1 \
+              --latency-msec=20 >/dev/null 2>&1 &
+      else
+        echo "ci: sox missing: the virtual microphone gets digital silence (the game will take it as muted)" >&2
+        pacat --playback --device=voicesnap_mic --format=s16le --rate=16000 --channels=1 \
+          --latency-msec=20 </dev/zero >/dev/null 2>&1 &
+      fi
       echo $! >"$_vs_pid_file"
       disown 2>/dev/null || true
     fi

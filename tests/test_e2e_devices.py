@@ -57,6 +57,8 @@ def pulse() -> dict:
     """The environment of a running PulseAudio (started the CI way if none is up), plus our devices."""
     if shutil.which("pulseaudio") is None or shutil.which("pactl") is None:
         pytest.skip("no PulseAudio (apt-get install pulseaudio pulseaudio-utils libasound2-plugins)")
+    if shutil.which("sox") is None:
+        pytest.skip("sox is not installed (apt-get install sox): it makes the virtual microphone's room noise")
     env = dict(os.environ)
     started_here = False
     if subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
@@ -76,15 +78,21 @@ def pulse() -> dict:
                f"channel_map={QUAD}", env=env),
         _pactl("load-module", "module-null-sink", f"sink_name={SPK}", "rate=16000", "channels=1", env=env),
     ]
-    # An idle null-sink monitor delivers nothing and stalls the input stream: keep silence flowing.
-    with open("/dev/zero", "rb") as zero:
-        silence = subprocess.Popen(["pacat", "--playback", f"--device={MIC}", "--format=s16le", "--rate=16000",
-                                    "--channels=4", f"--channel-map={QUAD}", "--latency-msec=20"], stdin=zero, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # An idle null-sink monitor delivers nothing and stalls the input stream: keep faint room noise
+    # flowing (-70 dBFS, as .ci/pulse.sh does; exact digital silence would pause the game as a muted mic).
+    noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", "16000", "-c", "4", "-b", "16", "-e",
+                              "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    silence = subprocess.Popen(["pacat", "--playback", f"--device={MIC}", "--format=s16le", "--rate=16000",
+                                "--channels=4", f"--channel-map={QUAD}", "--latency-msec=20"], stdin=noise.stdout,
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    noise.stdout.close()  # pacat holds it now; sox ends when pacat does
     env.update(PULSE_SOURCE=f"{MIC}.monitor", PULSE_SINK=SPK)
     yield env
     silence.kill()
     silence.wait(timeout=5)
+    noise.kill()
+    noise.wait(timeout=5)
     for m in modules:
         subprocess.run(["pactl", "unload-module", m], env=env, capture_output=True, timeout=10)
     if started_here:

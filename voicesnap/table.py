@@ -709,6 +709,15 @@ class LiveInput:
     so (the table pauses), the source is reopened every second until it works,
     and the clock continues across the gap so recordings keep true times.
     Overflows and dropped blocks are reported as they happen, never hidden.
+
+    A stream can also go on delivering while nothing is there: a muted
+    microphone, or (through PulseAudio) a source that vanished and whose
+    stream was moved to a silent one. A real microphone never delivers exact
+    digital zeros, or one constant value, for seconds on end (even a quiet
+    room has noise, and its converter's own noise is a few LSB), so ``silent``
+    seconds of that are taken as a loss too: reported the same way (the table
+    pauses) and over as soon as a chunk carries real signal again. The chunks
+    keep flowing meanwhile, on the same clock.
     """
 
     LOST = "input device lost"
@@ -721,11 +730,15 @@ class LiveInput:
         *,
         stall: float = 1.5,
         retry: float = 1.0,
+        silent: float = 2.0,
     ) -> None:
         self.open_source = open_source
         self.report = report
         self.stall = stall
         self.retry = retry
+        self.silent = silent  # s of exact digital silence (or a constant) that means no microphone
+        self.flat_frames = 0  # frames of it in a row so far
+        self.muted = False  # lost by silence (the stream still delivers)
         self.closed = threading.Event()
         self.source: Any = None
         self.rate = 16000
@@ -738,10 +751,10 @@ class LiveInput:
     def _stream_dead(self) -> bool:
         """Has the device's stream stopped by itself (device error, callback aborted)?
 
-        Not every loss shows: through PulseAudio an unloaded source's streams are
-        moved to another source and go on delivering (measured: exact digital
-        silence from the CI's virtual microphone), so there it cannot be told
-        from a quiet room.
+        Not every loss shows here: through PulseAudio an unloaded source's streams
+        are moved to another source and go on delivering. If that one is silent
+        (exact zeros), ``_check_silence`` catches it; a stream moved to another
+        live microphone cannot be told from the right one.
         """
         stream = getattr(self.source, "_stream", None)  # voicesnap.audio.MicSource's sounddevice stream
         if stream is None:
@@ -750,6 +763,24 @@ class LiveInput:
             return not stream.active
         except Exception:
             return True
+
+    SILENT_TEXT = ("the microphone sends no sound at all (muted, switched off or unplugged?): the game is "
+                   "paused; unmute it or plug it back in and it resumes by itself")
+
+    def _check_silence(self, chunk: AudioChunk) -> None:
+        """Exact digital silence (or one constant value) for ``silent`` seconds: nothing is there."""
+        samples = chunk.samples
+        flat = samples.size > 0 and samples.min() == samples.max()  # a few microseconds a chunk
+        if not flat:
+            self.flat_frames = 0
+            if self.muted:
+                self.muted = False
+                self.report(f"{self.BACK}: sound again, resuming")
+            return
+        self.flat_frames += chunk.frames
+        if not self.muted and self.flat_frames >= self.silent * chunk.rate:
+            self.muted = True
+            self.report(f"{self.LOST}: {self.SILENT_TEXT}")
 
     def _check_overflow(self) -> None:
         stats = self.source.stats() if hasattr(self.source, "stats") else {}
@@ -781,6 +812,7 @@ class LiveInput:
                                            chunk.samples)
                     end = chunk.end
                     self._check_overflow()
+                    self._check_silence(chunk)
                     yield chunk
                     continue
                 if time.monotonic() - last < self.stall:
@@ -805,6 +837,7 @@ class LiveInput:
                 gap = int((time.monotonic() - lost_at) * self.rate)
                 offset = self.offset = end + gap
                 self._seen = {"overflows": 0, "dropped_frames": 0}
+                self.flat_frames, self.muted = 0, False  # (its return is reported just below)
                 last = time.monotonic()
                 self.report(f"{self.BACK}: resuming")
         finally:

@@ -1,0 +1,135 @@
+"""A microphone that goes silent mid-game (muted, or gone behind a stream that still runs) pauses
+the table with a spoken and printed message, and the game resumes when real sound returns.
+
+Real devices: a PulseAudio null sink of our own (fed faint room noise, as .ci/pulse.sh feeds the
+CI's virtual microphone) whose monitor is the microphone, muted and unmuted with pactl while a
+real `play_session` listens to it through `LiveInput` and PortAudio.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from voicesnap import rules
+from voicesnap.audio import MicSource
+from voicesnap.table import LiveInput, TableNote, TableSession, play_session
+
+pytestmark = pytest.mark.audio_device
+
+SINK = "vs_loss_mic"
+
+
+def _pactl(*args: str) -> str:
+    return subprocess.run(["pactl", *args], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+
+
+def _sink_index(name: str) -> str:
+    return next((line.split("\t")[0] for line in _pactl("list", "short", "sinks").splitlines()
+                 if line.split("\t")[1:2] == [name]), "")
+
+
+def _playing_into(name: str) -> bool:
+    index = _sink_index(name)
+    return any(line.split("\t")[1:2] == [index] for line in _pactl("list", "short", "sink-inputs").splitlines())
+
+
+@pytest.fixture
+def quiet_room_mic(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """Our own virtual microphone with room noise on it; PortAudio's default input opens it."""
+    for tool in ("pactl", "pacat", "sox"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (apt-get install pulseaudio-utils sox)")
+    if subprocess.run(["pactl", "info"], capture_output=True, timeout=10).returncode != 0:
+        pytest.skip("no PulseAudio server reachable (start it with: source .ci/pulse.sh)")
+    for line in _pactl("list", "short", "modules").splitlines():  # left by a killed run
+        if f"sink_name={SINK}" in line:
+            subprocess.run(["pactl", "unload-module", line.split()[0]], capture_output=True, timeout=10)
+    module = _pactl("load-module", "module-null-sink", f"sink_name={SINK}", "rate=16000", "channels=1")
+    noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", "16000", "-c", "1", "-b", "16", "-e",
+                              "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    writer = subprocess.Popen(["pacat", "--playback", f"--device={SINK}", "--format=s16le", "--rate=16000",
+                               "--channels=1", "--latency-msec=20"], stdin=noise.stdout,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    noise.stdout.close()
+    deadline = time.monotonic() + 5  # the writer is playing before anyone listens (an idle monitor stalls)
+    while time.monotonic() < deadline and not _playing_into(SINK):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    monkeypatch.setenv("PULSE_SOURCE", f"{SINK}.monitor")  # read by libpulse when a stream connects
+    try:
+        import sounddevice  # noqa: F401
+    except OSError as exc:
+        pytest.skip(f"PortAudio library missing: {exc}")
+    yield f"{SINK}.monitor"
+    writer.kill()
+    noise.kill()
+    writer.wait(timeout=5)
+    noise.wait(timeout=5)
+    subprocess.run(["pactl", "unload-module", module], capture_output=True, timeout=10)
+
+
+def test_a_muted_microphone_pauses_the_game_with_a_spoken_notice_and_it_resumes(quiet_room_mic: str) -> None:
+    source = quiet_room_mic
+    live = LiveInput(lambda: MicSource(channels=1, option="--input").open(), lambda text: None)
+    spoken: list[str] = []
+    printed: list[str] = []
+    marks: dict[str, float] = {}
+
+    def heard() -> float:  # seconds the microphone has delivered (its clock)
+        mic = live.source
+        return (mic.position + live.offset) / mic.rate if mic is not None else 0.0
+
+    def wait_for(t: float) -> None:
+        deadline = time.monotonic() + 20
+        while heard() < t and time.monotonic() < deadline and not live.closed.is_set():
+            time.sleep(0.01)
+
+    def script() -> None:  # what a player does to the microphone, on the microphone's clock
+        wait_for(1.2)
+        _pactl("set-source-mute", source, "1")
+        marks["muted"] = heard()
+        wait_for(marks["muted"] + 3.0)
+        _pactl("set-source-mute", source, "0")
+        marks["unmuted"] = heard()
+        wait_for(marks["unmuted"] + 1.5)
+        live.close()  # the session ends with the audio
+
+    class Log(list):
+        def write(self, *records: object) -> None:
+            self.extend(records)
+
+    log = Log()
+    player = threading.Thread(target=script, daemon=True)
+    settings = TableSession(players=("Ann", "Bob"), seed=3, pace=0.5)
+    player.start()
+    try:
+        result = play_session(settings, log, chunks=live, spotter=None, lines=printed.append,
+                              say=lambda text, priority, ev: spoken.append(text), tick=0.02)
+    finally:
+        _pactl("set-source-mute", source, "0")
+        live.close()
+        player.join(timeout=10)
+    assert result.reason == "audio ended"
+    notes = [r for r in log if isinstance(r, TableNote)]
+    lost = [n for n in notes if n.text.startswith(LiveInput.LOST)]
+    back = [n for n in notes if n.text.startswith(LiveInput.BACK)]
+    assert len(lost) == 1 and "no sound" in lost[0].text and "unmute" in lost[0].text, [n.text for n in notes]
+    assert len(back) == 1 and back[0].now > lost[0].now, notes
+    # spoken and printed, word for word
+    assert lost[0].text in spoken and lost[0].text in printed and back[0].text in spoken
+    # ~2 s of exact zeros after the mute (on the audio clock: the stream kept delivering them),
+    # and sound again at once after the unmute
+    flips = [r for r in log if isinstance(r, rules.Flipped)]
+    assert 1.8 <= lost[0].now - marks["muted"] <= 2.8, (marks, lost[0])
+    assert 0.0 <= back[0].now - marks["unmuted"] <= 0.5, (marks, back[0])
+    # no card was turned while the microphone was gone; the game went on after it came back
+    assert not [f for f in flips if lost[0].now < f.t <= back[0].now], flips
+    assert [f for f in flips if f.t > back[0].now], flips
+    assert [f for f in flips if f.t < lost[0].now], flips
