@@ -1,0 +1,202 @@
+"""`voicesnap play` as a real process on virtual PulseAudio devices of its own:
+
+* --output NAME sends the announcer to that sink (a PulseAudio sink name, as the desktop's sound
+  settings show it, routed through ALSA's "pulse" device), not to the default one;
+* a player without a voice profile is offered enrollment on the spot: they answer at the prompt,
+  the harness hears each beep on the speaker and says a fixture take into the microphone, the
+  profile is written and the game starts.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicefixtures import PLAYERS_DIR
+
+pytestmark = pytest.mark.audio_device
+
+ROOT = Path(__file__).resolve().parents[1]
+RATE = 16000
+MIC, SPK, NAMED = "vs_play_mic", "vs_play_spk", "vs_play_named"
+
+
+def _pactl(*args: str, env: dict) -> str:
+    return subprocess.run(["pactl", *args], env=env, capture_output=True, text=True, timeout=10,
+                          check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def devices() -> dict:
+    """Our own microphone (with faint room noise on it), default speaker and a named speaker."""
+    for tool in ("pactl", "pacat", "parec", "paplay", "sox"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (apt-get install pulseaudio-utils sox)")
+    env = dict(os.environ)
+    if subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
+        pytest.skip("no PulseAudio server reachable (start it with: source .ci/pulse.sh)")
+    try:
+        import sounddevice as sd
+    except OSError as exc:
+        pytest.skip(f"PortAudio library missing: {exc}")
+    if not any(d["name"] == "pulse" for d in sd.query_devices()):
+        pytest.skip("PortAudio has no ALSA 'pulse' device (apt-get install libasound2-plugins)")
+    for line in _pactl("list", "short", "modules", env=env).splitlines():  # left by a killed run
+        if any(f"sink_name={n} " in line + " " for n in (MIC, SPK, NAMED)):
+            subprocess.run(["pactl", "unload-module", line.split()[0]], env=env, capture_output=True, timeout=10)
+    modules = [_pactl("load-module", "module-null-sink", f"sink_name={n}", f"rate={RATE}", "channels=1", env=env)
+               for n in (MIC, SPK, NAMED)]
+    noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e",
+                              "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    writer = subprocess.Popen(["pacat", "--playback", f"--device={MIC}", "--format=s16le", f"--rate={RATE}",
+                               "--channels=1", "--latency-msec=20"], stdin=noise.stdout, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    noise.stdout.close()
+    env.update(PULSE_SOURCE=f"{MIC}.monitor", PULSE_SINK=SPK, PYTHONUNBUFFERED="1")
+    env.pop("VOICESNAP_VOSK_MODEL", None)  # these games need no speech model
+    yield env
+    writer.kill()
+    noise.kill()
+    writer.wait(timeout=5)
+    noise.wait(timeout=5)
+    for m in modules:
+        subprocess.run(["pactl", "unload-module", m], env=env, capture_output=True, timeout=10)
+
+
+class Capture:
+    """Everything a sink plays, from its monitor (parec), as int16 samples."""
+
+    def __init__(self, sink: str, env: dict, path: Path) -> None:
+        self.path = path
+        self.file = open(path, "wb")
+        self.proc = subprocess.Popen(["parec", f"--device={sink}.monitor", "--raw", "--format=s16le",
+                                      f"--rate={RATE}", "--channels=1", "--latency-msec=20"], env=env,
+                                     stdout=self.file, stderr=subprocess.DEVNULL)
+
+    def stop(self) -> np.ndarray:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.file.close()
+        return np.frombuffer(self.path.read_bytes(), dtype=np.int16)
+
+
+def _loud_seconds(samples: np.ndarray) -> float:
+    frame = RATE // 50
+    x = samples[: len(samples) // frame * frame].astype(np.float64).reshape(-1, frame)
+    return float((np.sqrt((x ** 2).mean(axis=1)) > 300).sum() * 0.02)
+
+
+def _play(args: list[str], env: dict, **kw) -> subprocess.Popen:  # noqa: ANN003
+    return subprocess.Popen([sys.executable, "-m", "voicesnap", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+
+
+def _wait_for_flips(log: Path, game: subprocess.Popen, flips: int, limit: float) -> int:
+    deadline = time.monotonic() + limit
+    seen = 0
+    while time.monotonic() < deadline and game.poll() is None:
+        seen = log.read_text().count('"type":"flipped"') if log.exists() else 0
+        if seen >= flips:
+            break
+        time.sleep(0.05)
+    return seen
+
+
+def test_output_names_the_speaker_the_announcer_plays_on(devices: dict, tmp_path: Path) -> None:
+    named, default = Capture(NAMED, devices, tmp_path / "named.raw"), Capture(SPK, devices, tmp_path / "spk.raw")
+    folder = tmp_path / "session"
+    game = _play(["--data-dir", str(tmp_path / "data"), "play", "--players", "Ann,Bob", "--engine", "none",
+                  "--no-keyboard", "--text", "--pace", "1", "--seed", "5", "--record", str(folder),
+                  "--output", NAMED], devices, stdin=subprocess.DEVNULL)
+    try:
+        flips = _wait_for_flips(folder / "log.jsonl", game, 3, 30)
+        time.sleep(1.0)
+        game.send_signal(signal.SIGINT)
+        out, _ = game.communicate(timeout=30)
+    finally:
+        if game.poll() is None:
+            game.kill()
+        heard, elsewhere = named.stop(), default.stop()
+    text = out.decode()
+    assert game.returncode == 0 and flips >= 3, text
+    assert "no speech" not in text, text
+    assert _loud_seconds(heard) > 0.4 * flips, (_loud_seconds(heard), text)  # each card was spoken there
+    assert _loud_seconds(elsewhere) == 0.0  # and nothing on the default speaker
+
+
+def _beeps(samples: np.ndarray, start: int) -> list[int]:
+    """Sample indices (from ``start``) where the enrollment's 880 Hz beep begins."""
+    frame = RATE // 50
+    n = len(samples) // frame
+    x = samples[: n * frame].astype(np.float64).reshape(n, frame)
+    k = np.exp(-2j * np.pi * 880 * np.arange(frame) / RATE)
+    tone = np.abs(x @ k) ** 2 / (frame / 2)
+    total = (x ** 2).sum(axis=1) + 1.0
+    on = (tone / total > 0.6) & (np.sqrt(total / frame) > 500)
+    return [start + i * frame for i in range(1, n) if on[i] and not on[i - 1]]
+
+
+def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(devices: dict,
+                                                                                  tmp_path: Path) -> None:
+    from table_script import enroll
+
+    from voicesnap import voices
+
+    data = tmp_path / "data"
+    enroll(data, ("dev",))  # dev has a profile already; finn has none
+    takes = ([PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav" for k in range(1, 6)]
+             + [PLAYERS_DIR / "enroll" / f"finn_snappool_{k}.wav" for k in range(1, 4)])
+    speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
+    folder = tmp_path / "session"
+    master, slave = pty.openpty()  # a terminal: play asks only a person at one
+    game = _play(["--data-dir", str(data), "play", "--players", "dev,finn", "--engine", "enrolled",
+                  "--no-keyboard", "--text", "--quiet", "--pace", "1", "--seed", "7", "--record", str(folder)],
+                 devices, stdin=slave)
+    os.close(slave)
+    output: list[bytes] = []
+    reader = threading.Thread(target=lambda: output.extend(iter(lambda: game.stdout.read1(4096), b"")), daemon=True)
+    reader.start()
+    said: list[subprocess.Popen] = []
+    try:
+        deadline = time.monotonic() + 20
+        while b"Enroll now" not in b"".join(output) and time.monotonic() < deadline and game.poll() is None:
+            time.sleep(0.05)
+        assert b"finn has no voice profile. Enroll now" in b"".join(output), b"".join(output).decode()
+        os.write(master, b"y\n")
+        # the player: after each beep from the speaker, say the next take into the microphone
+        done = 0
+        deadline = time.monotonic() + 60
+        while done < len(takes) and time.monotonic() < deadline and game.poll() is None:
+            time.sleep(0.05)
+            heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
+            if len(_beeps(heard, 0)) > done:
+                time.sleep(0.3)  # the recording opens once the beep has played
+                said.append(subprocess.Popen(["paplay", f"--device={MIC}", str(takes[done])], env=devices))
+                done += 1
+        flips = _wait_for_flips(folder / "log.jsonl", game, 1, 20)
+        game.send_signal(signal.SIGINT)
+        game.wait(timeout=30)
+    finally:
+        if game.poll() is None:
+            game.kill()
+        for p in said:
+            p.wait(timeout=10)
+        speaker.stop()
+        os.close(master)
+        reader.join(timeout=5)
+    text = b"".join(output).decode(errors="replace")
+    assert game.returncode == 0, text
+    assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool'" in text, text
+    assert voices.load_profile("finn", str(data)).extra["takes"] == {"snap": 5, "snap pool": 3}
+    assert "calls by enrolled" in text and flips >= 1, text  # and the game started
