@@ -93,6 +93,62 @@ def _cpu_run(source, spotter, settings, seconds: float) -> float:  # noqa: ANN00
     return 100.0 * (time.process_time() - start_cpu) / wall
 
 
+
+def _game(model: str, settings, track: Path) -> list:  # noqa: ANN001
+    from voicesnap.audio import FileSource
+    from voicesnap.table import play_session
+
+    pool_flag: list = []
+    log = _Memory()
+    play_session(settings, log, chunks=FileSource(track, chunk_frames=320),
+                 spotter=_spotter(model, 4, pool_flag), lines=lambda _s: None, pool_flag=pool_flag)
+    return log
+
+
+def _word_ends(ts, script, rate: int) -> dict[tuple[str, float], float]:  # noqa: ANN001
+    """(player, onset) -> end of the take render() used for that shout (takes are used in turn)."""
+    used: dict[tuple[str, str], int] = {}
+    ends = {}
+    for s in script.shouts:
+        options = ts.takes(s.player, s.word)
+        i = used.get((s.player, s.word), 0)
+        used[(s.player, s.word)] = i + 1
+        ends[(s.player, round(s.onset, 3))] = s.onset + len(options[i % len(options)]) / rate
+    return ends
+
+
+def _ms(values: list[float], q: float) -> float:
+    return _pct(values, q) * 1000 if values else float("nan")
+
+
+def _measure(log: list, ends: dict[tuple[str, float], float]) -> dict:
+    """Ruling and detection latencies (s, audio clock) and how each ruling was reached, from a game log."""
+    from voicesnap.rules import RULINGS
+    from voicesnap.table import TableStep
+
+    out: dict = {"rulings": [], "plain": [], "pool": [], "detect": [], "by": [], "kinds": [], "ruled": 0}
+    heard_at = None
+    by = ""
+    for r in log:
+        if isinstance(r, TableStep) and r.heard is not None:
+            heard_at = r.heard
+            by = r.by if r.kind == "advance" else ""
+            if r.kind == "call":
+                near = [(k, v) for k, v in ends.items() if k[0] == r.player and abs(k[1] - (r.onset or 0)) < 0.3]
+                if near:
+                    out["detect"].append(r.heard - near[0][1])
+        if isinstance(r, RULINGS):
+            out["ruled"] += 1
+            out["by"].append(by or "at once")
+            who = getattr(r, "player", None) or r.players[0]
+            out["kinds"].append((type(r).__name__, who))
+            match = [v for k, v in ends.items() if k[0] == who and abs(k[1] - r.t) < 0.3]
+            if match and heard_at is not None:
+                out["rulings"].append(heard_at - match[0])
+                pool = type(r).__name__ in ("PoolWon", "PoolTied")
+                out["pool" if pool else "plain"].append(heard_at - match[0])
+    return out
+
 def run(quick: bool) -> list[Row]:
     sys.path.insert(0, str(ROOT))
     from tests import table_script as ts
@@ -112,60 +168,43 @@ def run(quick: bool) -> list[Row]:
         samples, rate = read_wav(track)
         settings = _session(pace, VOICE_LAG, VOICE_POOL_LAG)
         settings = type(settings)(**{**settings.__dict__, "seed": script.seed})
-        pool_flag: list = []
-        log = _Memory()
         t0 = time.process_time()
-        play_session(settings, log, chunks=FileSource(track, chunk_frames=320),
-                     spotter=_spotter(model, 4, pool_flag), lines=lambda _s: None, pool_flag=pool_flag)
+        log = _game(model, settings, track)
         cpu = time.process_time() - t0
         audio_s = len(samples) / rate
-        # word ends of the scripted shouts
-        ends = {}
-        for s in script.shouts:
-            take = ts.takes(s.player, s.word)[0]
-            ends[(s.player, round(s.onset, 3))] = s.onset + len(take) / rate
-        rulings = []
-        plain: list[float] = []  # rulings on snaps (no pool claim: no hold for "pool")
-        heard_at = None
-        detect = []
-        by = ""
-        ruled_by: list[str] = []  # per ruling: "rivals" (every possible rival was in) or "lag" (fallback)
-        for r in log:
-            if isinstance(r, TableStep) and r.heard is not None:
-                heard_at = r.heard
-                by = r.by if r.kind == "advance" else ""
-                if r.kind == "call":
-                    end = min(ends.items(), key=lambda kv: abs(kv[0][1] - (r.onset or 0)) if kv[0][0] == r.player
-                              else 1e9)
-                    if end[0][0] == r.player and abs(end[0][1] - (r.onset or 0)) < 0.3:
-                        detect.append(r.heard - end[1])
-            if isinstance(r, RULINGS):
-                ruled_by.append(by or "at once")
-            if isinstance(r, RULINGS) and heard_at is not None:
-                who = getattr(r, "player", None) or r.players[0]
-                match = [(k, v) for k, v in ends.items() if k[0] == who and abs(k[1] - r.t) < 0.3]
-                if match:
-                    rulings.append(heard_at - match[0][1])
-                    if type(r).__name__ not in ("PoolWon", "PoolTied"):
-                        plain.append(heard_at - match[0][1])
+        m = _measure(log, _word_ends(ts, script, rate))
         n = len(script.shouts)
-        ruled = sum(1 for r in log if isinstance(r, RULINGS))
         rows += [
-            Row("play", "ruling latency after word end, median", statistics.median(rulings) * 1000 if rulings else float("nan"),
-                "ms", "", f"audio time; {len(rulings)} rulings; lag floor {VOICE_LAG}/{VOICE_POOL_LAG} s; speech start not included"),
-            Row("play", "ruling latency after word end, p95", _pct(rulings, 0.95) * 1000, "ms", "<= 300",
-                f"4 players, Vosk per mic channel, {n} scripted calls, {ruled} rulings"),
+            Row("play", "ruling latency after word end, median", _ms(m["rulings"], 0.5),
+                "ms", "", f"audio time; {len(m['rulings'])} rulings; lag floor {VOICE_LAG}/{VOICE_POOL_LAG} s; "
+                "speech start not included"),
+            Row("play", "ruling latency after word end, p95", _ms(m["rulings"], 0.95), "ms", "<= 300",
+                f"4 players, Vosk per mic channel, {n} scripted calls, {m['ruled']} rulings"),
             Row("play", "ruling latency, snap rulings only, median / max",
-                f"{statistics.median(plain) * 1000:.0f} / {max(plain) * 1000:.0f}" if plain else "n/a", "ms", "",
-                f"{len(plain)} rulings that are not on a pool claim"),
+                f"{_ms(m['plain'], 0.5):.0f} / {_ms(m['plain'], 1.0):.0f}" if m["plain"] else "n/a", "ms", "",
+                f"{len(m['plain'])} rulings that are not on a pool claim"),
+            Row("play", "ruling latency, pool-claim rulings, max", _ms(m["pool"], 1.0) if m["pool"] else "n/a", "ms", "",
+                f"{len(m['pool'])} rulings on a snap-pool claim"),
             Row("play", "rulings made by the fallback (worst-case) lag",
-                f"{ruled_by.count('lag')} of {len(ruled_by)}", "", "",
+                f"{m['by'].count('lag')} of {len(m['by'])}", "", "",
                 "the rest were ruled as soon as every rival that could tie was in (voicesnap.bursts)"),
-            Row("play", "detection latency after word end, median", statistics.median(detect) * 1000 if detect else float("nan"),
+            Row("play", "detection latency after word end, median", _ms(m["detect"], 0.5),
                 "ms", "", "the spotter's share: call reaches the table"),
-            Row("play", "detection latency after word end, p95", _pct(detect, 0.95) * 1000, "ms", ""),
+            Row("play", "detection latency after word end, p95", _ms(m["detect"], 0.95), "ms", ""),
             Row("play", "pipeline real-time factor (as fast as possible)", cpu / audio_s, "", "",
                 f"{audio_s:.0f} s of 4-channel audio, 4 Vosk recognisers"),
+        ]
+        # The same game with crosstalk: every microphone also hears the other players, 20 dB down.
+        bled = ts.render(script, Path(tmp) / "mic-bleed.wav", per_player=True, bleed_db=-20.0)
+        mb = _measure(_game(model, settings, bled), _word_ends(ts, script, rate))
+        extra = [k for k in mb["kinds"] if k not in m["kinds"]]
+        same = ("same rulings" if mb["kinds"] == m["kinds"] else
+                f"rulings DIFFER: {len(mb['kinds'])} vs {len(m['kinds'])}, {len(extra)} not in the clean game "
+                f"(e.g. {', '.join(f'{a} {b}' for a, b in extra[:3])}): crosstalk heard as calls on other mics")
+        rows += [
+            Row("play", "ruling latency with crosstalk (-20 dB), median / p95",
+                f"{_ms(mb['rulings'], 0.5):.0f} / {_ms(mb['rulings'], 0.95):.0f}", "ms", "p95 <= 300",
+                f"fallback lag {mb['by'].count('lag')} of {len(mb['by'])}; {same}"),
         ]
         # CPU in real time: idle listening (noise only), then play (the scripted track)
         idle_s = 5.0 if quick else 15.0
