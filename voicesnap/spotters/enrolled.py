@@ -281,19 +281,21 @@ class EnrolledSpotter:
         best, _ = self.voices.ratios(log_mel, st.floor_mel, None)
         # voiceprint per candidate span (the span its own template matched)
         voice: dict[str, float] = {}
+        rank: dict[str, float] = {}
         for (player, _phrase), (_r, h) in best.items():
             if player in voice:
                 continue
             vp = voiceprint(self._samples(st, max(s, lo + h.start), min(e, lo + h.end + 1)))
             voice[player] = self.voices.voice_ratio(player, vp)
+            rank[player] = self.voices.rank_ratio(player, vp)
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
             # the mic names the caller: the voice only has to be plausibly theirs
             # (a neighbour's crosstalk at the start of the stretch blurs the fit)
             mine = {k: v for k, v in best.items() if k[0] == mapped or k[0] in self.voices.rivals}
-            att = self.voices.decide(mine, voice, accept=1.0)
+            att = self.voices.decide(mine, voice, accept=1.0, rank=rank)
         else:
-            att = self.voices.decide(best, voice)
+            att = self.voices.decide(best, voice, rank=rank)
         if self.overlaps and mapped is None:
             tie = self.voices.tie(log_mel, st.floor_mel, best)
             if tie is not None:
@@ -432,9 +434,10 @@ class EnrolledSpotter:
         v0, v1 = (max(s - 5, lo) + int(loud[0]), max(s - 5, lo) + int(loud[-1]) + 1) if len(loud) else (s, e)
         vp = voiceprint(self._samples(st, v0, v1))
         voice = {p: self.voices.voice_ratio(p, vp) for p in {k[0] for k in best}}
+        rank = {p: self.voices.rank_ratio(p, vp) for p in voice}
         # another engine already heard a call here: the question is only who,
         # so the template may fit loosely as long as the voice fits
-        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT)
+        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank)
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason
