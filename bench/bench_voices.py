@@ -302,6 +302,7 @@ def real_words(quick: bool) -> list[Row]:
     impostor: list[float] = []
     spot = {"enrolled": [0, 0, 0, 0], "span": [0, 0, 0, 0]}  # right alone, wrong, none, right + another
     held_total = refused_total = 0
+    trials: list[tuple[int, bool, bool, float]] = []  # (k, known speaker, chosen right, chosen's combined ratio)
     for word in words:
         takes = real_words_takes(word)
         profiles, refused = real_words_profiles(word, takes)
@@ -318,6 +319,10 @@ def real_words(quick: bool) -> list[Row]:
                     tests = items[ENROLL_TAKES:] if spk in combo else items
                     for x, _meta in tests:
                         att = vs.attribute(x)
+                        if att.details:
+                            who = min((p for p in att.details if p not in vs.rivals),
+                                      key=lambda p: att.details[p].get("rank", att.details[p]["combined"]))
+                            trials.append((k, spk in combo, who == spk, att.details[who]["combined"]))
                         if spk in combo:
                             known += 1
                             right += att.player == spk
@@ -346,6 +351,17 @@ def real_words(quick: bool) -> list[Row]:
                         + "; ".join(notes[k])))
         rows.append(Row(AREA, f"unknown voices accepted, {k} players ({REAL_LABEL})", fa / unknown if unknown
                         else float("nan"), "", "<= 0.02", f"{fa}/{unknown}: the same word by speakers not enrolled"))
+    # calibration: the acceptance line (combined ratio of the chosen player) that keeps unknown
+    # same-word voices <= 2% accepted, and what it leaves of the real speakers' own takes
+    unknown_c = np.array([c for _k, known, _ok, c in trials if not known])
+    line = float(np.percentile(unknown_c, 2)) if len(unknown_c) else float("nan")
+    for k in sorted(tally):
+        known = [(ok, c) for kk, kn, ok, c in trials if kk == k and kn]
+        fa = [c for kk, kn, _ok, c in trials if kk == k and not kn]
+        rows.append(Row(AREA, f"accuracy at the <= 2%-unknown line, {k} players ({REAL_LABEL})",
+                        sum(ok and c <= line for ok, c in known) / len(known) if known else float("nan"), "", "",
+                        f"line: combined ratio {line:.2f} (play accepts <= {V.ACCEPT}); unknown accepted "
+                        f"{sum(c <= line for c in fa)}/{len(fa)}"))
     rows.append(Row(AREA, f"equal error rate, all enrollable speakers ({REAL_LABEL})", eer(genuine, impostor), "", "",
                     f"{len(genuine)} genuine, {len(impostor)} impostor scores; {refused_total} enrollment "
                     "takes would have been refused by the take checks (used anyway)"))
