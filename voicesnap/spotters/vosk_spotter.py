@@ -16,10 +16,11 @@ Why it looks the way it does:
 * "snap" vs "snap pool". With ``pool_exists`` False (no claim open) "snap" is
   final at once. While a claim is open "snap" is held until the signal has
   been quiet for ``pool_quiet`` (counted back from now, not from Vosk's word
-  end, which often falls before the word's own tail; 0.25 s because the
+  end, which often falls before the word's own tail; 0.3 s because the
   players' takes of "snap pool" hold up to ~210 ms of silence between the
-  words), or the decoder shows another word after it; at most ``pool_wait``
-  while what follows may still be "pool".
+  words, and in pink noise at 10 dB SNR 0.25 s split one "snap pool"), or the
+  decoder shows another word after it; at most ``pool_wait`` while what
+  follows may still be "pool".
 * Onsets. Vosk's word times have 30 ms granularity; ties are judged on onsets,
   so each onset is refined from the signal's energy rise near the word start.
 
@@ -318,7 +319,7 @@ class VoskSpotter:
         min_command_confidence: float = 0.3,
         pool_gap: float = 0.25,
         pool_wait: float = 1.2,
-        pool_quiet: float = 0.25,
+        pool_quiet: float = 0.30,
         command_gap: float = 0.8,
         use_partials: bool = True,
         partial_hold: float = 0.0,
