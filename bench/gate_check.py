@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 
 from voicesnap.audio import ArraySource, AudioChunk
 from voicesnap.corpus import merge, percentile, score
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
                 found = []
                 for chunk in ArraySource(audio[fx.name][k:], fx.rate, chunk_frames=fx.rate // 50):
                     moved = AudioChunk(chunk.rate, chunk.width, chunk.channels, chunk.start + k, chunk.samples)
-                    found += spotter.accept(moved)
+                    # emitted at this chunk's end, as bench.spotting.feed stamps it
+                    found += [replace(d, detected_at=moved.end / moved.rate) for d in spotter.accept(moved)]
                 found += spotter.flush()
                 calls.append(score(fx, found, words=CALL_WORDS))
                 words.append(score(fx, found, words=(*CALL_WORDS, *COMMAND_WORDS)))

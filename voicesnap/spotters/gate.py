@@ -25,7 +25,8 @@ before a rise in energy until a hangover after the last one.
   the chunks it hears as if they were contiguous (VoskSpotter assumes audio
   without gaps from its first chunk), and the gate maps every time in its
   detections (onset, end, detected_at) back to the stream's own clock through
-  the list of splices, so every onset stays exact on the one clock. Why not a
+  the list of splices, so every onset stays exact on the one clock
+  (``detected_at`` is when the gate emitted it: the current chunk's end). Why not a
   fresh recogniser per burst (cheap: 1-5 ms with the model shared)? Vosk
   adapts to the speaker and level as it hears speech (online CMVN and
   i-vectors): on the quiet fixture a fresh recogniser that had heard only
@@ -159,6 +160,12 @@ class SpeechGate:
     # ------------------------------------------------------------------ Spotter
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:
+        # Emitted now, whatever stretch of audio the inner spotter was working on (the pre-roll is
+        # older audio fed late): ``detected_at`` is this chunk's end on the stream's clock.
+        now = chunk.end / chunk.rate
+        return [replace(d, detected_at=now) for d in self._accept(chunk)]
+
+    def _accept(self, chunk: AudioChunk) -> list[Detection]:
         self.frames_total += chunk.frames
         self._rate = chunk.rate
         self._remember(chunk)
@@ -186,7 +193,9 @@ class SpeechGate:
     def flush(self) -> list[Detection]:
         if self.inner is None:
             return []
-        return [self._to_stream(d) for d in self.inner.flush()]
+        end = self._fed_end / self._rate if self._fed_end is not None and self._rate else None
+        return [replace(d, detected_at=end if end is not None else d.detected_at)
+                for d in map(self._to_stream, self.inner.flush())]
 
     def set_pool_exists(self, value: Any) -> None:
         self._pool = value
@@ -239,5 +248,4 @@ class SpeechGate:
         return (self._splices_real[i] + (frame - self._splices_inner[i])) / self._rate
 
     def _to_stream(self, det: Detection) -> Detection:
-        return replace(det, onset=self._time(det.onset), end=self._time(det.end),
-                       detected_at=self._time(det.detected_at))
+        return replace(det, onset=self._time(det.onset), end=self._time(det.end))
