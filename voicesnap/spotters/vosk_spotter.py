@@ -14,13 +14,14 @@ Why it looks the way it does:
   onset then comes from the signal, and the final result, when it agrees, is
   not emitted twice).
 * "snap" vs "snap pool". With ``pool_exists`` False (no claim open) "snap" is
-  final at once. While a claim is open "snap" is held until the signal has
-  been quiet for ``pool_quiet`` (counted back from now, not from Vosk's word
-  end, which often falls before the word's own tail; 0.3 s because the
-  players' takes of "snap pool" hold up to ~210 ms of silence between the
-  words, and in pink noise at 10 dB SNR 0.25 s split one "snap pool"), or the
-  decoder shows another word after it; at most ``pool_wait`` while what
-  follows may still be "pool".
+  final at once. While a claim is open "snap" is held ``pool_gap`` after the
+  word; then it is decided if nothing followed, if the decoder shows another
+  word after it, or once the signal has been quiet for ``pool_quiet``
+  (counted back from now, not from Vosk's word end, which often falls before
+  the word's own tail: that used to hold such a "snap" the whole
+  ``pool_wait``, 1.2 s). 0.3 s because the players' takes of "snap pool" hold
+  up to ~210 ms of silence between the words, and in pink noise at 10 dB SNR
+  0.25 s split one "snap pool" into a wrong "snap".
 * Onsets. Vosk's word times have 30 ms granularity; ties are judged on onsets,
   so each onset is refined from the signal's energy rise near the word start.
 
@@ -566,15 +567,17 @@ class VoskSpotter:
 
     def _hold_snap(self, w: _Word) -> bool:
         """A claim is open: may "pool" still follow this final "snap"? (Wait while it may.)"""
-        if self._now < w.end + self.pool_quiet:
+        if self._now < w.end + self.pool_gap:
             return True
         if self._now >= w.end + self.pool_wait:
             return False
         if self._hearing:
             # The decoder shows a word after "snap": only "pool" (or what may yet become it) holds it.
             return not self._partial or "pool" in self._partial or self._partial[0] == "[unk]"
-        # Quiet for the last pool_quiet: "pool" cannot be the word's continuation any more. (Measured
-        # from now, not from Vosk's word end, which often falls before the word's own tail.)
+        if not self._env.active_after(w.end + 0.03):
+            return False  # nothing at all after the word for pool_gap
+        # Something followed Vosk's word end (often the word's own tail): once the signal has been
+        # quiet for pool_quiet, "pool" cannot be the word's continuation any more.
         return self._env.active_after(self._now - self.pool_quiet)
 
     COMMAND_SPAN = 2.0  # seconds after "dealer" starts that a command phrase may take
