@@ -58,9 +58,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decision-window", type=float, default=0.5,
                         help="seconds after a call's onset before it is ruled (0.5): time for rivals to be heard")
     parser.add_argument("--listen-lag", type=float, default=None,
-                        help="seconds the referee stays behind the audio heard, so that a rival call still "
+                        help="the most seconds the referee stays behind the audio heard, so that a rival call still "
                         "being recognised is in time (default with voice calls: 0.5, 1.4 while a Snap-pool claim is open, "
-                        "less with a longer --decision-window; 0 keyboard only)")
+                        "less with a longer --decision-window; 0 keyboard only); it rules sooner whenever nobody else "
+                        "was speaking")
     parser.add_argument("--no-gate", action="store_true",
                         help="run the speech recogniser on every frame, not only around speech (more CPU; "
                         "by default a cheap energy gate per microphone wakes it)")
