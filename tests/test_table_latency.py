@@ -139,6 +139,18 @@ def test_crosstalk_of_a_call_on_other_microphones_does_not_hold_the_ruling_but_a
     assert got[0][0] == pytest.approx(call.end + 0.01 + SPOTTER_LATENCY, abs=0.021)
 
 
+def test_a_call_said_in_two_bursts_resolves_both() -> None:
+    """"snap ... pool" with a pause longer than the tracker's hangover makes two bursts; the one
+    "snap pool" detection stands for both (its "pool" half does not wait for the spotter latency)."""
+    t = _first_match(7)
+    call = Detection("snap pool", t + 0.3, t + 1.0, 0.9, channel=0, player="Alice", engine="vosk")
+    feed = {round(t + 0.34, 2): ([], [SpeechBurst(0, t + 0.3)]),
+            round(t + 0.78, 2): ([], [SpeechBurst(0, t + 0.3, t + 0.6), SpeechBurst(0, t + 0.78)]),
+            round(t + 1.1, 2): ([call], [SpeechBurst(0, t + 0.78, t + 1.0)])}
+    got = _ruled(_loop(7, RivalWatch(1.2)), t + 3, feed)
+    assert got and got[0][0] == pytest.approx(t + 1.1, abs=0.021) and got[0][2] == "rivals"
+
+
 def test_the_burst_tracker_finds_each_take_on_its_own_channel() -> None:
     take = ts.takes("alice", "snap")[0]
     rate = ts.RATE

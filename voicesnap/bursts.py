@@ -208,12 +208,15 @@ class RivalWatch:
                                 float(getattr(d, "end"))))
 
     def _covered(self, channel: int | None, onset: float, end: float | None) -> float | None:
-        """End of the latest call heard inside this burst, or None."""
+        """End of the latest call heard inside this burst (or that this burst is part of, like
+        the "pool" of a "snap pool" said with a pause), or None."""
         best = None
         for ch, a, b in self._calls:
             if channel is not None and ch != channel:
                 continue
-            if onset - self.MARGIN <= a and (end is None or a <= end + 0.05):
+            starts_inside = onset - self.MARGIN <= a and (end is None or a <= end + 0.05)
+            part_of_it = a - self.MARGIN <= onset <= b
+            if starts_inside or part_of_it:
                 best = b if best is None else max(best, b)
         return best
 
