@@ -286,6 +286,9 @@ class EchoCanceller:
         self.Prs = 1.0
         self.Pss = 1.0
         self.res_active = False
+        # is there an echo at all? (headphones, a muted speaker, a far microphone: none)
+        self.Sdd = self.Sff = 1.0
+        self.erle = 0.0  # dB the linear filter removes while the reference sounds
 
     def process(self, mic: np.ndarray, ref: np.ndarray) -> np.ndarray:
         n = self.n
@@ -332,6 +335,12 @@ class EchoCanceller:
             e_bg, y_bg, See = e_fg, y_fg, Sff
             self.Davg1 = self.Davg2 = self.Dvar1 = self.Dvar2 = 0.0
 
+        if loud:
+            self.Sdd = 0.98 * self.Sdd + 0.02 * float(d @ d)
+            self.Sff = 0.98 * self.Sff + 0.02 * float(out @ out)
+            self.erle = 10.0 * float(np.log10(self.Sdd / self.Sff))
+        if self.erle < 2.0:  # the filter takes (almost) nothing out: no echo here; leave the microphone alone
+            out, y_fg = d.copy(), np.zeros(n)
         self.echo = y_fg  # the echo estimate taken out of this block (residual suppression)
 
         # spectra of the background's error and echo estimate (for the step size)
@@ -392,7 +401,10 @@ class EchoCanceller:
         self.e_prev, self.y_prev = e, y
         Ef = E.real ** 2 + E.imag ** 2
         self.Ys = self.decay * self.Ys + (Y.real ** 2 + Y.imag ** 2)
-        gain = np.maximum(self.floor, 1.0 - self.strength * self.rho * self.Ys / (Ef + 1e-3))
+        # full strength only once the linear filter shows there is an echo (>= 4.5 dB removed):
+        # with none, the estimate would carve holes in a call that merely coincides with speech
+        present = min(1.0, max(0.0, (self.erle - 2.0) / 3.0))
+        gain = np.maximum(self.floor, 1.0 - present * self.strength * self.rho * self.Ys / (Ef + 1e-3))
         # rho: how much of the smeared echo estimate's variation shows in the output's power
         self.Rh = 0.9 * self.Rh + 0.1 * Ef
         self.Sh = 0.9 * self.Sh + 0.1 * self.Ys
