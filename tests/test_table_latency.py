@@ -139,6 +139,23 @@ def test_crosstalk_of_a_call_on_other_microphones_does_not_hold_the_ruling_but_a
     assert got[0][0] == pytest.approx(call.end + 0.01 + SPOTTER_LATENCY, abs=0.021)
 
 
+def test_a_call_the_tracker_did_not_see_falls_back_to_the_worst_case_lag() -> None:
+    """A call with no burst of its own: the tracker is missing speech (too faint, too noisy), so a
+    rival may be missed the same way: rulings go back to the worst-case lag for a while."""
+    t = _first_match(7)
+    seen = _call("Alice", 0, t + 0.3, length=0.45)
+    unseen = _call("Bob", 1, t + 0.3, length=0.45)
+    feed = {round(t + 0.1, 2): ([], [SpeechBurst(0, t + 0.05, t + 0.08, 40.0)]),  # the tracker is running
+            round(t + 0.34, 2): ([], [SpeechBurst(0, seen.onset)]),
+            round(seen.end + 0.1, 2): ([seen], [SpeechBurst(0, seen.onset, seen.end, 70.0)])}
+    got = _ruled(_loop(7, RivalWatch(SPOTTER_LATENCY)), t + 3, feed)
+    assert got[0][2] == "rivals"
+    blind = {k: v for k, v in feed.items() if k != round(t + 0.34, 2)}
+    blind[round(seen.end + 0.1, 2)] = ([unseen], [])
+    got = _ruled(_loop(7, RivalWatch(SPOTTER_LATENCY)), t + 3, blind)
+    assert got[0][2] == "lag" and got[0][0] >= unseen.onset + 0.5 + VOICE_LAG - 1e-6
+
+
 def test_a_call_said_in_two_bursts_resolves_both() -> None:
     """"snap ... pool" with a pause longer than the tracker's hangover makes two bursts; the one
     "snap pool" detection stands for both (its "pool" half does not wait for the spotter latency)."""

@@ -178,6 +178,12 @@ class RivalWatch:
     another channel, ends with it, and peaked ``BLEED_DB`` or more below it is
     that call heard again, and resolved with it. A rival speaking into that
     microphone is loud on it, so its burst is not taken for crosstalk.
+
+    When the tracker cannot tell: a call that arrives with no burst of its own
+    (speech too faint or too noisy for the tracker, though the spotter heard a
+    call in it) means a rival could be missed the same way, so for ``BLIND``
+    seconds after it ``settled`` says nothing and the table falls back to its
+    worst-case lag.
     """
 
     MARGIN = 0.15  # s: a spotter's onset may precede the tracker's (refined from a fainter rise)
@@ -186,6 +192,7 @@ class RivalWatch:
     KEEP = 10.0  # s of history kept
     BLEED_DB = 10.0  # a burst this much fainter than a simultaneous call's burst is that call's crosstalk
     BLEED_ONSET = 0.1  # s: crosstalk starts this close to the burst it echoes (a few metres of air)
+    BLIND = 10.0  # s of fallback after a call that no burst accounts for
 
     def __init__(self, latency: float | Callable[[], float], tie_window: float = 0.1,
                  decision_window: float = 0.5) -> None:
@@ -195,6 +202,7 @@ class RivalWatch:
         self._bursts: dict[tuple[int | None, float], tuple[float | None, float | None]] = {}  # -> (end, peak)
         self._calls: list[tuple[int, float, float]] = []  # (channel, onset, end) of detections
         self.tracking = False
+        self.blind_until = float("-inf")  # a call came with no burst: the tracker is missing speech
 
     def latency(self) -> float:
         return self._latency() if callable(self._latency) else self._latency
@@ -204,8 +212,11 @@ class RivalWatch:
             self.tracking = True
             self._bursts[(b.channel, b.onset)] = (b.end, b.peak)
         for d in calls:
-            self._calls.append((int(getattr(d, "channel", 0)), float(getattr(d, "onset")),
-                                float(getattr(d, "end"))))
+            ch, onset, end = int(getattr(d, "channel", 0)), float(getattr(d, "onset")), float(getattr(d, "end"))
+            self._calls.append((ch, onset, end))
+            if self.tracking and not any(c == ch and o - self.MARGIN <= onset and (e is None or onset <= e + 0.05)
+                                         for (c, o), (e, _) in self._bursts.items()):
+                self.blind_until = max(self.blind_until, end + self.BLIND)
 
     def _covered(self, channel: int | None, onset: float, end: float | None) -> float | None:
         """End of the latest call heard inside this burst (or that this burst is part of, like
@@ -240,7 +251,7 @@ class RivalWatch:
         return min(now, settled - self.tie_window + self.decision_window)
 
     def settled(self, now: float) -> float | None:
-        if not self.tracking:
+        if not self.tracking or now < self.blind_until:
             return None
         settled = now - self.DELAY
         latency = self.latency()

@@ -338,8 +338,15 @@ class TableLoop:
         dynamic = self.rivals.horizon(self.now)
         if dynamic is None:
             return fallback, "lag"
+        window = self.rivals.decision_window
         if self._awaiting is not None:  # a card about to be turned (at its announcement, >= its due time):
-            dynamic = min(dynamic, self._awaiting[0] + self.rivals.decision_window)  # rule nothing after it
+            dynamic = min(dynamic, self._awaiting[0] + window)  # rule nothing after it
+        # Only as far as the calls it rules: the referee refuses as late any call whose window has
+        # passed its horizon, so a call the tracker missed (too faint for it) and the spotter reports
+        # later is lost only if a later call was ruled before it, never just because time passed.
+        due = [c.onset - self.offset + window for c in getattr(self.referee, "pending", ())]
+        due = [d for d in due if d <= dynamic]
+        dynamic = max(due) if due else fallback
         return (dynamic, "rivals") if dynamic > fallback else (fallback, "lag")
 
     def _advance(self, horizon: float, actions: list[Action], by: str = "") -> None:
