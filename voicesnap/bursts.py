@@ -46,7 +46,7 @@ class _Channel:
     """One channel's energy state: an adaptive noise floor and an open burst."""
 
     def __init__(self) -> None:
-        self.floor: float | None = None
+        self.floor: np.ndarray | None = None  # dB, plain and pre-emphasised
         self.above = 0  # consecutive frames above the start threshold
         self.first_above = 0.0
         self.onset: float | None = None  # the open burst
@@ -58,14 +58,14 @@ class _Channel:
 class BurstTracker:
     """Energy onsets and ends of speech, per channel, on 10 ms frames of the input clock.
 
-    Each frame's level is the louder of the plain signal and a pre-emphasised
-    copy (first difference): the "s" of "snap" is faint in the full band but
-    plain above a few kHz, so the burst starts with the word, not its vowel.
-    A burst starts when the level stays ``START_DB`` over the floor for
-    ``CONFIRM`` frames (its onset is the first of them) and ends after
-    ``HANGOVER`` s under ``STAY_DB`` (its end is the last loud frame). The
-    floor follows quiet frames down at once and creeps up slowly, so steady
-    noise becomes floor while a word cannot.
+    Each frame is measured twice, plain and pre-emphasised (first difference),
+    each against its own floor: the "s" of "snap" is faint in the full band
+    but plain above a few kHz, so the burst starts with the word, not its
+    vowel, also in low-frequency noise. A burst starts when either band stays
+    ``START_DB`` over its floor for ``CONFIRM`` frames (its onset is the first
+    of them) and ends after ``HANGOVER`` s with both under ``STAY_DB`` (its
+    end is the last loud frame). Floors follow quiet frames down at once and
+    creep up slowly, so steady noise becomes floor while a word cannot.
 
     ``channels``: the channel indices to watch (per-player microphones), or
     None for every channel of the input. Each is watched on its own, never
@@ -124,16 +124,21 @@ class BurstTracker:
         frames = x[:n].reshape(-1, hop)
         emph = np.diff(x[:n], prepend=st.prev).reshape(-1, hop)
         st.prev = float(x[n - 1])
-        level = 10 * np.log10(np.maximum((frames ** 2).mean(axis=1), (emph ** 2).mean(axis=1)) + 1.0)
+        # Two bands, each against its own floor: in low-frequency noise (pink, hum) the plain
+        # level hides a word's "s" that the pre-emphasised one shows at once.
+        levels = 10 * np.log10(np.stack([(frames ** 2).mean(axis=1), (emph ** 2).mean(axis=1)], axis=1) + 1.0)
         out: list[SpeechBurst] = []
-        for i, db in enumerate(level):
+        for i in range(len(levels)):
+            lv = levels[i]
+            db = float(lv.max())
             t0 = (start + i * hop) / rate
             t1 = t0 + hop / rate
             if st.floor is None:
-                st.floor = float(db)
-            loud = db >= max(st.floor + self.STAY_DB, self.MIN_DB)
+                st.floor = lv.copy()
+            rise = float((lv - st.floor).max()) if db >= self.MIN_DB else 0.0
+            loud = rise >= self.STAY_DB
             if st.onset is not None:
-                st.peak = max(st.peak, float(db))
+                st.peak = max(st.peak, db)
                 if loud:
                     st.last_loud = t1
                 elif t1 - st.last_loud >= self.HANGOVER:
@@ -141,20 +146,17 @@ class BurstTracker:
                     st.onset = None
                     st.above = 0
             else:
-                if db >= max(st.floor + self.START_DB, self.MIN_DB):
+                if rise >= self.START_DB:
                     if st.above == 0:
                         st.first_above = t0
                     st.above += 1
                     if st.above >= self.CONFIRM:
-                        st.onset, st.last_loud, st.peak = st.first_above, t1, float(db)
+                        st.onset, st.last_loud, st.peak = st.first_above, t1, db
                         out.append(SpeechBurst(ch, st.onset))
                 else:
                     st.above = 0
-            # The floor: down at once, up slowly (steady noise joins it; a word is too short to).
-            if db < st.floor:
-                st.floor = float(db)
-            else:
-                st.floor += min(db - st.floor, self.RISE_PER_S * self.FRAME)
+            # The floors: down at once, up slowly (steady noise joins them; a word is too short to).
+            st.floor = np.where(lv < st.floor, lv, st.floor + np.minimum(lv - st.floor, self.RISE_PER_S * self.FRAME))
         return out
 
 
@@ -186,7 +188,7 @@ class RivalWatch:
     worst-case lag.
     """
 
-    MARGIN = 0.15  # s: a spotter's onset may precede the tracker's (refined from a fainter rise)
+    MARGIN = 0.2  # s: a spotter's onset may precede the tracker's (its rise is fainter; 5 dB pink noise: ~0.19 s)
     DELAY = 0.25  # s: speech this recent may not have been seen to start yet
     SAME_BURST = 0.15  # s: a burst ending this soon after its call's word ended is that word
     KEEP = 10.0  # s of history kept
