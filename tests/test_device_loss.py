@@ -58,10 +58,21 @@ def quiet_room_mic(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
                                "--channels=1", "--latency-msec=20"], stdin=noise.stdout,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     noise.stdout.close()
-    deadline = time.monotonic() + 5  # the writer is playing before anyone listens (an idle monitor stalls)
+    # The writer must be playing before the game listens: a fresh sink's monitor delivers nothing
+    # until then, which the game rightly takes for a lost device. Wait until it delivers 0.2 s.
+    deadline = time.monotonic() + 5
     while time.monotonic() < deadline and not _playing_into(SINK):
         time.sleep(0.05)
-    time.sleep(0.3)
+    probe = subprocess.Popen(["parec", f"--device={SINK}.monitor", "--raw", "--format=s16le", "--rate=16000",
+                              "--channels=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    heard: list[bytes] = []
+    reader = threading.Thread(target=lambda: heard.append(probe.stdout.read(6400)), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    probe.kill()
+    probe.wait(timeout=5)
+    if not heard or len(heard[0]) < 6400:
+        pytest.fail("the virtual microphone delivered no audio within 10 s (PulseAudio null-sink monitor)")
     monkeypatch.setenv("PULSE_SOURCE", f"{SINK}.monitor")  # read by libpulse when a stream connects
     try:
         import sounddevice  # noqa: F401
