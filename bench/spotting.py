@@ -153,6 +153,22 @@ def claim_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict
     return rows
 
 
+def claim_open_row(run: EngineRun, fixtures: list[Fixture], area: str = "listening") -> list[Row]:
+    """The main run's latency labelled as what it is for a spotter whose default holds "snap"
+    for "pool" (VoskSpotter: pool_exists=True), beside ``claim_rows``' other modes."""
+    if run.error:
+        return []
+    fixtures = [f for f in fixtures if f.name in run.detections]
+    calls = merge(score(f, run.detections[f.name], words=CALL_WORDS) for f in fixtures)
+    lat = [x * 1000 for x in calls.latencies]
+    false = [d for _, d in calls.false if d.word in CALL_WORDS]
+    swaps = sum(1 for _, d, g in calls.confusions if d.word in CALL_WORDS and g.text in CALL_WORDS)
+    return [Row(area, "latency word end -> event, claim open, median / p95",
+                f"{percentile(lat, 50):.0f} / {percentile(lat, 95):.0f}", "ms", "p95 <= 150",
+                f"{run.engine}: the main run (a claim open throughout); {len(calls.hits)}/{calls.targets} calls, "
+                f"{len(false) - swaps} false, {swaps} snap/snap pool swaps")]
+
+
 def _current_rss_kb() -> float:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
