@@ -429,6 +429,7 @@ class RecordingTap:
         self._tmp: Path | None = None
         self._next: int | None = None
         self.origin: int | None = None  # clock index of the file's first frame
+        self.rate: int | None = None  # the recording's rate (known with the first chunk)
         self.frames_written = 0
         self.gap_frames = 0
 
@@ -445,6 +446,7 @@ class RecordingTap:
             )
             self._next = self.origin = chunk.start
             self._rate, self._channels = chunk.rate, chunk.channels
+            self.rate = chunk.rate
         if (chunk.rate, chunk.channels) != (self._rate, self._channels):
             raise ValueError("a recording tap needs one rate and channel count throughout")
         assert self._next is not None

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -155,9 +155,11 @@ class PlaybackReference:
     ``EchoCancelled``'s delay estimator.
     """
 
-    def __init__(self, playback: Any, seconds: float = 30.0) -> None:
+    def __init__(self, playback: Any, seconds: float = 30.0,
+                 record: Callable[[int, np.ndarray], None] | None = None) -> None:
         self.playback = playback
         self.track = ReferenceTrack(seconds)
+        self.record = record  # gets every (start, samples) put on the track: play --record keeps them
         self._next_frame: int | None = None  # next output frame to pull
         self._resampler: Any = None
         self._out_rate = 0
@@ -185,6 +187,8 @@ class PlaybackReference:
         out = samples if self._resampler is None else self._resampler(samples)
         if len(out):
             self.track.write(self._write_at, out)
+            if self.record is not None:
+                self.record(self._write_at, out)
             self._write_at += len(out)
 
     def _pending(self) -> int:

@@ -347,6 +347,26 @@ def with_echo_cancel(spotter: Any, playback: Any) -> Any:
     return EchoCancelled(spotter, PlaybackReference(playback))
 
 
+def record_reference(spotter: Any, recorder: Any, path: Path) -> Any:
+    """Keep the echo canceller's reference beside the microphone recording (``recorder``), on
+    the same clock, so that ``voicesnap replay`` cancels the same echo (voicesnap.echo_record);
+    None when no canceller runs."""
+    from ..echo import EchoCancelled
+    from ..echo_record import RATE, ReferenceRecorder
+
+    if not isinstance(spotter, EchoCancelled) or not hasattr(spotter.reference, "record"):
+        return None
+
+    def origin() -> int | None:
+        if recorder.origin is None:
+            return None
+        return int(round(recorder.origin * RATE / recorder.rate))
+
+    keeper = ReferenceRecorder(path, origin)
+    spotter.reference.record = keeper.write
+    return keeper
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import gamelog, variants
     from ..audio import FileSource, MicSource, RecordingTap
@@ -433,6 +453,7 @@ def run(args: argparse.Namespace) -> int:
         spotter = with_echo_cancel(spotter, playback)  # players call over the announcer
     chunks = None
     recorder = None
+    reference_recorder = None
     live = None
     if spotter is not None:
         if args.input_file:
@@ -446,6 +467,8 @@ def run(args: argparse.Namespace) -> int:
         if args.record and chunks is not None:
             name = "audio.wav" if not args.resume else f"audio-resumed-{int(time.time())}.wav"
             recorder = RecordingTap(folder / name)
+            reference_recorder = record_reference(spotter, recorder, folder / name.replace(
+                "audio", "reference", 1).replace(".wav", ".flac"))
     keyboard_on = not args.no_keyboard and sys.stdin is not None and not sys.stdin.closed
     log = gamelog.GameLog(folder / "log.jsonl", fsync=True)
 
@@ -490,6 +513,11 @@ def run(args: argparse.Namespace) -> int:
             live.close()
         if recorder is not None:
             recorder.close()
+        if reference_recorder is not None:  # as long as the microphone recording, on its clock
+            from ..echo_record import RATE as REF_RATE
+
+            reference_recorder.close(until=None if recorder.rate is None else
+                                     int(round(recorder.frames_written * REF_RATE / recorder.rate)))
         log.close()
         close_speech()
     if result.winner:

@@ -133,8 +133,10 @@ class _Keys:
         return out
 
 
-def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = None) -> tuple[list[Any], list[Any]]:
-    """(live records, re-judged records) for a recorded session folder."""
+def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = None,
+            notes: list[str] | None = None) -> tuple[list[Any], list[Any]]:
+    """(live records, re-judged records) for a recorded session folder; what the player should
+    know about how it was re-judged (the echo reference) is appended to ``notes``."""
     from .. import gamelog
     from ..audio import FileSource
     from ..table import TableEnd, TableResumed, TableSession, TableStep, play_session
@@ -163,6 +165,9 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
         spotter, _ = build_spotter(name, args, root, settings.players, dict(settings.channels), pool_flag,
                                    settings.variant)
 
+    if spotter is not None:
+        spotter = _with_reference(spotter, folder, live, notes if notes is not None else [])
+
     class Memory(list):
         def write(self, *records: Any) -> None:
             self.extend(records)
@@ -174,17 +179,39 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     return live, list(again)
 
 
+def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str]) -> Any:
+    """The spotter behind the echo canceller fed with the recorded reference, as in the game;
+    without one, the spotter alone, with a note when the announcer spoke during the game."""
+    from ..echo_record import REFERENCE_NAME, load_reference
+    from ..playback import SpeechStarted
+
+    path = folder / REFERENCE_NAME
+    if path.is_file():
+        from ..echo import ArrayReference, EchoCancelled
+
+        notes.append(f"echo cancellation: on, with the recorded reference ({REFERENCE_NAME}), as in the game")
+        return EchoCancelled(spotter, ArrayReference(load_reference(path)))
+    if any(isinstance(r, SpeechStarted) for r in live):
+        notes.append(f"echo cancellation: off: {folder} has no {REFERENCE_NAME} (recorded with --no-echo-cancel "
+                     "or by an older voicesnap), so calls made over the announcer may be heard differently "
+                     "than in the game")
+    return spotter
+
+
 def run(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not (folder / "log.jsonl").is_file():
         raise UserError(f"{folder} has no log.jsonl; give the folder you passed to voicesnap play --record")
     root = data_dir(args.data_dir)
-    live, again = rejudge(folder, root, args.engine, args.model)
+    notes: list[str] = []
+    live, again = rejudge(folder, root, args.engine, args.model, notes)
     rows = compare(live, again)
     agree = sum(1 for r in rows if r["agree"])
     if args.json:
-        print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows)}, indent=2))
+        print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows), "notes": notes}, indent=2))
     else:
+        for note in notes:
+            print(f"({note})")
         print(f"replay of {folder}: {agree} of {len(rows)} rulings agree")
         for r in rows:
             mark = "same" if r["agree"] else "DIFF"

@@ -1,0 +1,228 @@
+"""Replay hears what play heard: the echo canceller's reference is recorded with the game.
+
+A scripted game whose microphones also hear the announcer (real espeak-ng
+speech through a small room) and a call made over an announcement. The live
+side is wired the way ``voicesnap play --record`` wires it (cli.play's
+with_echo_cancel and record_reference, the announcer's audio through a real
+mixer), then ``voicesnap replay DIR`` re-judges it: with the recorded
+reference it agrees with the game; without it (an older recording) it says
+so and does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from voicesnap import gamelog, rules
+from voicesnap.audio import FileSource, RecordingTap, read_wav, write_wav
+from voicesnap.echo import PlaybackReference
+from voicesnap.echo_record import RATE, REFERENCE_NAME, ReferenceRecorder, load_reference
+from voicesnap.errors import UserError
+from voicesnap.playback import Mixer, VirtualPlayback
+
+from table_script import model_or_skip, plan, render
+
+SEED, PACE = 161, 1.5
+
+
+def _announcer_track(script, n: int) -> np.ndarray:
+    """What the speaker plays: a short espeak-ng announcement from each flip on (16 kHz, int16)."""
+    import soxr
+
+    from voicesnap import speech
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng): it speaks the announcements")
+    words = ["seven of hearts", "queen of clubs", "two of spades", "jack of diamonds", "ace of hearts"]
+    out = np.zeros(n, np.float64)
+    for k, t in enumerate(script.flip_times()):
+        clip, rate = speech.render(words[k % len(words)])
+        clip = soxr.resample(clip.astype(np.float32), rate, RATE, quality="HQ")[: int(1.3 * RATE)]
+        a = int(t * RATE)
+        b = min(n, a + len(clip))
+        out[a:b] += clip[: b - a]
+    return np.clip(np.round(out), -32768, 32767).astype(np.int16)
+
+
+def _room(ref: np.ndarray, gain: float, seed: int) -> np.ndarray:
+    """The echo a microphone hears: direct sound 8 ms late plus a 0.15 s decaying tail."""
+    rng = np.random.default_rng(seed)
+    h = np.zeros(int(0.16 * RATE))
+    h[int(0.008 * RATE)] = 1.0
+    tail = np.arange(int(0.01 * RATE), len(h))
+    h[tail] += rng.normal(0, 0.12, len(tail)) * np.exp(-(tail / RATE) / 0.04)
+    return gain * np.convolve(ref.astype(np.float64), h)[: len(ref)]
+
+
+@pytest.fixture(scope="module")
+def game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, object]:
+    """A game played with the canceller and recorded: (folder, data dir, model, script)."""
+    from voicesnap.cli.play import build_spotter, record_reference, with_echo_cancel
+    from voicesnap.table import TableSession, play_session
+
+    model = model_or_skip()
+    base = tmp_path_factory.mktemp("replayref")
+    data, folder = base / "data", base / "session"
+    folder.mkdir()
+    players = ("alice", "bob")
+    script = plan(seed=SEED, pace=PACE, players=players, wanted=["snap-won"], max_flips=40)
+    calls = [s for s in script.shouts]
+    assert calls, "the deal gives a snap to call"
+    mic_path = render(script, base / "calls.wav", per_player=True)
+    calls_only, rate = read_wav(mic_path)
+    played = _announcer_track(script, len(calls_only))
+    mic = calls_only.astype(np.float64)
+    for ch in range(mic.shape[1]):
+        mic[:, ch] += _room(played, 0.5, seed=ch)
+    write_wav(mic_path, np.clip(np.round(mic), -32768, 32767).astype(np.int16), rate)
+
+    # the live side, as play wires it: the announcer through a mixer, the canceller on what it played
+    speaker = VirtualPlayback(rate=RATE, start=0.0)
+    speaker.mixer = Mixer(RATE, keep=len(played) / RATE + 2.0)  # the whole game: it is played ahead here
+    speaker.play(1, "the announcer", played)
+    speaker.advance_to(len(played) / RATE)
+    channels = {p: i for i, p in enumerate(players)}
+    pool_flag: list = []
+    spotter, name = build_spotter("vosk", argparse.Namespace(model=model), data, players, channels, pool_flag,
+                                  "classic")
+    spotter = with_echo_cancel(spotter, speaker)
+    recorder = RecordingTap(folder / "audio.wav")
+    keeper = record_reference(spotter, recorder, folder / REFERENCE_NAME)
+    assert keeper is not None
+    from voicesnap.table import voice_lags
+
+    lag, pool_lag = voice_lags(0.1, 0.5)
+    settings = TableSession(players=players, seed=SEED, variant="classic", format="single", pace=PACE,
+                            decision_window=0.5, tie_window=0.1, engine=name, verbosity="names")
+    settings = dataclasses.replace(settings, lag=lag, pool_lag=pool_lag, channels=channels, audio="audio.wav")
+    log = gamelog.GameLog(folder / "log.jsonl")
+    try:
+        play_session(settings, log, chunks=FileSource(mic_path, chunk_frames=320), spotter=spotter,
+                     tap=recorder.write, lines=lambda _s: None, pool_flag=pool_flag,
+                     hook=lambda: list(speaker.poll()))
+    finally:
+        recorder.close()
+        keeper.close(until=recorder.frames_written)
+        log.close()
+    return folder, data, model, script
+
+
+def _replay(folder: Path, data: Path, model: str, capsys) -> tuple[int, dict]:
+    from voicesnap.cli import main
+
+    code = main(["--data-dir", str(data), "replay", str(folder), "--model", model, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.vosk_model
+def test_the_game_heard_the_call_over_the_announcer(game) -> None:
+    folder, _data, _model, script = game
+    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
+    won = [r for r in records if isinstance(r, rules.RULINGS) and r.EVENT_TYPE == "snap-won"]
+    shout = script.shouts[0]
+    assert [r.player for r in won] == [shout.player]
+    # the reference file is the microphone recording's length, on its clock
+    mic, rate = read_wav(folder / "audio.wav")
+    ref = load_reference(folder / REFERENCE_NAME)
+    assert rate == RATE and len(ref) == len(mic)
+    heard = np.flatnonzero(np.abs(ref) > 500)
+    assert heard[0] == pytest.approx(script.flip_times()[0] * RATE, abs=RATE * 0.05)  # the first announcement
+
+
+@pytest.mark.vosk_model
+def test_replay_with_the_recorded_reference_gives_the_games_rulings(game, capsys) -> None:
+    folder, data, model, _script = game
+    code, got = _replay(folder, data, model, capsys)
+    assert code == 0 and got["agree"] == got["total"] >= 1, got
+    assert any("with the recorded reference" in n for n in got["notes"])
+
+
+@pytest.mark.vosk_model
+def test_replay_without_the_reference_says_so_and_hears_the_call_differently(game, capsys, tmp_path) -> None:
+    """An older recording (no reference): replayed as before, with a note; the canceller was needed."""
+    folder, data, model, _script = game
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("log.jsonl", "audio.wav"):
+        shutil.copy(folder / name, old / name)
+    code, got = _replay(old, data, model, capsys)
+    assert any("echo cancellation: off" in n and REFERENCE_NAME in n for n in got["notes"])
+    assert code == 1 and got["agree"] < got["total"], got
+
+
+def test_the_reference_lies_on_the_microphone_recordings_clock(tmp_path: Path) -> None:
+    """The announcer at 48 kHz through a real mixer; the recorded reference is what the canceller
+    was given, frame for frame from the microphone recording's first frame (which starts at
+    clock frame 800 here), atomically in place only once closed."""
+    import soxr
+
+    from voicesnap.audio import AudioChunk
+    from voicesnap.cli.play import record_reference, with_echo_cancel
+
+    rng = np.random.default_rng(1)
+    tone = (8000 * np.sin(2 * np.pi * 440 * np.arange(24000) / 48000)).astype(np.int16)
+    speaker = VirtualPlayback(rate=48000, start=0.0, block=480)
+    speaker.play(1, "a tone", tone)
+
+    class Nothing:
+        name = "nothing"
+
+        def accept(self, chunk):
+            return []
+
+        def flush(self):
+            return []
+
+    spotter = with_echo_cancel(Nothing(), speaker)
+    recorder = RecordingTap(tmp_path / "audio.wav")
+    keeper = record_reference(spotter, recorder, tmp_path / REFERENCE_NAME)
+    start = 800
+    for k in range(60):  # 1.2 s of microphone, 20 ms chunks, from clock frame 800
+        chunk = AudioChunk(RATE, 2, 1, start + 320 * k, rng.normal(0, 30, (320, 1)).astype(np.int16))
+        speaker.advance_to(chunk.end / RATE + 0.05)
+        recorder.write(chunk)
+        spotter.accept(chunk)
+    assert not (tmp_path / REFERENCE_NAME).exists()  # not before it is finished
+    recorder.close()
+    assert keeper.close(until=recorder.frames_written) == tmp_path / REFERENCE_NAME
+    ref = load_reference(tmp_path / REFERENCE_NAME)
+    assert len(ref) == recorder.frames_written == 60 * 320
+    want = spotter.reference.track.read(start, len(ref))  # what the canceller read, on the clock
+    assert np.max(np.abs(ref - want)) <= 0.5 + 1e-3  # int16 rounding only
+    expected = soxr.resample(tone.astype(np.float32), 48000, RATE, quality="HQ")
+    assert np.flatnonzero(np.abs(ref) > 1000)[0] == pytest.approx(0, abs=2)  # the tone was playing at 800
+    assert np.abs(ref[: len(expected) - start][100:-100]).max() == pytest.approx(8000, rel=0.02)
+    assert not list(tmp_path.glob(".*.tmp.*"))  # no temporary file left
+
+
+def test_reference_recorder_gaps_rewrites_and_late_frames(tmp_path: Path) -> None:
+    keeper = ReferenceRecorder(tmp_path / "r.flac", origin=100, hold=0.1)
+    keeper.write(50, np.full(100, 7.0))  # begins before the microphone recording: cut at its origin
+    keeper.write(300, np.full(100, 9.0))  # after a gap: silence in between
+    keeper.write(350, np.full(10, -3.0))  # a rewrite (re-anchored reference): the newest wins
+    keeper.write(10000, np.full(10, 1.0))  # far on: the old tail goes to the file
+    keeper.write(400, np.full(5, 2.0))  # a rewrite older than ``hold``: dropped, counted
+    assert keeper.dropped == 5
+    keeper.close(until=12000)
+    got, rate = sf.read(tmp_path / "r.flac", dtype="int16")
+    assert rate == RATE and len(got) == 12000
+    assert (got[:50] == 7).all() and (got[50:200] == 0).all() and (got[200:250] == 9).all()
+    assert (got[250:260] == -3).all() and (got[260:300] == 9).all() and (got[9900:9910] == 1).all()
+    keeper.write(0, np.ones(10))  # after close: ignored (the spotter thread may still be winding down)
+
+
+def test_a_damaged_reference_is_a_clear_message(tmp_path: Path) -> None:
+    (tmp_path / REFERENCE_NAME).write_bytes(b"not flac")
+    with pytest.raises(UserError, match="delete it to replay without echo cancellation"):
+        load_reference(tmp_path / REFERENCE_NAME)
+    sf.write(tmp_path / "stereo.flac", np.zeros((100, 2), np.int16), RATE)
+    with pytest.raises(UserError, match="16 kHz mono"):
+        load_reference(tmp_path / "stereo.flac")
