@@ -1,0 +1,206 @@
+"""One spotter per player's microphone, and the crosstalk rule that keeps the mics apart.
+
+With a microphone per player the channel names the caller, but every mic also
+hears the rest of the table: a shout is loud on its owner's mic and some
+10-30 dB fainter (and a few ms later) on the others, and a recogniser on a
+neighbour's channel happily recognises that faint copy. Which detection
+arrives first says nothing (each channel's recogniser has its own latency),
+so the rule is read from the signal: ``ChannelLevels`` keeps 10 ms frame
+energies of every mic for the last few seconds, and a detection whose
+[onset, end] is clearly louder on another mic (``margin_db``) is that mic's
+crosstalk and is dropped.
+
+Usually the loud mic's own recogniser reports the same shout (it hears it
+10-30 dB above the copy) and the copy is simply dropped. When it does not
+(in fixture mc4 cara's "snap" 30 ms after bob's is missed on her own mic but
+recognised in its copies on two others), the copy is moved to the loud mic:
+the call is that mic's owner's, with the copy's onset (a copy is a few ms later
+than its source, the sound's way across the table; mc4's moved call is 12 ms
+early, pulled by bob's overlapping copy). The copy first waits ``hold`` seconds
+of audio for the loud mic's own report (measured: it comes within 50 ms of the
+copy's), so a moved call reaches the table that much later; a dropped copy
+costs nothing.
+
+Two genuine shouts tens of ms apart on two mics are each loudest on their own
+mic, so both survive with their own onsets: a tie stays a tie.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..audio import AudioChunk
+from . import Detection
+
+#: How much louder another mic must be over a detection's span for the detection
+#: to count as crosstalk. Crosstalk copies measure 12-20 dB below their source
+#: (fixtures mc2/mc4: -12 dB; bench_play: -20 dB); two genuine callers differ by
+#: their voices' loudness (fixture players: within ~4 dB of each other).
+MARGIN_DB = 7.0
+#: How long (audio clock) a crosstalk copy waits for its loud mic's own spotter
+#: to report the call before the copy is moved there as that mic's call.
+HOLD = 0.3
+
+
+class ChannelLevels:
+    """Per-channel energy of the last ``seconds`` of input in 10 ms frames, on the input clock.
+
+    Filled chunk by chunk into a fixed ring (no allocation that grows with
+    time); frames are indexed by their position on the stream, so a gap in
+    the input (a lost device) leaves stale slots that are simply not read.
+    """
+
+    def __init__(self, channels: list[int], seconds: float = 10.0, frame_s: float = 0.01) -> None:
+        self.channels = list(channels)
+        self.frame_s = frame_s
+        self.seconds = seconds
+        self.rate = 0
+        self._col = np.asarray(self.channels, dtype=np.intp)
+        self._reset(16000)
+
+    def _reset(self, rate: int) -> None:
+        self.rate = rate
+        self.hop = max(1, int(round(rate * self.frame_s)))
+        size = max(1, int(round(self.seconds / self.frame_s)))
+        self._energy = np.zeros((size, len(self.channels)), dtype=np.float64)
+        self._index = np.full(size, -1, dtype=np.int64)  # the stream frame each slot holds
+        self._acc = np.zeros(len(self.channels), dtype=np.float64)
+        self._filled = 0  # samples summed into _acc for frame _frame
+        self._frame = 0
+        self._next = -1  # stream index the next chunk should start at
+
+    @property
+    def clock(self) -> float:
+        """Seconds on the input clock just past the newest sample taken."""
+        return max(self._next, 0) / self.rate
+
+    def accept(self, chunk: AudioChunk) -> None:
+        if chunk.rate != self.rate:
+            self._reset(chunk.rate)
+        x = chunk.samples
+        if x.ndim == 1:
+            x = x[:, None]
+        if chunk.start != self._next:  # first chunk, or a gap: start the frame the chunk falls in
+            self._acc[:] = 0.0
+            self._frame, self._filled = divmod(chunk.start, self.hop)
+        self._next = chunk.start + len(x)
+        cols = np.minimum(self._col, x.shape[1] - 1)
+        sq = x[:, cols].astype(np.float64)
+        sq *= sq
+        hop, n = self.hop, len(sq)
+        i = min(hop - self._filled, n)
+        self._acc += sq[:i].sum(axis=0)
+        self._filled += i
+        if self._filled == hop:
+            self._push(self._acc / hop)
+            self._acc[:] = 0.0
+            self._filled = 0
+        whole = (n - i) // hop
+        if whole:
+            for row in sq[i:i + whole * hop].reshape(whole, hop, -1).mean(axis=1):
+                self._push(row)
+            i += whole * hop
+        if i < n:
+            self._acc += sq[i:].sum(axis=0)
+            self._filled = n - i
+
+    def _push(self, energy: np.ndarray) -> None:
+        slot = self._frame % len(self._index)
+        self._energy[slot] = energy
+        self._index[slot] = self._frame
+        self._frame += 1
+
+    def span_db(self, t0: float, t1: float) -> np.ndarray | None:
+        """Mean power (dBFS) of each channel over [t0, t1] seconds, or None when not held."""
+        per_s = self.rate / self.hop
+        f0 = int(np.floor(t0 * per_s))
+        f1 = max(f0 + 1, int(np.ceil(t1 * per_s)))
+        frames = np.arange(max(f0, self._frame - len(self._index)), min(f1, self._frame))
+        if not len(frames):
+            return None
+        slots = frames % len(self._index)
+        held = self._index[slots] == frames
+        if not held.any():
+            return None
+        power = self._energy[slots[held]].mean(axis=0)
+        return 10.0 * np.log10(power / 32768.0 ** 2 + 1e-12)
+
+
+class ChannelSpotters:
+    """One spotter per player's microphone channel: the channel says who called, and a
+    call clearly louder on another mic is that mic's (see the module docstring)."""
+
+    name = "vosk-channels"
+
+    def __init__(self, spotters: dict[int, Any], owner: dict[int, str], margin_db: float | None = MARGIN_DB,
+                 hold: float = HOLD, seconds: float = 10.0) -> None:
+        self.spotters = spotters
+        self.owner = owner
+        self.margin_db = margin_db  # None: no crosstalk rule (every detection keeps its channel)
+        self.hold = hold
+        self.levels = ChannelLevels(sorted(spotters), seconds=seconds)
+        self.dropped: list[tuple[Detection, int, float]] = []  # (crosstalk copy, its loud mic, dB louder)
+        self.moved: list[Detection] = []  # calls re-attributed to the loud mic (its own spotter missed them)
+        self._pending: list[tuple[Detection, int, float]] = []  # (copy, loud mic, clock when reported)
+        self._kept: list[Detection] = []  # recent calls passed on, to match copies against
+
+    def _louder(self, d: Detection, ch: int) -> tuple[int, float] | None:
+        """(channel, dB) of the mic where ``d``'s span is clearly louder, or None when ``d`` is its own mic's."""
+        if self.margin_db is None or len(self.spotters) < 2:
+            return None
+        levels = self.levels.span_db(d.onset, d.end)
+        if levels is None:
+            return None
+        mine = levels[self.levels.channels.index(ch)]
+        k = int(np.argmax(levels))
+        if levels[k] - mine >= self.margin_db:
+            return self.levels.channels[k], float(levels[k] - mine)
+        return None
+
+    def _take(self, found: list[Any], ch: int, now: float) -> list[Any]:
+        out = []
+        for d in found:
+            d = replace(d, player=d.player or self.owner.get(ch), channel=ch)
+            louder = self._louder(d, ch)
+            if louder is None:
+                if not any(m.channel == ch and m.onset < d.end and d.onset < m.end for m in self.moved[-8:]):
+                    out.append(d)  # (else its copy was already moved here: the mic's own report came late)
+            else:
+                self.dropped.append((d, *louder))
+                self._pending.append((d, louder[0], now))
+        return out
+
+    def _settle(self, out: list[Any], now: float, final: bool) -> list[Any]:
+        """Drop the copies whose loud mic reported the call itself; move the rest there once it had ``hold``."""
+        self._kept = [d for d in self._kept + out if d.end > now - 15.0]
+        waiting = []
+        for d, loud, at in self._pending:
+            if any(k.channel == loud and k.onset < d.end and d.onset < k.end for k in self._kept):
+                continue  # the loud mic's own call (or a copy already moved there)
+            if final or now - at >= self.hold:
+                moved = replace(d, channel=loud, player=self.owner.get(loud), detected_at=now)
+                self.moved.append(moved)
+                self._kept.append(moved)
+                out.append(moved)
+            else:
+                waiting.append((d, loud, at))
+        self._pending = waiting
+        return out
+
+    def accept(self, chunk: AudioChunk) -> list[Any]:
+        self.levels.accept(chunk)
+        now = chunk.end / chunk.rate
+        out = []
+        for ch, spotter in self.spotters.items():
+            out.extend(self._take(spotter.accept(chunk), ch, now))
+        return self._settle(out, now, final=False)
+
+    def flush(self) -> list[Any]:
+        now = self.levels.clock
+        out = []
+        for ch, spotter in self.spotters.items():
+            out.extend(self._take(spotter.flush(), ch, now))
+        return self._settle(out, now, final=True)
