@@ -58,7 +58,7 @@ class _Memory(list):
 
 
 def _spotter(model: str, channels: int, pool_flag: list, gate: bool = True) -> object:
-    from voicesnap.cli.play import ChannelSpotters
+    from voicesnap.spotters.channels import ChannelSpotters
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
     from voicesnap.table import PoolClaim

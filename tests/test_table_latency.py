@@ -193,7 +193,7 @@ class _Memory(list):
 
 
 def _play(script: ts.Script, tmp: Path, model: str) -> list:
-    from voicesnap.cli.play import ChannelSpotters
+    from voicesnap.spotters.channels import ChannelSpotters
     from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
     from voicesnap.table import PoolClaim
 

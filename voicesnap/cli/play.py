@@ -177,6 +177,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     pool_exists = PoolClaim(pool_flag)
 
     if model is not None and channels:
+        from ..spotters.channels import ChannelSpotters
         from ..spotters.vosk_spotter import VoskSpotter, load_model
 
         loaded = load_model(model)
@@ -268,33 +269,6 @@ class PoolAware:
 
     def flush(self) -> list[Any]:
         return self.spotter.flush()
-
-
-class ChannelSpotters:
-    """One spotter per player's microphone channel: the channel says who called."""
-
-    name = "vosk-channels"
-
-    def __init__(self, spotters: dict[int, Any], owner: dict[int, str]) -> None:
-        self.spotters = spotters
-        self.owner = owner
-
-    def _attribute(self, found: list[Any], ch: int) -> list[Any]:
-        from dataclasses import replace
-
-        return [replace(d, player=d.player or self.owner.get(ch), channel=ch) for d in found]
-
-    def accept(self, chunk: Any) -> list[Any]:
-        out = []
-        for ch, spotter in self.spotters.items():
-            out.extend(self._attribute(spotter.accept(chunk), ch))
-        return out
-
-    def flush(self) -> list[Any]:
-        out = []
-        for ch, spotter in self.spotters.items():
-            out.extend(self._attribute(spotter.flush(), ch))
-        return out
 
 
 def _voice_settings(args: argparse.Namespace) -> Any:
