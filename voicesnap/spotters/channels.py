@@ -113,20 +113,22 @@ class ChannelLevels:
         self._index[slot] = self._frame
         self._frame += 1
 
-    def span_db(self, t0: float, t1: float) -> np.ndarray | None:
-        """Mean power (dBFS) of each channel over [t0, t1] seconds, or None when not held."""
+    def frames_db(self, t0: float, t1: float) -> np.ndarray:
+        """Power (dBFS) of each held 10 ms frame over [t0, t1] seconds, shape (frames, channels)."""
         per_s = self.rate / self.hop
         f0 = int(np.floor(t0 * per_s))
         f1 = max(f0 + 1, int(np.ceil(t1 * per_s)))
         frames = np.arange(max(f0, self._frame - len(self._index)), min(f1, self._frame))
-        if not len(frames):
-            return None
         slots = frames % len(self._index)
-        held = self._index[slots] == frames
-        if not held.any():
+        slots = slots[self._index[slots] == frames]
+        return 10.0 * np.log10(self._energy[slots] / 32768.0 ** 2 + 1e-12)
+
+    def span_db(self, t0: float, t1: float) -> np.ndarray | None:
+        """Mean power (dBFS) of each channel over [t0, t1] seconds, or None when not held."""
+        db = self.frames_db(t0, t1)
+        if not len(db):
             return None
-        power = self._energy[slots[held]].mean(axis=0)
-        return 10.0 * np.log10(power / 32768.0 ** 2 + 1e-12)
+        return 10.0 * np.log10(np.mean(10.0 ** (db / 10.0), axis=0) + 1e-12)
 
 
 class ChannelSpotters:
