@@ -418,6 +418,10 @@ class Announcer:
         from .playback import SpeechEnded, SpeechStarted
 
         events = self.playback.poll()
+        underflow = getattr(self.playback, "underflow_notice", None)  # gaps in speech: say so, once a burst
+        message = underflow() if underflow is not None else None
+        if message:
+            self._notice(message)
         for ev in events:
             if isinstance(ev, SpeechStarted):
                 self.started[ev.id] = ev.t

@@ -352,10 +352,22 @@ class DevicePlayback(_Shell):
     frame; started/ended reports are mapped onto the input clock with
     ``clock_map`` (fed by the input side). Without input anchors the output
     stream's own clock (seconds since it opened) stands in.
+
+    Latency: the device's "high" by default. Why: a player who plays by ear
+    must not hear gaps in the announcer, and a longer buffer costs nothing
+    that matters here: start times come from the buffers' DAC times (exact
+    whatever the buffer), and a cut announcement stops one buffer later (35 ms
+    through ALSA's pulse plugin). Measured on the virtual speaker with a
+    second core busy (``bench/bench_playback.py``): "low" (9 ms) ran short
+    or dropped sound in some runs, "high" delivered every run in full.
+    Underflows (PortAudio's output-underflow flag) are counted in
+    ``underflows``; ``underflow_notice`` says so once per burst.
     """
 
+    UNDERFLOW_BURST = 5.0  # s without an underflow that end a burst (one notice per burst)
+
     def __init__(self, rate: int | None = None, device: int | str | None = None,
-                 clock_map: ClockMap | None = None, latency: str | float = "low", blocksize: int = 0,
+                 clock_map: ClockMap | None = None, latency: str | float = "high", blocksize: int = 0,
                  option: str = "--output") -> None:
         self.device = device
         self.option = option  # the command-line option that picks the device, named in errors
@@ -367,6 +379,9 @@ class DevicePlayback(_Shell):
         self._dac: collections.deque[tuple[int, float]] = collections.deque(maxlen=256)  # (frame, dac time)
         self._first_dac: float | None = None
         self._lock = threading.Lock()
+        self.underflows = 0  # output buffers the device ran dry on (PortAudio's output-underflow flag)
+        self._underflows_told = 0
+        self._last_underflow: float | None = None
         super().__init__(Mixer(rate or 48000))
 
     @property
@@ -412,6 +427,8 @@ class DevicePlayback(_Shell):
         self.close()
 
     def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+        if status and status.output_underflow:  # flags are an int: no allocation when all is well
+            self.underflows += 1
         self._dac.append((self.mixer.frame, float(time_info.outputBufferDacTime)))
         self.mixer.fill(outdata)
 
@@ -429,6 +446,24 @@ class DevicePlayback(_Shell):
         if self._first_dac is None:
             self._first_dac = anchors[0][1] if anchors else dac
         return dac - self._first_dac
+
+    def underflow_notice(self, now: float | None = None) -> str | None:
+        """What to tell the player about new underflows (control thread): a message at the
+        first of a burst, None otherwise (nothing new, or the burst is still going on)."""
+        new = self.underflows - self._underflows_told
+        if new <= 0:
+            return None
+        import time
+
+        now = time.monotonic() if now is None else now
+        self._underflows_told = self.underflows
+        quiet = self._last_underflow is None or now - self._last_underflow > self.UNDERFLOW_BURST
+        self._last_underflow = now
+        if not quiet:
+            return None
+        return (f"the speaker ran out of sound {new} time(s) (PortAudio output underflow): the announcer's "
+                "speech has gaps. The computer is too busy: close other programs; if it goes on, "
+                "try another output (voicesnap devices, then --output)")
 
     @property
     def stream_time(self) -> float:

@@ -1,0 +1,114 @@
+"""The speaker side without gaps: DevicePlayback's latency and its underflow count.
+
+Announcements are how a low-vision player follows the game, so a gap in them
+is a fault. The device test plays a tone to the virtual speaker
+(.ci/pulse.sh: VOICESNAP_TEST_SPEAKER_SINK) and captures its monitor.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from voicesnap.playback import DevicePlayback
+
+
+def _flags(value: int):
+    sd = pytest.importorskip("sounddevice", reason="sounddevice (PortAudio) is needed for its callback flags")
+    return sd.CallbackFlags(value)
+
+
+def _call(pb: DevicePlayback, status) -> None:
+    out = np.zeros((256, 1), np.int16)
+    pb._callback(out, 256, SimpleNamespace(outputBufferDacTime=0.0), status)
+
+
+def test_output_underflows_are_counted_from_portaudios_flags() -> None:
+    pb = DevicePlayback(rate=16000)
+    _call(pb, _flags(0))
+    _call(pb, _flags(0x4))  # paOutputUnderflow
+    _call(pb, _flags(0x2))  # paInputOverflow: not ours
+    _call(pb, _flags(0x4 | 0x8))  # underflow and overflow together
+    assert pb.underflows == 2
+    assert pb.mixer.frame == 4 * 256  # the buffers were still filled
+
+
+def test_underflows_are_told_once_per_burst_with_what_to_do() -> None:
+    pb = DevicePlayback(rate=16000)
+    assert pb.underflow_notice(now=0.0) is None  # none yet
+    pb.underflows = 3
+    first = pb.underflow_notice(now=10.0)
+    assert first is not None and "3 time(s)" in first and "gaps" in first and "--output" in first
+    pb.underflows = 5
+    assert pb.underflow_notice(now=12.0) is None  # the same burst
+    assert pb.underflow_notice(now=30.0) is None  # nothing new
+    pb.underflows = 6
+    assert "1 time(s)" in (pb.underflow_notice(now=30.0) or "")  # 18 s since the last: a new burst
+
+
+def test_the_announcer_passes_the_notice_on() -> None:
+    from voicesnap.announcer import Announcer
+
+    said: list[str] = []
+    pb = DevicePlayback(rate=16000)
+    ann = Announcer(None, pb, notice=said.append)
+    pb.underflows = 1
+    ann.poll()
+    ann.poll()
+    assert len(said) == 1 and "ran out of sound" in said[0]
+
+
+def test_the_default_latency_is_the_devices_high_one() -> None:
+    assert DevicePlayback().latency == "high"
+
+
+@pytest.mark.audio_device
+def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
+    """6 s of tone through DevicePlayback (default latency) and the ALSA pulse plugin: the
+    speaker's monitor holds 6 s of it, without gaps."""
+    sink = os.environ.get("VOICESNAP_TEST_SPEAKER_SINK")
+    if not sink:
+        pytest.skip("no virtual speaker sink (VOICESNAP_TEST_SPEAKER_SINK; .ci/pulse.sh sets it up)")
+    if shutil.which("parec") is None or subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
+        pytest.skip("PulseAudio is not running or parec is missing (.ci/pulse.sh; apt-get install pulseaudio-utils)")
+    monkeypatch.setenv("PULSE_SINK", sink)
+    seconds, rate, cap_rate = 6.0, 48000, 16000
+    tone = (6000 * np.sin(2 * np.pi * 500 * np.arange(int(seconds * rate)) / rate)).astype(np.int16)
+    parec = subprocess.Popen(["parec", f"--device={sink}.monitor", "--raw", "--format=s16le",
+                              f"--rate={cap_rate}", "--channels=1", "--latency-msec=20"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)  # the capture runs before the first sample plays
+        pb = DevicePlayback(rate=rate).open()
+        try:
+            time.sleep(0.3)
+            pb.play(1, "tone", tone)
+            deadline = time.monotonic() + seconds + 5
+            finished = False
+            while not finished and time.monotonic() < deadline:
+                time.sleep(0.05)
+                finished = any(getattr(e, "completed", False) for e in pb.poll())
+            time.sleep(0.5)  # the last buffers reach the sink
+            underflows = pb.underflows
+        finally:
+            pb.close()
+    finally:
+        parec.terminate()
+        raw = parec.communicate(timeout=10)[0]
+    assert finished, "the tone never finished playing"
+    x = np.frombuffer(raw[: len(raw) // 2 * 2], np.int16).astype(np.float64)
+    frame = cap_rate // 500  # 2 ms
+    loud = np.sqrt(np.mean(x[: len(x) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 1000
+    idx = np.flatnonzero(loud)
+    assert len(idx), "nothing reached the speaker"
+    heard = loud.sum() * frame / cap_rate
+    span = (idx[-1] - idx[0] + 1) * frame / cap_rate
+    assert isinstance(underflows, int)
+    assert heard == pytest.approx(seconds, abs=0.03), (heard, span, underflows)
+    assert span - heard <= 0.01, f"gaps of {span - heard:.3f} s in the tone ({underflows} underflow(s) counted)"
