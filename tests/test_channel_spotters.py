@@ -121,3 +121,10 @@ def test_levels_forget_audio_older_than_their_ring_and_skip_a_gap() -> None:
     assert levels.span_db(0.0, 0.5) is None
     assert levels.span_db(1.0, 1.5) is None  # never heard: not read as silence
     assert levels.span_db(2.0, 2.5) is not None
+
+
+def test_a_mapped_channel_the_input_lacks_reads_as_silence_not_as_another_mic() -> None:
+    levels = ChannelLevels([0, 3])
+    levels.accept(AudioChunk(RATE, 2, 2, 0, np.full((RATE // 10, 2), 1000, dtype=np.int16)))
+    mic0, mic3 = levels.span_db(0.0, 0.1)
+    assert mic0 == pytest.approx(20 * np.log10(1000 / 32768), abs=0.1) and mic3 < -100

@@ -87,8 +87,12 @@ class ChannelLevels:
             self._acc[:] = 0.0
             self._frame, self._filled = divmod(chunk.start, self.hop)
         self._next = chunk.start + len(x)
-        cols = np.minimum(self._col, x.shape[1] - 1)
-        sq = x[:, cols].astype(np.float64)
+        if self._col.max() < x.shape[1]:
+            sq = x[:, self._col].astype(np.float64)
+        else:  # a mapped channel the input lacks reads as silence (never the louder mic)
+            sq = np.zeros((len(x), len(self._col)))
+            have = self._col < x.shape[1]
+            sq[:, have] = x[:, self._col[have]]
         sq *= sq
         hop, n = self.hop, len(sq)
         i = min(hop - self._filled, n)
