@@ -68,21 +68,13 @@ def test_the_default_latency_is_the_devices_high_one() -> None:
     assert DevicePlayback().latency == "high"
 
 
-@pytest.mark.audio_device
-def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
-    """6 s of tone through DevicePlayback (default latency) and the ALSA pulse plugin: the
-    speaker's monitor holds 6 s of it, without gaps."""
-    sink = os.environ.get("VOICESNAP_TEST_SPEAKER_SINK")
-    if not sink:
-        pytest.skip("no virtual speaker sink (VOICESNAP_TEST_SPEAKER_SINK; .ci/pulse.sh sets it up)")
-    if shutil.which("parec") is None or subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
-        pytest.skip("PulseAudio is not running or parec is missing (.ci/pulse.sh; apt-get install pulseaudio-utils)")
-    monkeypatch.setenv("PULSE_SINK", sink)
-    seconds, rate, cap_rate = 6.0, 48000, 16000
+def _tone_through(sink: str, seconds: float, rate: int = 48000, cap_rate: int = 16000) -> dict:
+    """Play a tone with DevicePlayback (default latency), capture the sink's monitor: what was heard."""
     tone = (6000 * np.sin(2 * np.pi * 500 * np.arange(int(seconds * rate)) / rate)).astype(np.int16)
     parec = subprocess.Popen(["parec", f"--device={sink}.monitor", "--raw", "--format=s16le",
                               f"--rate={cap_rate}", "--channels=1", "--latency-msec=20"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    began = time.monotonic()
     try:
         time.sleep(0.5)  # the capture runs before the first sample plays
         pb = DevicePlayback(rate=rate).open()
@@ -99,16 +91,39 @@ def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
         finally:
             pb.close()
     finally:
+        ended = time.monotonic()
         parec.terminate()
         raw = parec.communicate(timeout=10)[0]
-    assert finished, "the tone never finished playing"
     x = np.frombuffer(raw[: len(raw) // 2 * 2], np.int16).astype(np.float64)
     frame = cap_rate // 500  # 2 ms
     loud = np.sqrt(np.mean(x[: len(x) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 1000
     idx = np.flatnonzero(loud)
-    assert len(idx), "nothing reached the speaker"
     heard = loud.sum() * frame / cap_rate
-    span = (idx[-1] - idx[0] + 1) * frame / cap_rate
-    assert isinstance(underflows, int)
-    assert heard == pytest.approx(seconds, abs=0.03), (heard, span, underflows)
-    assert span - heard <= 0.01, f"gaps of {span - heard:.3f} s in the tone ({underflows} underflow(s) counted)"
+    span = (idx[-1] - idx[0] + 1) * frame / cap_rate if len(idx) else 0.0
+    return {"finished": finished, "heard": heard, "gaps": span - heard, "underflows": underflows,
+            "sink_pace": len(x) / cap_rate / (ended - began)}
+
+
+@pytest.mark.audio_device
+def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
+    """6 s of tone through DevicePlayback (default latency) and the ALSA pulse plugin: the
+    speaker's monitor holds 6 s of it, without gaps.
+
+    On a busy machine the sound server itself can fall behind real time (its monitor then
+    delivers 0.2-0.9 s per second, whatever our stream does: bench/bench_playback.py); such a
+    run says nothing about DevicePlayback, so it is measured once more before judging.
+    """
+    sink = os.environ.get("VOICESNAP_TEST_SPEAKER_SINK")
+    if not sink:
+        pytest.skip("no virtual speaker sink (VOICESNAP_TEST_SPEAKER_SINK; .ci/pulse.sh sets it up)")
+    if shutil.which("parec") is None or subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
+        pytest.skip("PulseAudio is not running or parec is missing (.ci/pulse.sh; apt-get install pulseaudio-utils)")
+    monkeypatch.setenv("PULSE_SINK", sink)
+    seconds = 6.0
+    got = _tone_through(sink, seconds)
+    if got["sink_pace"] < 0.95:
+        got = _tone_through(sink, seconds)
+    assert got["finished"], f"the tone never finished playing: {got}"
+    assert isinstance(got["underflows"], int)
+    assert got["heard"] == pytest.approx(seconds, abs=0.03), got
+    assert got["gaps"] <= 0.01, f"gaps in the tone: {got}"
