@@ -64,6 +64,21 @@ def test_the_announcer_passes_the_notice_on() -> None:
     assert len(said) == 1 and "ran out of sound" in said[0]
 
 
+def test_a_frame_older_than_every_kept_dac_time_is_placed_by_extrapolation() -> None:
+    """The echo reference pulls up to 4 s of the mixer's output, but only the last 256 buffers'
+    DAC times are kept (1-2 s with PortAudio's small buffers): an older frame was put at the
+    oldest kept buffer's time, i.e. too late by the frames in between (0.7 s seen in a game)."""
+    from voicesnap.playback import ClockMap
+
+    pb = DevicePlayback(rate=48000, clock_map=ClockMap(offset=-40.0))
+    buf = np.zeros((100, 1), np.int16)
+    for k in range(300):  # 300 buffers of 100 frames, DAC times at the stream's pace
+        pb._callback(buf, 100, SimpleNamespace(outputBufferDacTime=50.0 + k * 100 / 48000), None)
+    assert pb._dac[0][0] == 4400  # the oldest anchors are gone
+    assert pb.frame_to_clock(1000) == pytest.approx(10.0 + 1000 / 48000, abs=1e-9)
+    assert pb.frame_to_clock(20000) == pytest.approx(10.0 + 20000 / 48000, abs=1e-9)
+
+
 def test_the_default_latency_is_the_devices_high_one() -> None:
     assert DevicePlayback().latency == "high"
 

@@ -439,8 +439,8 @@ class DevicePlayback(_Shell):
             if f0 <= frame:
                 dac = d + (frame - f0) / self.rate
                 break
-        if dac is None:
-            dac = anchors[0][1] if anchors else 0.0
+        if dac is None:  # older than every kept anchor (the echo reference pulls up to 4 s back): extrapolate
+            dac = anchors[0][1] - (anchors[0][0] - frame) / self.rate if anchors else 0.0
         if self.clock_map is not None and self.clock_map.ready:
             return self.clock_map.to_clock(dac)
         if self._first_dac is None:
