@@ -226,3 +226,30 @@ def test_a_damaged_reference_is_a_clear_message(tmp_path: Path) -> None:
     sf.write(tmp_path / "stereo.flac", np.zeros((100, 2), np.int16), RATE)
     with pytest.raises(UserError, match="16 kHz mono"):
         load_reference(tmp_path / "stereo.flac")
+
+
+def test_the_reference_follows_an_output_stream_that_stalled_after_opening() -> None:
+    """Measured in the e2e game: the output stream stops for ~1.5 s just after it opens while
+    the frames written before keep their DAC times; laid on from those, the whole reference
+    was 1.8 s early (the delay estimator looks 0.15 s either way). It is placed afresh."""
+    from types import SimpleNamespace
+
+    from voicesnap.playback import ClockMap, DevicePlayback
+
+    pb = DevicePlayback(rate=16000, clock_map=ClockMap(offset=-100.0))
+    ref = PlaybackReference(pb)
+    buf = np.zeros((160, 1), np.int16)
+    dac = 100.0
+    for _ in range(10):  # 0.1 s, then the stall: the next buffer plays 1.8 s later
+        pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
+        dac += 0.01
+    ref.read(0, 1)
+    dac += 1.8
+    pb.play(1, "a tone", np.full(1600, 5000, np.int16))
+    for _ in range(30):
+        pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
+        dac += 0.01
+    got = ref.read(0, 3 * RATE)
+    start = next(e.t for e in pb.poll() if e.__class__.__name__ == "SpeechStarted")
+    assert start == pytest.approx(1.9)
+    assert np.flatnonzero(got)[0] == int(round(start * RATE)) and ref.anchors == 2

@@ -155,6 +155,8 @@ class PlaybackReference:
     ``EchoCancelled``'s delay estimator.
     """
 
+    JUMP = 0.5  # s: placed afresh when laid this far from the shell's mapping (DAC wander: up to 0.36 s)
+
     def __init__(self, playback: Any, seconds: float = 30.0,
                  record: Callable[[int, np.ndarray], None] | None = None) -> None:
         self.playback = playback
@@ -165,7 +167,7 @@ class PlaybackReference:
         self._out_rate = 0
         self._write_at: int | None = None  # input frame where the next resampled sample goes
         self._lock = threading.Lock()
-        self.anchors = 0  # times the place was set (start, gaps)
+        self.anchors = 0  # times the place was set (start, gaps, a stalled output stream)
 
     def _pull(self) -> None:
         got = self.playback.played_since(self._next_frame)
@@ -183,6 +185,14 @@ class PlaybackReference:
             clock = float(self.playback.frame_to_clock(first))  # input-clock seconds of its first frame
             self._write_at = int(round(clock * RATE)) - self._pending()
             self.anchors += 1
+        else:
+            clock = float(self.playback.frame_to_clock(first))
+            if abs((self._write_at + self._pending()) / RATE - clock) > self.JUMP:
+                # the stream's frames stopped meaning consecutive time: measured, the output stream
+                # stalls ~1.5 s right after it opens (ALSA pulse plugin) while the frames written
+                # before keep their old DAC times, which left the reference 1.8 s early all game
+                self._write_at = int(round(clock * RATE)) - self._pending()
+                self.anchors += 1
         self._next_frame = first + len(samples)
         out = samples if self._resampler is None else self._resampler(samples)
         if len(out):
