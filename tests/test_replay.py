@@ -12,7 +12,7 @@ import pytest
 from voicesnap import gamelog, rules
 from voicesnap.audio import read_wav, write_wav
 from voicesnap.cli import main
-from voicesnap.table import TableStep
+from voicesnap.table import TableSession, TableStep
 
 from table_script import model_or_skip, play_recorded
 
@@ -63,6 +63,23 @@ def test_the_recorded_audio_gives_the_same_rulings_again(recorded, capsys) -> No
     assert code == 0 and got["total"] == got["agree"] == 5
     assert {r["ruling"] for r in got["rulings"]} == {"snap-won", "tie-to-pool", "wrong-call", "pool-won"}
     assert all(r["live"] == r["replay"] for r in got["rulings"])
+
+
+def test_replay_rebuilds_the_speech_gate_setting_the_game_used(recorded, capsys, tmp_path: Path) -> None:
+    """The gate moves Vosk's chunk boundaries, so replay must use the game's own setting, read from its log."""
+    folder, data, model, script = recorded
+    session = next(ev for _, ev in gamelog.read(folder / "log.jsonl") if isinstance(ev, TableSession))
+    assert session.gate is True  # play gates by default, and says so in the log
+    code, got = rejudge(folder, data, model, capsys)
+    assert "speech gate: on, as in the game" in got["notes"]
+    copy = tmp_path / "ungated"
+    copy.mkdir()
+    lines = (folder / "log.jsonl").read_text().splitlines()
+    edited = [json.dumps({**json.loads(x), "gate": False}) if '"table-session"' in x else x for x in lines]
+    (copy / "log.jsonl").write_text("\n".join(edited) + "\n")
+    (copy / "audio.wav").write_bytes((folder / "audio.wav").read_bytes())
+    code, got = rejudge(copy, data, model, capsys)
+    assert "speech gate: off, as in the game" in got["notes"]
 
 
 def test_a_call_missing_from_the_audio_is_explained(recorded, capsys, tmp_path: Path) -> None:

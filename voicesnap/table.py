@@ -948,6 +948,9 @@ class TableSession:
     pool_lag: float = 0.0  # the same while a Snap pool exists (the spotter waits for "pool")
     channels: dict[str, int] = field(default_factory=dict)  # player -> input channel (own microphones)
     verbosity: str = "names"  # the announcer's: ranks, names or all (same words spoken and printed)
+    # The speech gate was in front of the recogniser (replay rebuilds the same spotters: gating
+    # moves Vosk's chunk boundaries, which can move a call). False in logs from before the gate.
+    gate: bool = False
 
 
 @event("table-resumed")

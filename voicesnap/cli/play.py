@@ -378,7 +378,7 @@ def run(args: argparse.Namespace) -> int:
         settings = TableSession(
             players=players, seed=seed, variant=variant, format=fmt, pace=args.pace,
             decision_window=args.decision_window, tie_window=args.tie_window, engine=args.engine,
-            verbosity=args.verbosity,
+            verbosity=args.verbosity, gate=not getattr(args, "no_gate", False),
         )
     players = settings.players
     channels = parse_channels(args.channels, players) if not args.resume else dict(settings.channels)

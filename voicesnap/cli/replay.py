@@ -161,7 +161,9 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     name = settings.engine if engine == "same" else engine
     spotter = None
     if name not in ("none", "keyboard"):
-        args = argparse.Namespace(model=model)
+        args = argparse.Namespace(model=model, no_gate=not settings.gate)
+        if notes is not None:
+            notes.append(f"speech gate: {'on' if settings.gate else 'off'}, as in the game")
         spotter, _ = build_spotter(name, args, root, settings.players, dict(settings.channels), pool_flag,
                                    settings.variant)
 
