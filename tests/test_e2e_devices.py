@@ -227,3 +227,17 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
     frame = RATE // 50
     loud = np.sqrt(np.mean(raw[: len(raw) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 300
     assert loud.sum() * 0.02 > 0.4 * len(flips)  # at least 0.4 s of speech per flip reached the speaker
+    # the echo canceller's reference was kept beside the microphone, on its clock (voicesnap replay
+    # feeds it back): every announcement that begins after a quiet moment begins there within 30 ms
+    import soundfile as sf
+
+    from voicesnap.echo_record import load_reference
+
+    ref = load_reference(folder / "reference.flac")
+    assert len(ref) == sf.info(str(folder / "audio.wav")).frames
+    sounding = np.sqrt(np.mean(ref[: len(ref) // 160 * 160].reshape(-1, 160).astype(np.float64) ** 2, axis=1)) > 100
+    onsets = [s for s in spoken if not sounding[max(0, int(round(s.t * 100)) - 30): int(round(s.t * 100)) - 3].any()]
+    assert len(onsets) >= 3
+    for s in onsets:
+        i = int(round(s.t * 100))
+        assert sounding[i - 3: i + 4].any(), f"{s.text!r} starts at {s.t:.3f} s but not there in the reference"
