@@ -253,3 +253,19 @@ def test_the_reference_follows_an_output_stream_that_stalled_after_opening() -> 
     start = next(e.t for e in pb.poll() if e.__class__.__name__ == "SpeechStarted")
     assert start == pytest.approx(1.9)
     assert np.flatnonzero(got)[0] == int(round(start * RATE)) and ref.anchors == 2
+
+
+@pytest.mark.vosk_model
+def test_replay_as_its_own_process_reads_a_log_with_speech_times(game) -> None:
+    """A game with a speaker logs speech-started/-ended; `voicesnap replay` run on its own (nothing
+    else imported) once stopped at them as a damaged log."""
+    import subprocess
+    import sys
+
+    folder, data, model, _script = game
+    assert '"type":"speech-started"' in (folder / "log.jsonl").read_text()
+    done = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(data), "replay", str(folder),
+                           "--model", model], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "with the recorded reference" in done.stdout and "1 of 1 rulings agree" in done.stdout
