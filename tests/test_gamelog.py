@@ -179,3 +179,23 @@ def test_junk_in_any_field_of_a_ruling_is_named_never_a_crash(tmp_path: Path) ->
                     gamelog.replay(_write(path, edited))
                 except gamelog.LogError as exc:
                     assert "line" in str(exc) or ".jsonl:" in str(exc)
+
+
+def test_a_played_sessions_records_are_read_in_a_fresh_process(tmp_path) -> None:
+    """`voicesnap replay` and `--resume` read logs holding the table's and the speaker's records
+    before anything else is imported: the log module must know them itself (it once said such a
+    log was "damaged" because nothing had imported the speaker's module yet)."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        '{"type":"table-session","players":["alice","bob"],"seed":1}\n'
+        '{"type":"speech-started","id":1,"text":"Seven","t":1.5}\n'
+        '{"type":"speech-ended","id":1,"t":2.0,"completed":true}\n'
+    )
+    code = ("import sys; from voicesnap import gamelog; "
+            "print([type(e).__name__ for _, e in gamelog.read(sys.argv[1])])")
+    out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['TableSession', 'SpeechStarted', 'SpeechEnded']"

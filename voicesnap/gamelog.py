@@ -72,14 +72,19 @@ class GameLog:
         self.close()
 
 
+# Modules whose records a played session's log holds beside the engine's events.
+RECORD_MODULES = ("tablelog", "playback")
+
+
 def read(path: str | os.PathLike[str], torn_tail: bool = False) -> list[tuple[int, Any]]:
     """(line number, event) for each line; LogError names the first bad line."""
     # A played session's log also holds the table's own records (settings,
-    # resumes, speech start times): register them, so that reading a log never
-    # depends on what the caller happened to import.
+    # resumes) and the speaker's (speech start and end times): register them,
+    # so that reading a log never depends on what the caller happened to import.
     import importlib
 
-    importlib.import_module(f"{__package__}.table")
+    for module in RECORD_MODULES:
+        importlib.import_module(f"{__package__}.{module}")
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

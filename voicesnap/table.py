@@ -29,19 +29,19 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from .audio import AudioChunk
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
-from .events import event
 from .rules import CallError
 from .spotters import Detection
+from .tablelog import TableEnd, TableNote, TableResumed, TableSession, TableStart, TableStep
 from .vocabulary import COMMAND_PREFIX, command_phrases
 
 __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",
-    "TableStep", "TableStart", "TableNote",
+    "TableStep", "TableStart", "TableNote", "TableSession", "TableResumed", "TableEnd",
     "TableLoop", "Heard", "Table", "WallClock",
     "HEARD_LAG", "LiveInput", "PoolClaim", "snap_words", "voice_lags",
 ]
@@ -96,53 +96,6 @@ def burst_latency(lag: float, tie_window: float, decision_window: float) -> floa
 PRIORITY_FLIP = 1
 PRIORITY_INFO = 2
 PRIORITY_RULING = 3  # never dropped
-
-
-# ---------------------------------------------------------------------------
-# Log records of the table itself (the engine logs its own events beside them)
-
-
-@event("table-start")
-@dataclass(frozen=True)
-class TableStart:
-    """Opens a game's log: enough to rebuild the same referee from scratch."""
-
-    players: tuple[str, ...]
-    seed: int
-    variant: str = "classic"
-    game: int = 1  # game number within the session
-    dealer: int = 0  # seat of the dealer
-    pace: float = 2.0
-    offset: float = 0.0  # referee time = audio clock + offset (resumed games)
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-@event("table-step")
-@dataclass(frozen=True)
-class TableStep:
-    """One thing the loop fed the referee: a call, a flip, or time passing.
-
-    ``kind`` is "call" (player/word/onset), "flip" (at ``now``) or "advance".
-    Replaying these in order into a fresh referee gives the same events.
-    """
-
-    kind: str
-    now: float
-    player: str | None = None
-    word: str | None = None
-    onset: float | None = None
-    engine: str = ""
-    heard: float | None = None  # how far the table had heard when this happened (latency)
-    by: str = ""  # an advance: "rivals" (every possible rival was in) or "lag" (the worst-case lag)
-
-
-@event("table-note")
-@dataclass(frozen=True)
-class TableNote:
-    """Something the players were told that is not a game event (pause, device lost)."""
-
-    now: float
-    text: str
 
 
 # ---------------------------------------------------------------------------
@@ -921,55 +874,6 @@ def _card(card: Any) -> str | None:
     if card is None:
         return None
     return card.code if getattr(card, "picture", None) is None else (card.name or card.picture)
-
-
-# ---------------------------------------------------------------------------
-# Sessions: several games on one clock, logged as they go, resumable
-
-
-@event("table-session")
-@dataclass(frozen=True)
-class TableSession:
-    """Opens a session's log: everything needed to deal the same games again."""
-
-    players: tuple[str, ...]
-    seed: int
-    variant: str = "classic"
-    format: str = "best-of-1"
-    pace: float = 2.0  # seconds between flips; 0 = only on the flip command
-    decision_window: float = 0.5
-    tie_window: float = 0.1
-    pool_claim: str = "anyone"
-    flipper_may_call: bool = True
-    config: dict[str, Any] = field(default_factory=dict)  # variant settings (animals, deck)
-    engine: str = "keyboard"
-    audio: str = ""  # the recording's file name, relative to the log
-    lag: float = 0.0  # recognition allowance: the referee runs this far behind what was heard
-    pool_lag: float = 0.0  # the same while a Snap pool exists (the spotter waits for "pool")
-    channels: dict[str, int] = field(default_factory=dict)  # player -> input channel (own microphones)
-    verbosity: str = "names"  # the announcer's: ranks, names or all (same words spoken and printed)
-    # The speech gate was in front of the recogniser (replay rebuilds the same spotters: gating
-    # moves Vosk's chunk boundaries, which can move a call). False in logs from before the gate.
-    gate: bool = False
-
-
-@event("table-resumed")
-@dataclass(frozen=True)
-class TableResumed:
-    """A crashed session continues: referee time = new audio clock + ``offset``."""
-
-    offset: float
-    audio: str = ""
-
-
-@event("table-end")
-@dataclass(frozen=True)
-class TableEnd:
-    """A game stopped: by its rules ("over"), the end command, Ctrl-C, or the audio ending."""
-
-    game: int
-    reason: str
-    now: float
 
 
 class Output:
