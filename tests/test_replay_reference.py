@@ -74,8 +74,7 @@ def game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, obj
     folder.mkdir()
     players = ("alice", "bob")
     script = plan(seed=SEED, pace=PACE, players=players, wanted=["snap-won"], max_flips=40)
-    calls = [s for s in script.shouts]
-    assert calls, "the deal gives a snap to call"
+    assert script.shouts, "the deal gives a snap to call"
     mic_path = render(script, base / "calls.wav", per_player=True)
     calls_only, rate = read_wav(mic_path)
     played = _announcer_track(script, len(calls_only))
