@@ -138,7 +138,6 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     """(live records, re-judged records) for a recorded session folder; what the player should
     know about how it was re-judged (the echo reference) is appended to ``notes``."""
     from .. import gamelog
-    from .. import playback  # noqa: F401  (registers speech-started/-ended: a game with a speaker logs them)
     from ..audio import FileSource
     from ..table import TableEnd, TableResumed, TableSession, TableStep, play_session
     from .play import build_spotter
