@@ -44,7 +44,7 @@ def trial(sink: str, latency: str | float, seconds: float, rate: int = 48000) ->
     os.environ["PULSE_SINK"] = sink
     try:
         time.sleep(0.5)
-        pb = DevicePlayback(rate=rate, latency=latency).open()
+        pb = DevicePlayback(rate=rate, latency=latency, fallback_latency=None).open()  # this latency only
         try:
             time.sleep(0.3)
             tone = (6000 * np.sin(2 * np.pi * 500 * np.arange(int(seconds * rate)) / rate)).astype(np.int16)

@@ -353,27 +353,30 @@ class DevicePlayback(_Shell):
     ``clock_map`` (fed by the input side). Without input anchors the output
     stream's own clock (seconds since it opened) stands in.
 
-    Latency: the device's "high" by default. Why: a player who plays by ear
-    must not hear gaps in the announcer, and a longer buffer costs nothing
-    that matters here: start times come from the buffers' DAC times (exact
-    whatever the buffer), and a cut announcement stops one buffer later (35 ms
-    through ALSA's pulse plugin). Measured on the virtual speaker with a
-    second core busy (``bench/bench_playback.py``): "low" (9 ms) ran short
-    or dropped sound in some runs, "high" delivered every run in full.
-    Underflows (PortAudio's output-underflow flag) are counted in
-    ``underflows``; ``underflow_notice`` says so once per burst.
+    Latency: the device's "low" first, "high" after the first underflow.
+    Why: the issue wants a flip heard within 20 ms ("low": 11 ms to the DAC on
+    the virtual speaker, "high": 41 ms), but a player who plays by ear must not
+    hear gaps in the announcer. Measured on the virtual speaker with a second
+    core busy (``bench/bench_playback.py``): "low" ran short or dropped sound
+    in some runs, "high" delivered nearly every run in full; on a quiet machine
+    both were whole. So the stream starts low and, once PortAudio reports an
+    output underflow, ``underflow_notice`` reopens it once at
+    ``fallback_latency`` (the mixer and its clock carry on; start times come
+    from the buffers' DAC times, exact whatever the buffer). Underflows are
+    counted in ``underflows`` and told once per burst.
     """
 
     UNDERFLOW_BURST = 5.0  # s without an underflow that end a burst (one notice per burst)
 
     def __init__(self, rate: int | None = None, device: int | str | None = None,
-                 clock_map: ClockMap | None = None, latency: str | float = "high", blocksize: int = 0,
-                 option: str = "--output") -> None:
+                 clock_map: ClockMap | None = None, latency: str | float = "low", blocksize: int = 0,
+                 option: str = "--output", fallback_latency: str | float | None = "high") -> None:
         self.device = device
         self.option = option  # the command-line option that picks the device, named in errors
         self.requested_rate = rate
         self.clock_map = clock_map
         self.latency = latency
+        self.fallback_latency = fallback_latency  # reopened with this after an underflow (None: never)
         self.blocksize = blocksize
         self._stream: Any = None
         self._dac: collections.deque[tuple[int, float]] = collections.deque(maxlen=256)  # (frame, dac time)
@@ -400,17 +403,35 @@ class DevicePlayback(_Shell):
             info = sd.query_devices(self.device, "output")
             rate = int(self.requested_rate or info["default_samplerate"])
             self.mixer = Mixer(rate)
-            self._stream = sd.OutputStream(
-                device=self.device, samplerate=rate, channels=1, dtype="int16",
-                latency=self.latency, blocksize=self.blocksize, callback=self._callback,
-            )
-            self._stream.start()
+            self._start(sd, rate)
         except (sd.PortAudioError, ValueError) as exc:
             raise AudioOutputError(
                 f"no audio output ({exc}); run 'voicesnap devices' to list outputs and pick one with "
                 f"{self.option}, or start a sound server"
             ) from exc
         return self
+
+    def _start(self, sd: Any, rate: int) -> None:
+        self._stream = sd.OutputStream(
+            device=self.device, samplerate=rate, channels=1, dtype="int16",
+            latency=self.latency, blocksize=self.blocksize, callback=self._callback,
+        )
+        self._stream.start()
+
+    def _reopen_with_fallback(self) -> bool:
+        """Reopen the stream once at ``fallback_latency`` (control thread); True if it now runs so."""
+        if self._stream is None or self.fallback_latency is None or self.latency == self.fallback_latency:
+            return False
+        import sounddevice as sd
+
+        self.close()
+        self.latency = self.fallback_latency
+        try:
+            self._start(sd, self.rate)
+        except (sd.PortAudioError, ValueError) as exc:
+            raise AudioOutputError(f"the speaker could not be reopened with a longer buffer ({exc}); "
+                                   f"run 'voicesnap devices' and pick another output with {self.option}") from exc
+        return True
 
     def close(self) -> None:
         if self._stream is not None:
@@ -457,8 +478,13 @@ class DevicePlayback(_Shell):
 
         now = time.monotonic() if now is None else now
         self._underflows_told = self.underflows
+        reopened = self._reopen_with_fallback()
         quiet = self._last_underflow is None or now - self._last_underflow > self.UNDERFLOW_BURST
         self._last_underflow = now
+        if reopened:
+            return (f"the speaker ran out of sound {new} time(s) (PortAudio output underflow): the announcer's "
+                    f"speech had gaps, so the speaker now uses a longer buffer (latency {self.latency!r}; "
+                    "announcements start about 30 ms later, still on time for the referee)")
         if not quiet:
             return None
         return (f"the speaker ran out of sound {new} time(s) (PortAudio output underflow): the announcer's "
