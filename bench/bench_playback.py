@@ -32,6 +32,17 @@ def _devices() -> str | None:
     return sink
 
 
+def heard_and_gaps(raw: bytes, rate: int) -> tuple[float, float]:
+    """(seconds of tone heard, seconds of silence inside it) in a raw s16le mono capture (2 ms frames)."""
+    x = np.frombuffer(raw[: len(raw) // 2 * 2], np.int16).astype(np.float64)
+    frame = rate // 500
+    loud = np.sqrt(np.mean(x[: len(x) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 1000
+    idx = np.flatnonzero(loud)
+    heard = float(loud.sum() * frame / rate)
+    span = float((idx[-1] - idx[0] + 1) * frame / rate) if len(idx) else 0.0
+    return heard, span - heard
+
+
 def trial(sink: str, latency: str | float, seconds: float, rate: int = 48000) -> dict[str, float]:
     from voicesnap.playback import DevicePlayback
 
@@ -68,13 +79,8 @@ def trial(sink: str, latency: str | float, seconds: float, rate: int = 48000) ->
         c1 = time.monotonic()
         parec.terminate()
         raw = parec.communicate(timeout=10)[0]
-    x = np.frombuffer(raw[: len(raw) // 2 * 2], np.int16).astype(np.float64)
-    frame = CAP_RATE // 500  # 2 ms
-    loud = np.sqrt(np.mean(x[: len(x) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 1000
-    idx = np.flatnonzero(loud)
-    heard = float(loud.sum() * frame / CAP_RATE)
-    span = float((idx[-1] - idx[0] + 1) * frame / CAP_RATE) if len(idx) else 0.0
-    return {"heard": heard, "gaps": span - heard, "speed": (f1 - f0) / (w1 - w0) / rate,
+    heard, gaps = heard_and_gaps(raw, CAP_RATE)
+    return {"heard": heard, "gaps": gaps, "speed": (f1 - f0) / (w1 - w0) / rate,
             "underflows": float(underflows), "reported": reported,
             "sink": len(raw) / 2 / CAP_RATE / (c1 - c0)}  # the virtual sink's own pace (1.0: real time)
 

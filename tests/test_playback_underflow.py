@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from bench.bench_playback import heard_and_gaps
 from voicesnap.playback import DevicePlayback
 
 
@@ -169,14 +170,9 @@ def _tone_through(sink: str, seconds: float, rate: int = 48000, cap_rate: int = 
         ended = time.monotonic()
         parec.terminate()
         raw = parec.communicate(timeout=10)[0]
-    x = np.frombuffer(raw[: len(raw) // 2 * 2], np.int16).astype(np.float64)
-    frame = cap_rate // 500  # 2 ms
-    loud = np.sqrt(np.mean(x[: len(x) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 1000
-    idx = np.flatnonzero(loud)
-    heard = loud.sum() * frame / cap_rate
-    span = (idx[-1] - idx[0] + 1) * frame / cap_rate if len(idx) else 0.0
-    return {"finished": finished, "heard": heard, "gaps": span - heard, "underflows": underflows, "dac_wait": dac_wait,
-            "sink_pace": len(x) / cap_rate / (ended - began)}
+    heard, gaps = heard_and_gaps(raw, cap_rate)
+    return {"finished": finished, "heard": heard, "gaps": gaps, "underflows": underflows, "dac_wait": dac_wait,
+            "sink_pace": len(raw) / 2 / cap_rate / (ended - began)}
 
 
 @pytest.mark.audio_device
