@@ -151,7 +151,10 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
         [sys.executable, "-m", "voicesnap", "play", "--players", ",".join(PLAYERS), "--seed", str(SEED),
          "--pace", str(PACE), "--channels", channels, "--engine", "vosk", "--text", "--record", str(folder),
          "--no-keyboard"], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT)
+        stderr=subprocess.STDOUT,
+        # Ctrl-C as at a terminal: a runner started in the background (``cmd &``) hands its children
+        # SIGINT ignored, and a game started so rightly ignores it; this test stands for a player.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     log = folder / "log.jsonl"
     shouted: set[int] = set()
     players: list[subprocess.Popen] = []

@@ -97,9 +97,15 @@ def _loud_seconds(samples: np.ndarray) -> float:
     return float((np.sqrt((x ** 2).mean(axis=1)) > 300).sum() * 0.02)
 
 
+def _terminal_ctrl_c() -> None:
+    """Ctrl-C as at a terminal: a runner started in the background (``cmd &``) hands its children
+    SIGINT ignored, and a game started so rightly ignores it; these tests stand for a player."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _play(args: list[str], env: dict, **kw) -> subprocess.Popen:  # noqa: ANN003
     return subprocess.Popen([sys.executable, "-m", "voicesnap", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=_terminal_ctrl_c, **kw)
 
 
 def _wait_for_flips(log: Path, game: subprocess.Popen, flips: int, limit: float) -> int:
