@@ -9,6 +9,7 @@ are far from the targets (same-word strangers are mostly accepted).
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -44,22 +45,16 @@ def test_real_word_fixtures_are_whole_and_described_by_their_sidecars() -> None:
     assert (REAL_WORDS / "LICENSE.TXT").is_file()
 
 
-@pytest.fixture(scope="module")
-def the_words():
-    takes = real_words_takes("the")
-    profiles, _refused = real_words_profiles("the", takes)
+@functools.lru_cache(maxsize=None)
+def word_set(word: str) -> tuple[dict, dict]:
+    """(takes, profiles) of one real word, enrolled once per test session."""
+    takes = real_words_takes(word)
+    profiles, _refused = real_words_profiles(word, takes)
     return takes, profiles
 
 
-@pytest.fixture(scope="module")
-def and_words():
-    takes = real_words_takes("and")
-    profiles, _refused = real_words_profiles("and", takes)
-    return takes, profiles
-
-
-def test_a_real_speakers_held_out_word_is_attributed_to_them_among_two_real_speakers(the_words) -> None:
-    takes, profiles = the_words
+def test_a_real_speakers_held_out_word_is_attributed_to_them_among_two_real_speakers() -> None:
+    takes, profiles = word_set("the")
     voices = V.Voices([profiles["2033"], profiles["2414"]], [V.announcer_profile("the")])
     held_out = takes["2033"][ENROLL_TAKES:]
     assert len(held_out) >= 8
@@ -67,15 +62,8 @@ def test_a_real_speakers_held_out_word_is_attributed_to_them_among_two_real_spea
     assert named == ["2033"] * len(held_out), named  # bench: 9/9 (4/9 before the pooled voice scale)
 
 
-@pytest.fixture(scope="module")
-def of_words():
-    takes = real_words_takes("of")
-    profiles, _refused = real_words_profiles("of", takes)
-    return takes, profiles
-
-
-def test_two_real_speakers_saying_the_same_word_are_told_apart(of_words) -> None:
-    takes, profiles = of_words
+def test_two_real_speakers_saying_the_same_word_are_told_apart() -> None:
+    takes, profiles = word_set("of")
     voices = V.Voices([profiles["1688"], profiles["1998"]], [V.announcer_profile("of")])
     for spk in ("1688", "1998"):
         held_out = takes[spk][ENROLL_TAKES:]
@@ -84,8 +72,8 @@ def test_two_real_speakers_saying_the_same_word_are_told_apart(of_words) -> None
         assert named == [spk] * len(held_out), (spk, named)
 
 
-def test_a_real_strangers_word_is_rejected(and_words) -> None:
-    takes, profiles = and_words
+def test_a_real_strangers_word_is_rejected() -> None:
+    takes, profiles = word_set("and")
     voices = V.Voices([profiles["1998"], profiles["2033"]], [V.announcer_profile("and")])
     stranger = takes["2414"]
     assert len(stranger) >= 4 and "2414" not in profiles  # too few takes to enroll: a stranger
@@ -93,12 +81,12 @@ def test_a_real_strangers_word_is_rejected(and_words) -> None:
     assert named == [None] * len(stranger), named
 
 
-def test_a_real_speakers_lone_word_is_one_caller_in_the_enrolled_engine(the_words) -> None:
+def test_a_real_speakers_lone_word_is_one_caller_in_the_enrolled_engine() -> None:
     """Other players' templates of a short word fit a real voice almost as well; that is no second caller."""
     from voicesnap.audio import ArraySource
     from voicesnap.spotters.enrolled import EnrolledSpotter
 
-    takes, profiles = the_words
+    takes, profiles = word_set("the")
     assert len(profiles) == 4
     rng = np.random.default_rng(3)
     callers = []
@@ -115,14 +103,14 @@ def test_a_real_speakers_lone_word_is_one_caller_in_the_enrolled_engine(the_word
     assert sum(len(names) == 1 for _spk, names in callers) > len(callers) // 2  # not vacuous: the words are heard
 
 
-def test_four_real_speakers_are_told_apart_by_the_tables_pooled_voice_scale(the_words) -> None:
+def test_four_real_speakers_are_told_apart_by_the_tables_pooled_voice_scale() -> None:
     """Four real speakers enrolled on "the": 1998 and 2609 are named on every held-out take (bench: 24/28 in all).
 
     Each player's own five-take voice scale decided "closest" as much as the
     voices did (same set before pooling: 1998 5/8, 2609 9/11, named 2414 instead).
     A profile saved without the takes' voiceprints is still usable: ranked by its own ratios.
     """
-    takes, profiles = the_words
+    takes, profiles = word_set("the")
     rival = [V.announcer_profile("the")]
     voices = V.Voices(list(profiles.values()), rival)
     for spk in ("1998", "2609"):
