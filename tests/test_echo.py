@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from voicesnap import models
 from voicesnap.audio import ArraySource, AudioChunk
 from voicesnap.corpus import load_corpus, score
 from voicesnap.echo import (
@@ -276,23 +273,13 @@ def test_with_no_echo_in_the_room_the_calls_are_left_alone():
 # --------------------------------------------------------------------------- with Vosk
 
 
-def _english_model_path() -> Path | None:
-    data = os.environ.get("VOICESNAP_DATA_DIR") or tempfile.mkdtemp(prefix="voicesnap-test-data-")
-    try:
-        return models.find_model("en", data=data)
-    except models.ModelError:
-        return None
-
-
 @pytest.fixture(scope="module")
 def vosk_model():
-    path = _english_model_path()
-    if path is None:
-        pytest.skip("no English Vosk model: set VOICESNAP_VOSK_MODEL or run 'voicesnap models download' "
-                    "(.ci/run fetches one from Maven Central)")
+    from table_script import model_or_skip
+
     from voicesnap.spotters.vosk_spotter import load_model
 
-    return load_model(path)
+    return load_model(model_or_skip())
 
 
 @pytest.mark.vosk_model
