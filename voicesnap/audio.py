@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import UserError
 from .events import event
+from .files import AtomicSoundFile
 
 __all__ = [
     "AudioChunk",
@@ -425,8 +426,7 @@ class RecordingTap:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._file: Any = None
-        self._tmp: Path | None = None
+        self._file: AtomicSoundFile | None = None
         self._next: int | None = None
         self.origin: int | None = None  # clock index of the file's first frame
         self.rate: int | None = None  # the recording's rate (known with the first chunk)
@@ -434,16 +434,8 @@ class RecordingTap:
         self.gap_frames = 0
 
     def write(self, chunk: AudioChunk) -> None:
-        import soundfile as sf
-
         if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp.wav", dir=self.path.parent)
-            os.close(fd)
-            self._tmp = Path(tmp)
-            self._file = sf.SoundFile(
-                tmp, "w", samplerate=chunk.rate, channels=chunk.channels, subtype="PCM_16", format="WAV"
-            )
+            self._file = AtomicSoundFile(self.path, chunk.rate, chunk.channels, "WAV")
             self._next = self.origin = chunk.start
             self._rate, self._channels = chunk.rate, chunk.channels
             self.rate = chunk.rate
@@ -465,18 +457,13 @@ class RecordingTap:
         """Finish the file and move it into place; returns its path (None if nothing was heard)."""
         if self._file is None:
             return None
-        self._file.close()
-        self._file = None
-        assert self._tmp is not None
-        os.replace(self._tmp, self.path)
-        return self.path
+        path, self._file = self._file.finish(), None
+        return path
 
     def discard(self) -> None:
         if self._file is not None:
-            self._file.close()
+            self._file.discard()
             self._file = None
-        if self._tmp is not None:
-            self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> "RecordingTap":
         return self

@@ -23,7 +23,6 @@ rename), like the microphone recording.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Callable
@@ -31,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import UserError
+from .files import AtomicSoundFile
 
 __all__ = ["REFERENCE_NAME", "RATE", "ReferenceRecorder", "load_reference"]
 
@@ -53,8 +53,7 @@ class ReferenceRecorder:
         self.path = Path(path)
         self._origin = origin
         self.hold = int(hold * RATE)
-        self._file = None
-        self._tmp: Path | None = None
+        self._file: AtomicSoundFile | None = None
         self._flushed = 0  # file frames written so far
         self._tail = np.zeros(0, np.float32)  # file frames [_flushed, _flushed + len) not yet written
         self.dropped = 0  # frames that came too late to be written (rewrites older than ``hold``)
@@ -92,14 +91,8 @@ class ReferenceRecorder:
             self._flush(len(self._tail) - self.hold)
 
     def _flush(self, frames: int) -> None:
-        import soundfile as sf
-
         if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp.flac", dir=self.path.parent)
-            os.close(fd)
-            self._tmp = Path(tmp)
-            self._file = sf.SoundFile(tmp, "w", samplerate=RATE, channels=1, subtype="PCM_16", format="FLAC")
+            self._file = AtomicSoundFile(self.path, RATE, 1, "FLAC")
         block = np.clip(np.round(self._tail[:frames]), -32768, 32767).astype(np.int16)
         self._file.write(block)
         self._flushed += frames
@@ -120,20 +113,16 @@ class ReferenceRecorder:
         if self._file is None and not len(self._tail):
             return None
         self._flush(len(self._tail))
-        assert self._file is not None and self._tmp is not None
-        self._file.close()
-        self._file = None
+        assert self._file is not None
+        path, self._file = self._file.finish(), None
         self.frames = self._flushed
-        os.replace(self._tmp, self.path)
-        return self.path
+        return path
 
     def discard(self) -> None:
         self._closed = True
         if self._file is not None:
-            self._file.close()
+            self._file.discard()
             self._file = None
-        if self._tmp is not None:
-            self._tmp.unlink(missing_ok=True)
 
 
 def load_reference(path: str | os.PathLike[str]) -> np.ndarray:

@@ -59,3 +59,34 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int = 0o600) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+class AtomicSoundFile:
+    """A 16-bit sound file written block by block under a temporary name beside ``path``
+    and moved into place whole by ``finish``: recordings grow for a whole game, and a crash
+    must leave no half-written file where a finished one is expected (the temporary one
+    keeps what was heard). ``format``: a libsndfile major format ("WAV", "FLAC")."""
+
+    def __init__(self, path: str | os.PathLike[str], rate: int, channels: int, format: str = "WAV") -> None:
+        import soundfile as sf
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=f".tmp.{format.lower()}",
+                                   dir=self.path.parent)
+        os.close(fd)
+        self.tmp = Path(tmp)
+        self._file = sf.SoundFile(tmp, "w", samplerate=rate, channels=channels, subtype="PCM_16", format=format)
+
+    def write(self, block: object) -> None:
+        self._file.write(block)
+
+    def finish(self) -> Path:
+        """Close the file and move it into place; returns ``path``."""
+        self._file.close()
+        os.replace(self.tmp, self.path)
+        return self.path
+
+    def discard(self) -> None:
+        self._file.close()
+        self.tmp.unlink(missing_ok=True)
