@@ -91,16 +91,29 @@ class TakeProblem:
     reason: str
 
 
+SPLIT_CONTEXT = 8000  # samples (0.5 s) of the recording kept each side of a take by split_takes
+
+
 def split_takes(x: np.ndarray, rate: int = F.RATE) -> list[np.ndarray]:
-    """Every voiced stretch of a recording, trimmed, with 30 ms of context each side."""
+    """Every voiced stretch of a recording, with the quiet around it (up to 0.5 s each side,
+    never past half-way to the next stretch).
+
+    Each part goes on to ``check_take``, which trims it itself: its threshold
+    comes from the part's own background, so a part cut tight (the old 30 ms)
+    had no background, the threshold rose to the word's weak ends, and
+    "snap" lost its "p" (templates ~130 ms shorter than a one-take file's,
+    and one-mic ties found 7/18 instead of 11/18 with such a profile).
+    """
     y = F.resample(x, rate)
     feats = F.analyse(y)
     thr = F.vad_threshold(feats.energy_db)
+    spans = [(F.refine_onset(y, s, thr), F.refine_end(y, e, thr))
+             for s, e in F.voiced_segments(feats.energy_db, thr, min_frames=5, gap_frames=30)]
     out = []
-    for s, e in F.voiced_segments(feats.energy_db, thr, min_frames=5, gap_frames=30):
-        on = F.refine_onset(y, s, thr)
-        end = F.refine_end(y, e, thr)
-        out.append(y[max(0, on - 480): min(len(y), end + 481)])
+    for k, (on, end) in enumerate(spans):
+        lo = max(0, on - SPLIT_CONTEXT, (spans[k - 1][1] + on) // 2 if k else 0)
+        hi = min(len(y), end + SPLIT_CONTEXT, (end + spans[k + 1][0]) // 2 if k + 1 < len(spans) else len(y))
+        out.append(y[lo:hi])
     return out
 
 
