@@ -1,7 +1,8 @@
-"""Finding, installing and downloading the Vosk models voicesnap uses.
+"""Finding, installing and downloading the models voicesnap uses.
 
-Two kinds: the English recogniser ("en", needed by the Vosk spotter) and the
-speaker-embedding model ("spk", used by voices). Each is found in one order:
+Three kinds: the English recogniser ("en", needed by the Vosk spotter), the
+Vosk speaker-embedding model ("spk"), and the speaker encoder ("encoder":
+Resemblyzer's weights converted to numpy, used by voices; see voicesnap.encoder). Each is found in one order:
 an explicit option, then its environment variable, then the data directory's
 ``models/`` folder. A model that cannot be found is a ``ModelError`` whose
 message says exactly how to get one, because the model is the one thing a new
@@ -48,6 +49,11 @@ KINDS: dict[str, ModelKind] = {
         "spk", "VOICESNAP_SPK_MODEL", "vosk-model-spk-0.4", "13 MB",
         "speaker model (x-vectors for voices)", ("final.ext.raw", "mfcc.conf"),
     ),
+    # not a Vosk model: Resemblyzer's voice encoder, fetched from PyPI and converted (voicesnap.encoder)
+    "encoder": ModelKind(
+        "encoder", "VOICESNAP_ENCODER_MODEL", "resemblyzer-0.1.4", "17 MB",
+        "speaker encoder (Resemblyzer voice embeddings)", ("encoder.npz",),
+    ),
 }
 
 
@@ -80,9 +86,14 @@ def is_model(path: str | os.PathLike[str], kind: str = "en") -> bool:
 
 def _fixes(kind: ModelKind) -> str:
     flag = "" if kind.key == "en" else f" --kind {kind.key}"
+    if kind.key == "encoder":
+        return (f"get it with 'voicesnap models download{flag}' (Resemblyzer's wheel from PyPI, 16 MB), "
+                f"or install a copy of Resemblyzer-0.1.4-py3-none-any.whl with 'voicesnap models install "
+                f"FILE{flag}', or point {kind.env} at a folder holding encoder.npz (see models/README.md)")
+    # PATH before --kind: argparse gives "install --kind spk PATH"'s PATH no slot (unrecognized argument)
     return (
         f"get one with 'voicesnap models download{flag}', "
-        f"or install a folder/zip you have with 'voicesnap models install{flag} PATH', "
+        f"or install a folder/zip you have with 'voicesnap models install PATH{flag}', "
         f"or point {kind.env} at an unpacked model folder (see models/README.md)"
     )
 
@@ -183,6 +194,10 @@ def install(
     if not src.exists():
         raise ModelError(f"{src}: no such file or folder; give a model folder, .zip or .aar")
     dest_root = models_dir(data, create=True)
+    if kind == "encoder" and src.is_file():  # Resemblyzer's wheel or pretrained.pt: converted, not copied
+        from . import encoder
+
+        return encoder.install_from(src, dest_root, name or KINDS["encoder"].default_name)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=dest_root))
     try:
         if src.is_dir():
@@ -223,6 +238,10 @@ def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name:
     target = dest_root / model_name
     if is_model(target, kind):
         return target
+    if kind == "encoder":  # from PyPI, pinned and checked (voicesnap.encoder)
+        from . import encoder
+
+        return encoder.download(dest_root, model_name)
     try:
         import vosk
     except ImportError as exc:
@@ -250,7 +269,7 @@ def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name:
         raise ModelError(
             f"could not download {model_name} from {vosk.MODEL_PRE_URL} ({exc}); on a machine with "
             f"internet, fetch {vosk.MODEL_PRE_URL}{model_name}.zip{aar} and run "
-            f"'voicesnap models install{flag} FILE'"
+            f"'voicesnap models install FILE{flag}'"
         ) from exc
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,8 +1,9 @@
-"""Find, download or install the Vosk speech models (English recogniser, speaker model).
+"""Find, download or install the models (Vosk English recogniser and speaker model, speaker encoder).
 
 Models are looked up in this order: --model (where a command takes one), the
-environment variable (VOICESNAP_VOSK_MODEL / VOICESNAP_SPK_MODEL), then the
-data directory's models/ folder, where `download` and `install` put them.
+environment variable (VOICESNAP_VOSK_MODEL / VOICESNAP_SPK_MODEL /
+VOICESNAP_ENCODER_MODEL), then the data directory's models/ folder, where
+`download` and `install` put them.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "vosk's downloader; install PATH: copy a model folder, .zip or Maven .aar")
     parser.add_argument("path", nargs="?", help="for install: a model folder, .zip or .aar")
     parser.add_argument("--kind", choices=sorted(models.KINDS), default="en",
-                        help="en: English recogniser (default); spk: speaker model")
+                        help="en: English recogniser (default); spk: Vosk speaker model; encoder: speaker "
+                        "encoder (Resemblyzer's weights from PyPI, converted; 'download encoder' works too)")
     parser.add_argument("--name", help="download/install under this model name")
 
 
 def run(args: argparse.Namespace) -> int:
     data = getattr(args, "data_dir", None)
+    if args.action in ("download", "where") and args.path in models.KINDS:  # `models download encoder`
+        args.kind, args.path = args.path, None
     if args.action == "install":
         if not args.path:
             raise models.ModelError("install needs a PATH: voicesnap models install vosk-model-small-en-us-0.15.zip")
