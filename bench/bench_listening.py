@@ -138,6 +138,10 @@ def run(quick: bool) -> list[Row]:
             from .echo_rows import echo_rows  # the same engines behind the echo canceller
 
             rows += echo_rows(fixtures, audio, engines, plain)
+            if not quick:
+                from .real_words import real_word_rows  # real people's words, none of them a call
+
+                rows += real_word_rows(engines)
         finally:
             if old is None:
                 os.environ.pop("VOICESNAP_DATA_DIR", None)

@@ -1,0 +1,103 @@
+"""False calls on REAL human words (rows for bench_listening).
+
+The fixture corpus's near misses are espeak-ng voices; a spotter tuned on them
+can still fire on real people. ../shared/speech/speech_commands holds 145 one-
+second clips of real speakers saying single words (Speech Commands, CC BY 4.0;
+see its ATTRIBUTION.md): among them "stop" (a near miss of "snap" in the
+issue's list), "cat", "up", "off", "happy", ... . None is a call, so every call
+an engine reports on them is false. Each clip is fed alone, padded with 0.5 s
+of silence each side (each word is then an isolated shout, as at the table),
+with no Snap-pool claim open (the usual case) and with one open.
+
+Rows: clips with at least one false call, per engine and claim state, with the
+words that fired; and the same as false calls per hour of those words, which is
+a harsher rate than the corpus's (every second of this audio is a word).
+
+``python3 -m bench.real_words`` prints the rows alone (Vosk and PocketSphinx).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from voicesnap.audio import read_wav
+
+from . import Row
+from .spotting import CALL_WORDS, CHUNK_MS, feed, feed_claim
+
+AREA = "listening"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "speech" / "speech_commands"
+PAD_S = 0.5
+CHUNK = 16000 * CHUNK_MS // 1000
+
+
+def clips(root: Path = SHARED) -> list[tuple[str, np.ndarray]]:
+    """(word, 16 kHz mono int16 samples with padding) for every clip; [] when the folder is missing."""
+    out = []
+    for path in sorted(root.glob("*/*.wav")):
+        samples, rate = read_wav(path)
+        if rate != 16000:
+            continue
+        x = samples[:, :1]
+        pad = np.zeros((int(PAD_S * rate), 1), dtype=x.dtype)
+        out.append((path.stem.rsplit("_", 1)[0], np.concatenate([pad, x, pad])))
+    return out
+
+
+def real_word_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...] = ("vosk", "pocketsphinx"),
+                   root: Path = SHARED) -> list[Row]:
+    """False calls on each real word clip, for the named engines that can run."""
+    data = clips(root)
+    if not data:
+        return [Row(AREA, "false calls on real words", "n/a",
+                    note=f"skipped: no Speech Commands clips at {root}")]
+    words = Counter(w for w, _ in data)
+    seconds = sum(len(x) for _, x in data) / 16000 - 2 * PAD_S * len(data)
+    rows: list[Row] = []
+    for name in names:
+        factory = engines.get(name)
+        if factory is None:
+            continue
+        for claim in (False, True):
+            if claim and not hasattr(factory(), "set_pool_exists"):
+                continue  # an engine with no "snap" hold: the claim state changes nothing
+            fired: Counter[str] = Counter()
+            for word, x in data:
+                spotter = factory()
+                if hasattr(spotter, "set_pool_exists"):
+                    found = feed_claim(spotter, x, 16000, CHUNK, lambda t, v=claim: v)
+                else:
+                    found, _ = feed(spotter, x, 16000, CHUNK)
+                if any(d.word in CALL_WORDS for d in found):
+                    fired[word] += 1
+            n = sum(fired.values())
+            which = ", ".join(f"{w} {k}/{words[w]}" for w, k in fired.most_common()) or "none"
+            state = "claim open" if claim else "no claim"
+            rows.append(Row(AREA, f"false calls on real words ({state}), clips", f"{n}/{len(data)}", "",
+                            "", f"{name}: Speech Commands, {len(words)} words incl. stop x{words['stop']}; "
+                                f"fired on: {which}"))
+            rows.append(Row(AREA, f"false calls on real words ({state}), per hour of words",
+                            round(n / (seconds / 3600), 1), "/h", "<= 0.5",
+                            f"{name}: {seconds / 60:.1f} min of words (padding not counted)"))
+    return rows
+
+
+def main() -> int:
+    from . import bench_listening
+
+    engines: dict[str, Callable[[], Any]] = {}
+    for name, make in (("vosk", bench_listening._vosk_factory), ("pocketsphinx", bench_listening._peer_factory)):
+        factory, _ = make()
+        if factory is not None:
+            engines[name] = factory
+    for row in real_word_rows(engines):
+        print(" | ".join(str(v) for v in (row.metric, row.value, row.unit, row.target, row.note)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
