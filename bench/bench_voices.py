@@ -77,9 +77,13 @@ def eer(genuine: list[float], impostor: list[float]) -> float:
     return best[1]
 
 
-def synthetic(quick: bool) -> list[Row]:
+def synthetic(quick: bool, encoder: object = "auto") -> list[Row]:
+    """``encoder``: Voices' default (the installed speaker encoder, if any), or None for the voiceprint only."""
+    from voicesnap import encoder as E
     from voicesnap import voices as V
 
+    enc = E.load_encoder() if encoder == "auto" else encoder
+    how = " with the speaker encoder" if enc is not None else ", voiceprint only"
     profiles = _profiles()
     rival = V.announcer_profile("snap")
     calls = _calls()
@@ -93,7 +97,7 @@ def synthetic(quick: bool) -> list[Row]:
         combos = combos[::step]
         right = known = fa = unknown = 0
         for combo in combos:
-            vs = V.Voices([profiles[n] for n in combo], [rival] if rival else [])
+            vs = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=enc)
             for speaker, audio in calls:
                 t0 = time.perf_counter()
                 att = vs.attribute(audio)
@@ -108,15 +112,25 @@ def synthetic(quick: bool) -> list[Row]:
                     for name, sc in att.scores.items():
                         (genuine if name == speaker else impostor).append(sc)
         target = ">= 0.95" if k == 4 else ""
-        rows.append(Row(AREA, f"attribution accuracy, {k} players (synthetic, held-out calls)",
+        rows.append(Row(AREA, f"attribution accuracy, {k} players (synthetic{how}, held-out calls)",
                         right / known, "", target,
                         f"{right}/{known} calls over {len(combos)} player set(s); 5+3 takes each"))
-        rows.append(Row(AREA, f"unknown voices accepted, {k} players (synthetic)", fa / unknown, "",
+        rows.append(Row(AREA, f"unknown voices accepted, {k} players (synthetic{how})", fa / unknown, "",
                         "<= 0.02", f"{fa}/{unknown}: strangers, announcer, players not enrolled"))
-    rows.append(Row(AREA, "equal error rate, 6 players (synthetic)", eer(genuine, impostor), "", "",
+    rows.append(Row(AREA, f"equal error rate, 6 players (synthetic{how})", eer(genuine, impostor), "", "",
                     f"{len(genuine)} genuine, {len(impostor)} impostor scores"))
-    rows.append(Row(AREA, "time per attribution (median)", 1000 * float(np.median(times)), "ms", "",
+    rows.append(Row(AREA, f"time per attribution (median, synthetic{how})", 1000 * float(np.median(times)), "ms", "",
                     "one call with context, all enrolled players, incl. announcer rival"))
+    return rows
+
+
+def synthetic_both(quick: bool) -> list[Row]:
+    """The synthetic rows as play runs them, and (full run, encoder installed) the voiceprint-only ones beside them."""
+    from voicesnap import encoder as E
+
+    rows = synthetic(quick)
+    if not quick and E.load_encoder() is not None:
+        rows += synthetic(quick, encoder=None)
     return rows
 
 
@@ -375,6 +389,104 @@ def real_words(quick: bool) -> list[Row]:
     return rows
 
 
+ENC_LABEL = "real same-word (LibriSpeech words)"
+
+
+def real_words_encoder(quick: bool) -> list[Row]:
+    """The speaker encoder against the voiceprint on the real same-word set: three deciders, same trials.
+
+    - voiceprint: Voices without the encoder (templates + voiceprint: what play did before);
+    - encoder alone: WHO = the most alike enrolled embeddings (cosine), accepted when it clears the
+      player's threshold (median leave-one-out cosine of their takes, capped at voices.ENC_CAP);
+    - encoder + templates: what Voices does with the encoder installed (Voices.decide_encoder).
+    Strangers: every take of the speakers not enrolled (same word). 6 players: the set has 5 speakers,
+    and only "the" has 4 with enough takes, so 2 and 4 only. EER from all scores of the trials with
+    every enrollable speaker of the word enrolled.
+    """
+    from voicesnap import encoder as E
+    from voicesnap import voices as V
+
+    if not REAL_WORDS.is_dir():
+        return [Row(AREA, ENC_LABEL, "n/a", note=f"skipped: {REAL_WORDS} is absent")]
+    enc = E.load_encoder()
+    if enc is None:
+        return [Row(AREA, f"speaker encoder, {ENC_LABEL}", "n/a",
+                    note="skipped: no speaker encoder installed (voicesnap models download --kind encoder, "
+                    "or VOICESNAP_ENCODER_MODEL)")]
+    words = sorted(p.name for p in REAL_WORDS.iterdir() if p.is_dir())
+    kinds = ("voiceprint", "encoder alone", "encoder + templates")
+    tally = {(kind, k): [0, 0, 0, 0] for kind in kinds for k in (2, 4)}  # right, known, accepted unknown, unknown
+    scores: dict[str, tuple[list[float], list[float]]] = {kind: ([], []) for kind in kinds}
+    times: list[float] = []
+    trials: list[tuple[int, bool, bool, float]] = []  # (k, known speaker, most alike is right, its cosine)
+    for word in words:
+        takes = real_words_takes(word)
+        profiles, _refused = real_words_profiles(word, takes)
+        if len(profiles) < 2:
+            continue
+        rival = V.announcer_profile(word)
+        trimmed = {spk: [V.trim(x)[0] for x, _m in items] for spk, items in takes.items()}
+        for k in (2, 4):
+            for combo in itertools.combinations(sorted(profiles), k):
+                old = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=None)
+                new = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=enc)
+                assert new.encoder is not None, "profiles enrolled without the encoder"
+                every = len(combo) == len(profiles)
+                for spk, items in takes.items():
+                    first = ENROLL_TAKES if spk in combo else 0
+                    for (x, _meta), y in list(zip(items, trimmed[spk]))[first:]:
+                        t0 = time.perf_counter()
+                        att_new = new.attribute(x)
+                        times.append(time.perf_counter() - t0)
+                        att_old = old.attribute(x)
+                        cos = new.embedding_scores(y) or {}
+                        who = max(cos, key=cos.get) if cos else None
+                        alone = (who if who is not None and who not in new.rivals
+                                 and new.encoder_ratio(who, cos[who]) <= 1.0 else None)
+                        if who is not None:
+                            trials.append((k, spk in combo, who == spk, cos[who] if who not in new.rivals else -1.0))
+                        for kind, got in zip(kinds, (att_old.player, alone, att_new.player)):
+                            t = tally[(kind, k)]
+                            if spk in combo:
+                                t[0] += got == spk
+                                t[1] += 1
+                            else:
+                                t[2] += got is not None
+                                t[3] += 1
+                        if every:
+                            for kind, sc in (("voiceprint", att_old.scores), ("encoder + templates", att_new.scores),
+                                             ("encoder alone", {n: c for n, c in cos.items() if n in combo})):
+                                for name, v in sc.items():
+                                    scores[kind][0 if name == spk else 1].append(v)
+    rows = []
+    for kind in kinds:
+        wired = " (WIRED into Voices)" if kind == "encoder + templates" else ""
+        for k in (2, 4):
+            right, known, fa, unknown = tally[(kind, k)]
+            rows.append(Row(AREA, f"{kind}: accuracy, {k} players ({ENC_LABEL}){wired}",
+                            right / known if known else float("nan"), "", ">= 0.95" if k == 4 else "",
+                            f"{right}/{known} held-out takes named right; enroll {ENROLL_TAKES} takes of the word"))
+            rows.append(Row(AREA, f"{kind}: strangers accepted, {k} players ({ENC_LABEL})",
+                            fa / unknown if unknown else float("nan"), "", "<= 0.02",
+                            f"{fa}/{unknown} takes of the same word by speakers not enrolled, at the calibrated threshold"))
+        g, i = scores[kind]
+        rows.append(Row(AREA, f"{kind}: equal error rate ({ENC_LABEL})", eer(g, i), "", "",
+                        f"{len(g)} genuine, {len(i)} impostor scores"))
+    # what a fixed line strict enough for <= 2% strangers would leave of the players' own takes
+    unknown_c = np.array([c for _k, known, _ok, c in trials if not known])
+    line = float(np.percentile(unknown_c, 98)) if len(unknown_c) else float("nan")
+    for k in (2, 4):
+        known = [(ok, c) for kk, kn, ok, c in trials if kk == k and kn]
+        fa = [c for kk, kn, _ok, c in trials if kk == k and not kn]
+        rows.append(Row(AREA, f"encoder alone: accuracy at the <= 2%-stranger line, {k} players ({ENC_LABEL})",
+                        sum(ok and c > line for ok, c in known) / len(known) if known else float("nan"), "", "",
+                        f"line: cosine > {line:.3f} (pooled 2/4-player strangers); strangers accepted "
+                        f"{sum(c > line for c in fa)}/{len(fa)}"))
+    rows.append(Row(AREA, "time per attribution with the speaker encoder (median)", 1000 * float(np.median(times)),
+                    "ms", "", "real same-word takes, Voices.attribute incl. the embedding"))
+    return rows
+
+
 def _real_words_spotters(word: str, takes, profiles) -> dict[str, list[int]]:
     """Held-out real takes through the enrolled spotter, and through its span attribution (what the combined engine does)."""
     from voicesnap import features as F
@@ -500,11 +612,13 @@ def ties(quick: bool) -> list[Row]:
 
 
 def run(quick: bool) -> list[Row]:
-    return synthetic(quick) + corpus_calls(quick) + real_words(quick) + real(quick) + ties(quick)
+    return (synthetic_both(quick) + corpus_calls(quick) + real_words(quick) + real_words_encoder(quick) + real(quick)
+            + ties(quick))
 
 
 if __name__ == "__main__":
-    parts = {"synthetic": synthetic, "corpus": corpus_calls, "real-words": real_words, "real": real, "ties": ties}
+    parts = {"synthetic": synthetic_both, "corpus": corpus_calls, "real-words": real_words, "encoder": real_words_encoder,
+             "real": real, "ties": ties}
     chosen = [a for a in sys.argv[1:] if a in parts]
     rows = [r for a in chosen for r in parts[a]("--quick" in sys.argv)] if chosen else run("--quick" in sys.argv)
     for row in rows:

@@ -5,6 +5,8 @@ name the speaker of another take of the same word, or nobody. The cases
 asserted here are ones the benchmark (bench/bench_voices.py, real-words)
 shows as reliable; the README's Voices section has the full figures, which
 are far from the targets (same-word strangers are mostly accepted).
+These are the model-free voiceprint's cases (``encoder=None``, whether or not
+the speaker encoder is installed); test_encoder.py has the encoder's.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def word_set(word: str) -> tuple[dict, dict]:
 
 def test_a_real_speakers_held_out_word_is_attributed_to_them_among_two_real_speakers() -> None:
     takes, profiles = word_set("the")
-    voices = V.Voices([profiles["2033"], profiles["2414"]], [V.announcer_profile("the")])
+    voices = V.Voices([profiles["2033"], profiles["2414"]], [V.announcer_profile("the")], encoder=None)
     held_out = takes["2033"][ENROLL_TAKES:]
     assert len(held_out) >= 8
     named = [voices.attribute(x).player for x, _meta in held_out]
@@ -64,7 +66,7 @@ def test_a_real_speakers_held_out_word_is_attributed_to_them_among_two_real_spea
 
 def test_two_real_speakers_saying_the_same_word_are_told_apart() -> None:
     takes, profiles = word_set("of")
-    voices = V.Voices([profiles["1688"], profiles["1998"]], [V.announcer_profile("of")])
+    voices = V.Voices([profiles["1688"], profiles["1998"]], [V.announcer_profile("of")], encoder=None)
     for spk in ("1688", "1998"):
         held_out = takes[spk][ENROLL_TAKES:]
         assert held_out
@@ -74,7 +76,7 @@ def test_two_real_speakers_saying_the_same_word_are_told_apart() -> None:
 
 def test_a_real_strangers_word_is_rejected() -> None:
     takes, profiles = word_set("and")
-    voices = V.Voices([profiles["1998"], profiles["2033"]], [V.announcer_profile("and")])
+    voices = V.Voices([profiles["1998"], profiles["2033"]], [V.announcer_profile("and")], encoder=None)
     stranger = takes["2414"]
     assert len(stranger) >= 4 and "2414" not in profiles  # too few takes to enroll: a stranger
     named = [voices.attribute(x).player for x, _meta in stranger]
@@ -112,12 +114,12 @@ def test_four_real_speakers_are_told_apart_by_the_tables_pooled_voice_scale() ->
     """
     takes, profiles = word_set("the")
     rival = [V.announcer_profile("the")]
-    voices = V.Voices(list(profiles.values()), rival)
+    voices = V.Voices(list(profiles.values()), rival, encoder=None)
     for spk in ("1998", "2609"):
         named = [voices.attribute(x).player for x, _meta in takes[spk][ENROLL_TAKES:]]
         assert named == [spk] * len(named), (spk, named)
     bare = [V.Profile(**{**p.__dict__, "extra": {k: v for k, v in p.extra.items() if k != "voiceprints"}})
             for p in profiles.values()]
-    old = V.Voices(bare, rival)
+    old = V.Voices(bare, rival, encoder=None)
     named = [old.attribute(x).player for x, _meta in takes["1998"][ENROLL_TAKES:]]
     assert named.count("1998") < len(named) and None not in named, named

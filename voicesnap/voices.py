@@ -25,6 +25,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from . import encoder as E
 from . import features as F
 from .errors import UserError
 from .files import atomic_write_text, data_dir
@@ -63,6 +64,13 @@ PITCH_WEIGHT = 3.0
 # trim then keeps the room tone), and it pulled calls out of their player's
 # reach. 18 dB: same synthetic accuracy and EER, corpus 79 -> 82 of 114 named.
 VOICE_RANGE_DB = 18.0
+# The speaker encoder (voicesnap.encoder), when installed and every player enrolled with it:
+# WHO is the voice whose enrolled embeddings are most alike (cosine), and the call is
+# accepted when that similarity clears the player's threshold and encoder and template
+# together fit (mean of their ratios <= ACCEPT; the template within R_LIMIT). It replaces
+# the voiceprint, which cannot tell real people apart on one short word. Measured with
+# bench_voices (real same-word speakers and the synthetic players; see README).
+ENC_CAP = 0.84  # a player's cosine threshold: the median leave-one-out cosine of their takes, at most this
 
 
 def pool_phrase(word: str) -> str:
@@ -449,6 +457,7 @@ class Profile:
                 created=str(data.get("created", "")),
                 extra=dict(data.get("extra") or {}),
             )
+            profile_embeddings(prof)  # the speaker embeddings, when there, must be whole
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"voice profile {where} is damaged ({type(exc).__name__}: {exc}); {way_out}") from exc
         if (not prof.word or prof.word not in prof.templates or any(len(t) < 2 for ts in prof.templates.values() for t in ts)
@@ -458,8 +467,13 @@ class Profile:
         return prof
 
 
-def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | None = None) -> Profile:
-    """A profile from checked, trimmed takes (at least 2 per phrase; enroll asks for more)."""
+def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | None = None,
+                  encoder: E.Encoder | None | str = "auto") -> Profile:
+    """A profile from checked, trimmed takes (at least 2 per phrase; enroll asks for more).
+
+    With a speaker encoder (``"auto"``: the installed one, if any) each take's
+    embedding is kept in ``extra["embeddings"]``; profiles without them keep working.
+    """
     check_name(name)
     by_phrase: dict[str, list[np.ndarray]] = {}
     for t in takes:
@@ -484,6 +498,11 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
         z = (vps[i] - rest.mean(axis=0)) / scale
         dists.append(float(np.sqrt(np.mean(z * z))))
     voice_thr = max(float(VOICE_THRESHOLD_FACTOR * max(dists)), VOICE_MIN_THRESHOLD)
+    enc = E.load_encoder() if encoder == "auto" else encoder
+    extra: dict = {}
+    if isinstance(enc, E.Encoder):
+        extra["encoder"] = enc.fingerprint
+        extra["embeddings"] = [[t.phrase, [round(float(v), 5) for v in enc.embed(t.audio)]] for t in takes]
     return Profile(
         name=name, word=word, templates=templates, thresholds=thresholds,
         voiceprint=center.astype(np.float32), voice_scale=scale, voice_threshold=voice_thr,
@@ -491,8 +510,51 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
         extra={"takes": {ph: len(v) for ph, v in by_phrase.items()},
                # every take's voiceprint, so a table can pool its players' spreads (Voices.rank_ratio);
                # optional: profiles without it are ranked by their own voice ratio
-               "voiceprints": [[round(float(v), 4) for v in vp] for vp in vps]},
+               "voiceprints": [[round(float(v), 4) for v in vp] for vp in vps], **extra},
     )
+
+
+def profile_embeddings(prof: Profile) -> tuple[str, dict[str, np.ndarray]] | None:
+    """(encoder fingerprint, phrase -> takes' embeddings) of a profile enrolled with the encoder, else None.
+
+    Raises ValueError when they are there but malformed (a damaged profile).
+    """
+    raw = prof.extra.get("embeddings")
+    if raw is None:
+        return None
+    fp = prof.extra.get("encoder")
+    if not isinstance(fp, str) or not isinstance(raw, list) or not raw:
+        raise ValueError("speaker embeddings without their encoder")
+    by: dict[str, list[np.ndarray]] = {}
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError("a speaker embedding is not [phrase, values]")
+        v = np.asarray(item[1], np.float32)
+        if v.shape != (E.HIDDEN,) or not np.isfinite(v).all():
+            raise ValueError(f"a speaker embedding has shape {v.shape}, not ({E.HIDDEN},)")
+        by.setdefault(item[0], []).append(v)
+    return fp, {ph: np.stack(vs) for ph, vs in by.items()}
+
+
+def _encoder_model(embs: dict[str, np.ndarray]) -> tuple[np.ndarray, float] | None:
+    """(unit centroid per phrase, cosine threshold) from a player's takes' embeddings.
+
+    Takes made in one sitting agree more closely than calls in a game (the
+    synthetic players' leave-one-out cosines are 0.87-0.98, their held-out
+    noisy calls 0.83-0.94), so the threshold is capped at ENC_CAP.
+    """
+    cents, loo = [], []
+    for m in embs.values():
+        if len(m) < 2:
+            continue
+        c = m.mean(axis=0)
+        cents.append(c / np.linalg.norm(c))
+        for i in range(len(m)):
+            rest = np.delete(m, i, axis=0).mean(axis=0)
+            loo.append(float(m[i] @ rest) / max(float(np.linalg.norm(rest) * np.linalg.norm(m[i])), 1e-9))
+    if not cents:
+        return None
+    return np.stack(cents).astype(np.float32), min(float(np.median(loo)), ENC_CAP)
 
 
 def check_name(name: str) -> str:
@@ -632,7 +694,8 @@ class Voices:
     compete in matching, and a call they win is reported as nobody's.
     """
 
-    def __init__(self, profiles: Sequence[Profile], rivals: Sequence[Profile] = ()):
+    def __init__(self, profiles: Sequence[Profile], rivals: Sequence[Profile] = (),
+                 encoder: E.Encoder | None | str = "auto"):
         self.rivals = {p.name for p in rivals}
         every = [*profiles, *[r for r in rivals if r.name not in {p.name for p in profiles}]]
         self.profiles = {p.name: p for p in every}
@@ -641,6 +704,46 @@ class Voices:
                                   for ph, ts in p.templates.items() for t in ts])
         self.channels = {p.channel: p.name for p in profiles if p.channel is not None}
         self._rank_models = self._pooled_voice_models(profiles)
+        self.encoder, self._enc_models = self._encoder_models(profiles, every, encoder)
+
+    @staticmethod
+    def _encoder_models(profiles: Sequence[Profile], every: Sequence[Profile], encoder: E.Encoder | None | str
+                        ) -> tuple[E.Encoder | None, dict[str, tuple[np.ndarray, float]]]:
+        """The encoder and each voice's (centroids, threshold), or (None, {}) to use the voiceprint.
+
+        Only when EVERY player was enrolled with this encoder (its fingerprint):
+        a player enrolled before it was installed cannot be compared with the
+        others, so the whole table stays on the voiceprint until they re-enroll.
+        Rivals without embeddings simply do not compete on the encoder.
+        """
+        embs = {p.name: profile_embeddings(p) for p in every}
+        if not profiles or any(embs[p.name] is None for p in profiles):
+            return None, {}
+        enc = E.load_encoder() if encoder == "auto" else encoder
+        if not isinstance(enc, E.Encoder):
+            return None, {}
+        models = {}
+        for name, got in embs.items():
+            if got is None or got[0] != enc.fingerprint:
+                continue
+            model = _encoder_model(got[1])
+            if model is not None:
+                models[name] = model
+        if any(p.name not in models for p in profiles):
+            return None, {}
+        return enc, models
+
+    def embedding_scores(self, y: np.ndarray) -> dict[str, float] | None:
+        """Cosine similarity of this stretch of speech to every voice enrolled with the encoder (None: no encoder)."""
+        if self.encoder is None or len(y) == 0:
+            return None
+        e = self.encoder.embed(y)
+        return {n: float(np.max(c @ e)) for n, (c, _thr) in self._enc_models.items()}
+
+    def encoder_ratio(self, name: str, cos: float) -> float:
+        """(1 - cosine) over (1 - the player's threshold): 1 = the boundary, like the other ratios."""
+        thr = self._enc_models[name][1]
+        return (1.0 - cos) / max(1.0 - thr, 1e-6)
 
     @staticmethod
     def _pooled_voice_models(profiles: Sequence[Profile]) -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
@@ -718,17 +821,22 @@ class Voices:
         lo, hi = max(0, s - 15), min(len(feats), e + 15)
         vp = voiceprint(y)
         best, voice = self.ratios(feats.log_mel[lo:hi], floor, vp)
-        return self.decide(best, voice, rank={n: self.rank_ratio(n, vp) for n in voice})
+        return self.decide(best, voice, rank={n: self.rank_ratio(n, vp) for n in voice},
+                           enc=self.embedding_scores(y))
 
     def decide(self, best: dict[tuple[str, str], tuple[float, Hit]], voice: dict[str, float],
                accept: float = ACCEPT, r_limit: float = R_LIMIT,
-               rank: dict[str, float] | None = None) -> Attribution:
+               rank: dict[str, float] | None = None, enc: dict[str, float] | None = None) -> Attribution:
         """Turn template ratios and voice ratios into one attribution (or nobody).
 
         Who fits best is chosen with the ``rank`` voice ratios (the table's
         pooled scale) when given; whether that player is accepted is judged
-        with their own ``voice`` ratio, as before.
+        with their own ``voice`` ratio, as before. With the speaker encoder's
+        cosines (``enc``, from ``embedding_scores``) the encoder decides instead
+        of the voiceprint (``decide_encoder``).
         """
+        if enc:
+            return self.decide_encoder(best, enc, accept, r_limit)
         per_player: dict[str, tuple[float, str, Hit]] = {}
         rv = voice if rank is None else rank
         for (player, phrase), (r, h) in best.items():
@@ -774,6 +882,50 @@ class Voices:
         return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
                            f"{name}: combined {comb:.2f} <= {accept:.2f}" if comb <= accept else
                            f"{name}: voice {v:.2f} <= {STRONG_VOICE:.2f} and combined {comb:.2f} <= 1.00")
+
+    def decide_encoder(self, best: dict[tuple[str, str], tuple[float, Hit]], enc: dict[str, float],
+                       accept: float = ACCEPT, r_limit: float = R_LIMIT) -> Attribution:
+        """WHO by the speaker encoder, accepted when encoder and template together fit (see ENC_CAP).
+
+        The same ``accept`` and ``r_limit`` as ``decide``: callers loosen them
+        where another engine already heard a call, or a mic names the caller.
+        The synthetic strangers the encoder finds alike (0.87 to an enrolled
+        espeak voice) are kept out by the template in the mean, not by a limit.
+        """
+        per_player: dict[str, tuple[float, str, Hit]] = {}
+        for (player, phrase), (r, h) in sorted(best.items(), key=lambda kv: kv[1][0]):
+            cur = per_player.get(player)
+            # the best-fitting phrase; the longer one wins when it fits too ("snap" hides in "snap pool")
+            if cur is None or (r < 1.0 and phrase.endswith(POOL_SUFFIX) and not cur[1].endswith(POOL_SUFFIX)):
+                per_player[player] = (r, phrase, h)
+        cands = [p for p in per_player if p in enc]
+        if not cands:
+            return Attribution(None, 0.0, None, {}, reason="no call-like sound to match")
+        er = {p: self.encoder_ratio(p, enc[p]) for p in cands}
+        comb = {p: 0.5 * (er[p] + per_player[p][0]) for p in cands}
+        scores = {p: ratio_to_score(comb[p]) for p in cands if p not in self.rivals}
+        # "voice": the encoder's ratio (1 = the player's threshold), as the voiceprint's was
+        details = {p: {"phrase": per_player[p][1], "template": round(per_player[p][0], 3),
+                       "voice": round(er[p], 3), "encoder": round(enc[p], 3), "combined": round(comb[p], 3)}
+                   for p in cands}
+        name = max(cands, key=lambda p: enc[p])
+        r, phrase, h = per_player[name]
+        if name in self.rivals:
+            return Attribution(None, 0.0, None, scores, h.start, h.end, details,
+                               f"the game's own voice ({name}) is the most alike")
+        thr = self._enc_models[name][1]
+        why = []
+        if er[name] > 1.0:
+            why.append(f"voice {enc[name]:.2f} < {thr:.2f}")
+        if r > r_limit:
+            why.append(f"template {r:.2f} > {r_limit:.2f}")
+        if comb[name] > accept:
+            why.append(f"combined {comb[name]:.2f} > {accept:.2f}")
+        if why:
+            return Attribution(None, scores[name], None, scores, h.start, h.end, details,
+                               f"most alike is {name}, but " + "; ".join(why))
+        return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
+                           f"{name}: voice {enc[name]:.2f} >= {thr:.2f}, combined {comb[name]:.2f} <= {accept:.2f}")
 
     def player_for_channel(self, channel: int) -> str | None:
         return self.channels.get(channel)

@@ -288,14 +288,15 @@ class EnrolledSpotter:
             vp = voiceprint(self._samples(st, max(s, lo + h.start), min(e, lo + h.end + 1)))
             voice[player] = self.voices.voice_ratio(player, vp)
             rank[player] = self.voices.rank_ratio(player, vp)
+        enc = self.voices.embedding_scores(self._samples(st, s, e))  # speaker encoder, when installed
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
             # the mic names the caller: the voice only has to be plausibly theirs
             # (a neighbour's crosstalk at the start of the stretch blurs the fit)
             mine = {k: v for k, v in best.items() if k[0] == mapped or k[0] in self.voices.rivals}
-            att = self.voices.decide(mine, voice, accept=1.0, rank=rank)
+            att = self.voices.decide(mine, voice, accept=1.0, rank=rank, enc=enc)
         else:
-            att = self.voices.decide(best, voice, rank=rank)
+            att = self.voices.decide(best, voice, rank=rank, enc=enc)
         if self.overlaps and mapped is None:
             tie = self.voices.tie(log_mel, st.floor_mel, best)
             if tie is not None:
@@ -435,9 +436,10 @@ class EnrolledSpotter:
         vp = voiceprint(self._samples(st, v0, v1))
         voice = {p: self.voices.voice_ratio(p, vp) for p in {k[0] for k in best}}
         rank = {p: self.voices.rank_ratio(p, vp) for p in voice}
+        enc = self.voices.embedding_scores(self._samples(st, v0, v1))  # speaker encoder, when installed
         # another engine already heard a call here: the question is only who,
         # so the template may fit loosely as long as the voice fits
-        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank)
+        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc)
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason
