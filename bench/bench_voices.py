@@ -440,7 +440,7 @@ def real_words_encoder(quick: bool) -> list[Row]:
                         times.append(time.perf_counter() - t0)
                         att_old = old.attribute(x)
                         cos = new.embedding_scores(y) or {}
-                        who = max(cos, key=cos.get) if cos else None
+                        who = max(cos, key=cos.get) if cos else None  # encoder alone: the most alike
                         alone = (who if who is not None and who not in new.rivals
                                  and new.encoder_ratio(who, cos[who]) <= 1.0 else None)
                         if who is not None:

@@ -82,14 +82,14 @@ def _explain(voices: object = None) -> str:
 
     if getattr(voices, "encoder", None) is not None:
         return ("the speaker encoder is in use: 'encoder' = cosine similarity of the call's voice embedding "
-                "to the player's enrolled takes' (the most alike voice is the candidate); 'voice' = (1 - that) / "
+                "to the player's enrolled takes'; 'voice' = (1 - that) / "
                 "(1 - the player's threshold, the median leave-one-out cosine of their takes, at most "
                 f"{V.ENC_CAP}), 1.0 = the boundary; 'template' = DTW distance / the player's threshold (how well "
                 f"the call fits their recorded call word); 'combined' = the mean of voice and template. The "
-                f"most alike player is named when voice <= 1.0, combined <= {V.ACCEPT} and template <= "
+                f"player with the lowest combined is named when voice <= 1.0, combined <= {V.ACCEPT} and template <= "
                 f"{V.R_LIMIT}; otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the "
-                "acceptance line. Voices starting '<announcer>' are the game's own voice: when one is the most "
-                "alike, the call is nobody's.")
+                "acceptance line. Voices starting '<announcer>' are the game's own voice: when one fits best, "
+                "the call is nobody's.")
     return ("ratios are distance / the player's own threshold, calibrated from their enrollment "
             "takes (1.0 = the boundary): 'template' = how well the call fits their recorded call "
             "word (DTW), 'voice' = how close the voice is to their voiceprint, 'combined' = the "
