@@ -106,3 +106,77 @@ def test_lone_calls_give_no_ties(vosk_factory, enrolled):
     ties = [(a, b) for i, a in enumerate(dets) for b in dets[i + 1:] if abs(a.onset - b.onset) <= 0.25]
     assert not ties, ties
     assert {d.player for d in dets} == {"dev"}
+
+
+def _vosk_heard(vosk_factory, fx):
+    vosk = vosk_factory()
+    for ch in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
+        vosk.accept(ch)
+        yield vosk, ch.end / fx.rate
+    vosk.flush()
+    yield vosk, None
+
+
+@pytest.mark.vosk_model
+def test_vosk_says_what_it_decoded_and_until_when_it_is_final(vosk_factory):
+    """VoskSpotter.heard: the final words (with "[unk]") over a span, once final_until has passed it."""
+    fx = C.load(CORPUS / "nearmiss_dev.json")
+    calls = [s for s in fx.segments if s.kind == "call"]
+    others = [s for s in fx.segments if s.kind != "call"]
+    finals = []
+    for vosk, now in _vosk_heard(vosk_factory, fx):
+        if now is not None:
+            assert vosk.final_until <= now + 1e-9
+            finals.append(vosk.final_until)
+    assert finals == sorted(finals) and finals[-1] > fx.segments[-1].end / fx.rate - 1.0
+    for s in calls:
+        a, b = s.onset / fx.rate, s.end / fx.rate
+        assert [w for w, _a, _b in vosk.heard(a, b)] == ["snap"], s
+    # the near-miss words are heard as what they are (or not known), never as a call word
+    words = [w for s in others for w, _a, _b in vosk.heard(s.onset / fx.rate, s.end / fx.rate)]
+    assert words and "snap" not in words and "pool" not in words, words
+    assert vosk.heard(fx.duration + 1, fx.duration + 2) == []
+
+
+@pytest.mark.vosk_model
+@pytest.mark.parametrize("name, speaker, at", [
+    ("noisy_pink_10db", "bob", 7.349),  # Vosk decoded nothing there; the enrolled engine found the call
+    ("noisy_babble_10db", "dev", 4.764),  # Vosk said "[unk]" over 3.8 s of babble; the best fit inside it
+])
+def test_a_call_vosk_did_not_know_is_rescued(vosk_factory, enrolled, name, speaker, at):
+    """A call Vosk decoded as nothing or "[unk]" comes from the enrollment, once Vosk's decode is final."""
+    from voicesnap.spotters.combined import RESCUE_SCORE
+
+    fx = C.load(CORPUS / f"{name}.json")
+    assert any(s.speaker == speaker and abs(s.onset / fx.rate - at) < 0.002 for s in fx.segments)
+    got = [d for d in _detect(_combined(vosk_factory, enrolled), fx) if abs(d.onset - at) <= 0.03]
+    assert [d.player for d in got] == [speaker] and got[0].word == "snap", got
+    assert got[0].score >= RESCUE_SCORE and got[0].engine == "combined"
+    off = _combined(vosk_factory, enrolled)
+    off.rescue_score = None  # without the rescue: missed (what the engine did before)
+    assert not [d for d in _detect(off, fx) if abs(d.onset - at) <= 0.25]
+
+
+@pytest.mark.vosk_model
+def test_rescue_waits_for_vosk_to_be_final(vosk_factory, enrolled):
+    """The rescued call is reported only after Vosk's decode of its span is final."""
+    fx = C.load(CORPUS / "noisy_pink_10db.json")
+    sp = _combined(vosk_factory, enrolled)
+    for ch in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
+        for d in sp.accept(ch):
+            if d.player == "bob" and abs(d.onset - 7.349) <= 0.03:
+                assert sp.vosk.final_until >= d.end and d.detected_at >= d.end
+                return
+    pytest.fail("the rescued call was not reported before the end of the file")
+
+
+@pytest.mark.vosk_model
+@pytest.mark.parametrize("name", ["nearmiss_dev", "nearmiss_bob", "echo_ranks", "chatter_players"])
+def test_rescue_adds_no_call_on_near_misses_echo_or_chatter(vosk_factory, enrolled, name):
+    """Near misses the enrollment confuses with "snap" (Vosk heard "snack"), the announcer's ranks and
+    table chatter: the same detections with the rescue as without it."""
+    fx = C.load(CORPUS / f"{name}.json")
+    off = _combined(vosk_factory, enrolled)
+    off.rescue_score = None
+    key = lambda ds: sorted((d.word, round(d.onset, 3), d.player) for d in ds)
+    assert key(_detect(_combined(vosk_factory, enrolled), fx)) == key(_detect(off, fx))

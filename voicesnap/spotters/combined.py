@@ -24,6 +24,14 @@ from .enrolled import EnrolledSpotter
 
 MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
 LOOKAHEAD = 0.12  # s of audio after a Vosk call's end before judging who said it
+TWIN_WINDOW = 0.3  # s: an enrolled call this close to a combined call is that call (or its tie partner)
+# Enrolled score (1 - half the combined template/voice ratio) a call Vosk did not know must reach
+# to be rescued. Calibrated on the corpus (README, listening): no enrolled candidate on near misses,
+# chatter, echo or long quiet passed the Vosk gate at any score; the two rescued calls scored
+# 0.615/0.625, the near-miss matches Vosk named "snack"/"slap" 0.53-0.73 (3 of 7 below 0.6).
+RESCUE_SCORE = 0.6
+RESCUE_WAIT = 2.0  # s after the call's end: longest wait for Vosk to finalise its span
+UNKNOWN = "[unk]"
 
 
 class CombinedSpotter:
@@ -32,8 +40,12 @@ class CombinedSpotter:
     name = "combined"
 
     def __init__(self, vosk: Spotter, profiles: Sequence[Profile] | EnrolledSpotter,
-                 vosk_words: Sequence[str] = ("snap", "snap pool")):
+                 vosk_words: Sequence[str] = ("snap", "snap pool"), rescue_score: float | None = RESCUE_SCORE):
         self.vosk = vosk
+        # None: no rescue; needs a Vosk spotter that says what it decoded (VoskSpotter.heard)
+        self.rescue_score = rescue_score if callable(getattr(vosk, "heard", None)) else None
+        self._rescue: list[Detection] = []  # enrolled calls Vosk did not report, until Vosk's decode is final
+        self._unk_seen: set[tuple[float, float]] = set()  # Vosk's final "[unk]" words already searched
         self.enrolled = profiles if isinstance(profiles, EnrolledSpotter) else EnrolledSpotter(profiles)
         self.vosk_words = set(vosk_words)
         self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
@@ -89,9 +101,58 @@ class CombinedSpotter:
                 out.append(replace(e, engine=self.name))  # Animal Snap: words Vosk cannot know
                 continue
             twin = [c for c in self._emitted + out
-                    if c.word in self.vosk_words and abs(c.onset - e.onset) <= 0.3]
+                    if c.word in self.vosk_words and abs(c.onset - e.onset) <= TWIN_WINDOW]
             if twin and all(c.player not in (e.player, None) for c in twin):
                 out.append(replace(e, word=twin[0].word, engine=self.name))  # a second voice: a tie
+            elif not twin and self.rescue_score is not None and \
+                    not any(abs(w.onset - e.onset) <= TWIN_WINDOW for w in self._waiting):
+                self._rescue.append(e)
+        out += self._rescued(now, final, out)
         self._emitted = (self._emitted + out)[-20:]
         self._heard = (self._heard + second)[-20:]
         return sorted(out, key=lambda d: d.onset)
+
+    def _rescued(self, now: float, final: bool, out: list[Detection]) -> list[Detection]:
+        """Enrolled calls Vosk missed because it did not know the word there, once it is sure.
+
+        In noise Vosk often decodes a real "snap" as "[unk]" (or nothing at
+        all), while the enrollment still fits the player. Candidates are the
+        enrolled engine's calls with no Vosk call near them, and the best
+        enrolled call inside each of Vosk's final "[unk]" words
+        (``EnrolledSpotter.call_in_span``). One is accepted when Vosk's FINAL
+        decode over its span holds no known word (where Vosk heard "stop",
+        "snack" or a rank, the enrollment's confusion of near-miss words is
+        not trusted) and its enrolled score reaches ``rescue_score``. It waits
+        until Vosk has finalised the span (``VoskSpotter.final_until``; at
+        most RESCUE_WAIT s after the call's end, else it is dropped), so its
+        latency is Vosk's endpoint delay on top of the enrolled engine's own.
+        """
+        if self.rescue_score is None:
+            self._rescue = []
+            return []
+        done: list[Detection] = []
+        keep: list[Detection] = []
+        final_until = getattr(self.vosk, "final_until", now)
+        # Vosk's own "[unk]" words: the enrolled engine may not have found the call in a
+        # long noisy stretch, but the best template inside the word's span can still fit
+        for word, a, b in self.vosk.heard(now - RESCUE_WAIT - 1.0, now):  # type: ignore[attr-defined]
+            if word == UNKNOWN and (a, b) not in self._unk_seen and (final or b <= final_until):
+                self._unk_seen.add((a, b))
+                found = self.enrolled.call_in_span(a, b)
+                if found is not None and found.word in self.vosk_words:
+                    self._rescue.append(found)
+        self._unk_seen = {k for k in self._unk_seen if k[1] >= now - RESCUE_WAIT - 1.0}
+        for e in self._rescue:
+            if not final and final_until < e.end:
+                if now - e.end <= RESCUE_WAIT:
+                    keep.append(e)
+                continue
+            if any(c.word in self.vosk_words and abs(c.onset - e.onset) <= TWIN_WINDOW
+                   for c in self._emitted + out + done):
+                continue  # Vosk reported it after all (or both rescues found it)
+            known = [w for w, _a, _b in self.vosk.heard(e.onset, e.end) if w != UNKNOWN]  # type: ignore[attr-defined]
+            if not known and e.score >= (self.rescue_score or 0.0):
+                at = max(e.detected_at or now, now)
+                done.append(replace(e, engine=self.name, detected_at=at))
+        self._rescue = keep
+        return done

@@ -444,3 +444,34 @@ class EnrolledSpotter:
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason
         return channel, att, rival
+
+    def call_in_span(self, onset: float, end: float, channel: int | None = None) -> Detection | None:
+        """The enrolled call that fits best inside [onset, end] s, if a player's is accepted there.
+
+        For a stretch another engine heard but could not name (Vosk's "[unk]",
+        often a whole second of noise around the call): the best template hit
+        in the span first, then the attribution of that hit's own frames
+        (over the whole span the voiceprint is mostly the background). The
+        detection gets its onset and end from the signal, like ``_match``.
+        """
+        win = self._span_window(onset, end, channel)
+        if win is None:
+            return None
+        channel, att, _rival = self.attribute_span(onset, end, None, win[0])
+        if att.end <= att.start:
+            return None
+        lo = win[4]
+        a, b = (lo + att.start) * F.HOP / F.RATE, (lo + att.end + 1) * F.HOP / F.RATE
+        win = self._span_window(a, b, channel)
+        channel, att, rival = self.attribute_span(a, b, None, channel)
+        if win is None or att.player is None or att.phrase is None or rival:
+            return None
+        _c, st, _s, _e, lo, _hi = win
+        thr_db = max(st.floor_db + 6.0, self.min_db)
+        shift = (st.audio_start - st.base) // F.HOP
+        on = F.refine_onset(st.audio, lo + att.start - shift, thr_db) + st.audio_start
+        stop = max(F.refine_end(st.audio, lo + att.end + 1 - shift, thr_db) + st.audio_start, on)
+        template = att.details.get(att.player, {}).get("template", 2.0)
+        return Detection(word=att.phrase, onset=on / F.RATE, end=stop / F.RATE,
+                         confidence=ratio_to_score(template), channel=channel, player=att.player,
+                         score=att.score, engine=self.name, detected_at=self._position / F.RATE)

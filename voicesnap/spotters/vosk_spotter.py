@@ -370,6 +370,7 @@ class VoskSpotter:
         self._partial: list[str] = []  # the current utterance's partial text, as words
         self._utt_start = 0.0  # seconds: where the decoder's current utterance began
         self._quiet_checked = 0.0  # seconds: when the quiet endpoint was last considered
+        self._heard: list[_Word] = []  # final words incl. "[unk]" of the last HEARD_S seconds (``heard``)
 
     # ------------------------------------------------------------------ stream
 
@@ -425,13 +426,30 @@ class VoskSpotter:
 
     def _take_final(self, result: dict) -> None:
         offset = (self._origin or 0) / RATE
+        self._heard = [w for w in self._heard if w.end >= self._now - self.HEARD_S]
         for w in result.get("result", []):
             self._words.append(_Word(w["word"], w["start"] + offset, w["end"] + offset, float(w.get("conf", 1.0))))
+            self._heard.append(self._words[-1])
         self._partial_seen.clear()
         self._partial_done.clear()
         self._hearing = False
         self._partial = []
         self._utt_start = self._now
+
+    HEARD_S = 10.0
+
+    @property
+    def final_until(self) -> float:
+        """Seconds on the clock up to which the decoder's results are final (where the
+        utterance in progress began): ``heard`` is complete for spans ending before it."""
+        return self._utt_start
+
+    def heard(self, a: float, b: float) -> list[tuple[str, float, float]]:
+        """What Vosk finally decoded over [a, b] s: (word, start, end) of every final word,
+        "[unk]" included, that overlaps it, from the last HEARD_S seconds. Empty: nothing (an
+        utterance ended by the quiet rule holds no game word and keeps no words). Lets another
+        engine ask whether Vosk heard a known word where it found a call (CombinedSpotter)."""
+        return [(w.word, w.start, w.end) for w in self._heard if w.end > a and w.start < b]
 
     QUIET_S = 1.0
 
