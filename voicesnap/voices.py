@@ -917,18 +917,23 @@ class Voices:
             return Attribution(None, 0.0, None, scores, h.start, h.end, details,
                                f"the game's own voice ({name}) fits best")
         thr = self._enc_models[name][1]
+        # as with the voiceprint: an unmistakable voice may carry a loosely fitting template
+        # (clean_emma in the corpus: cosine 0.93, template 1.46)
+        strong = er[name] <= STRONG_VOICE and comb[name] <= 1.0
         why = []
         if er[name] > 1.0:
             why.append(f"voice {enc[name]:.2f} < {thr:.2f}")
         if r > r_limit:
             why.append(f"template {r:.2f} > {r_limit:.2f}")
-        if comb[name] > accept:
+        if comb[name] > accept and not strong:
             why.append(f"combined {comb[name]:.2f} > {accept:.2f}")
         if why:
             return Attribution(None, scores[name], None, scores, h.start, h.end, details,
                                f"closest is {name}, but " + "; ".join(why))
         return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
-                           f"{name}: voice {enc[name]:.2f} >= {thr:.2f}, combined {comb[name]:.2f} <= {accept:.2f}")
+                           f"{name}: voice {enc[name]:.2f} >= {thr:.2f}, combined {comb[name]:.2f} <= "
+                           + (f"{accept:.2f}" if comb[name] <= accept else f"1.00 (voice ratio {er[name]:.2f} <= "
+                              f"{STRONG_VOICE})"))
 
     def player_for_channel(self, channel: int) -> str | None:
         return self.channels.get(channel)

@@ -86,8 +86,8 @@ def _explain(voices: object = None) -> str:
                 "(1 - the player's threshold, the median leave-one-out cosine of their takes, at most "
                 f"{V.ENC_CAP}), 1.0 = the boundary; 'template' = DTW distance / the player's threshold (how well "
                 f"the call fits their recorded call word); 'combined' = the mean of voice and template. The "
-                f"player with the lowest combined is named when voice <= 1.0, combined <= {V.ACCEPT} and template <= "
-                f"{V.R_LIMIT}; otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the "
+                f"player with the lowest combined is named when voice <= 1.0, combined <= {V.ACCEPT} (or <= 1.0 when "
+                f"voice <= {V.STRONG_VOICE}) and template <= {V.R_LIMIT}; otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the "
                 "acceptance line. Voices starting '<announcer>' are the game's own voice: when one fits best, "
                 "the call is nobody's.")
     return ("ratios are distance / the player's own threshold, calibrated from their enrollment "
