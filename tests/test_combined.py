@@ -46,11 +46,14 @@ def vosk_factory():
     return factory
 
 
-def _combined(vosk_factory, profiles):
+def _combined(vosk_factory, profiles, gated: bool = False):
+    """The combined engine; ``gated``: Vosk behind the speech gate, as `voicesnap play` builds it."""
     from voicesnap.spotters.combined import CombinedSpotter
     from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.spotters.gate import SpeechGate
 
-    return CombinedSpotter(vosk_factory(), EnrolledSpotter(profiles))
+    vosk = SpeechGate(vosk_factory(), channel=None) if gated else vosk_factory()
+    return CombinedSpotter(vosk, EnrolledSpotter(profiles))
 
 
 def _detect(spotter, fx) -> list:
@@ -139,20 +142,22 @@ def test_vosk_says_what_it_decoded_and_until_when_it_is_final(vosk_factory):
 
 
 @pytest.mark.vosk_model
-@pytest.mark.parametrize("name, speaker, at", [
-    ("noisy_pink_10db", "bob", 7.349),  # Vosk decoded nothing there; the enrolled engine found the call
-    ("noisy_babble_10db", "dev", 4.764),  # Vosk said "[unk]" over 3.8 s of babble; the best fit inside it
+@pytest.mark.parametrize("name, speaker, at, gated", [
+    ("noisy_pink_10db", "bob", 7.349, False),  # Vosk decoded nothing there; the enrolled engine found the call
+    ("noisy_babble_10db", "dev", 4.764, False),  # Vosk said "[unk]" over 3.8 s of babble; the best fit inside it
+    ("noisy_babble_10db", "dev", 4.764, True),
 ])
-def test_a_call_vosk_did_not_know_is_rescued(vosk_factory, enrolled, name, speaker, at):
-    """A call Vosk decoded as nothing or "[unk]" comes from the enrollment, once Vosk's decode is final."""
+def test_a_call_vosk_did_not_know_is_rescued(vosk_factory, enrolled, name, speaker, at, gated):
+    """A call Vosk decoded as nothing or "[unk]" comes from the enrollment, once Vosk's decode is final
+    (also with Vosk behind the speech gate, whose spliced clock ``heard``/``final_until`` map back)."""
     from voicesnap.spotters.combined import RESCUE_SCORE
 
     fx = C.load(CORPUS / f"{name}.json")
     assert any(s.speaker == speaker and abs(s.onset / fx.rate - at) < 0.002 for s in fx.segments)
-    got = [d for d in _detect(_combined(vosk_factory, enrolled), fx) if abs(d.onset - at) <= 0.03]
+    got = [d for d in _detect(_combined(vosk_factory, enrolled, gated), fx) if abs(d.onset - at) <= 0.03]
     assert [d.player for d in got] == [speaker] and got[0].word == "snap", got
     assert got[0].score >= RESCUE_SCORE and got[0].engine == "combined"
-    off = _combined(vosk_factory, enrolled)
+    off = _combined(vosk_factory, enrolled, gated)
     off.rescue_score = None  # without the rescue: missed (what the engine did before)
     assert not [d for d in _detect(off, fx) if abs(d.onset - at) <= 0.25]
 
@@ -171,10 +176,11 @@ def test_rescue_waits_for_vosk_to_be_final(vosk_factory, enrolled):
 
 
 @pytest.mark.vosk_model
-@pytest.mark.parametrize("name", ["nearmiss_dev", "nearmiss_bob", "echo_ranks", "chatter_players"])
-def test_rescue_adds_no_call_on_near_misses_echo_or_chatter(vosk_factory, enrolled, name):
-    """Near misses the enrollment confuses with "snap" (Vosk heard "snack"), the announcer's ranks and
-    table chatter: the same detections with the rescue as without it."""
+@pytest.mark.parametrize("name", ["nearmiss_dev", "nearmiss_bob", "echo_ranks"])
+def test_rescue_adds_no_call_on_near_misses_or_echo(vosk_factory, enrolled, name):
+    """Near misses the enrollment confuses with "snap" (Vosk heard "snack": enrolled scores 0.67-0.73,
+    over RESCUE_SCORE) and the announcer's ranks: the same detections with the rescue as without it.
+    (Chatter and long quiet: the same, measured by the bench; not repeated here for time.)"""
     fx = C.load(CORPUS / f"{name}.json")
     off = _combined(vosk_factory, enrolled)
     off.rescue_score = None

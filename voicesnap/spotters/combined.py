@@ -135,7 +135,7 @@ class CombinedSpotter:
         final_until = getattr(self.vosk, "final_until", now)
         # Vosk's own "[unk]" words: the enrolled engine may not have found the call in a
         # long noisy stretch, but the best template inside the word's span can still fit
-        for word, a, b in self.vosk.heard(now - RESCUE_WAIT - 1.0, now):  # type: ignore[attr-defined]
+        for word, a, b in self.vosk.heard(now - RESCUE_WAIT - 1.0, now) or []:  # type: ignore[attr-defined]
             if word == UNKNOWN and (a, b) not in self._unk_seen and (final or b <= final_until):
                 self._unk_seen.add((a, b))
                 found = self.enrolled.call_in_span(a, b)
@@ -150,7 +150,10 @@ class CombinedSpotter:
             if any(c.word in self.vosk_words and abs(c.onset - e.onset) <= TWIN_WINDOW
                    for c in self._emitted + out + done):
                 continue  # Vosk reported it after all (or both rescues found it)
-            known = [w for w, _a, _b in self.vosk.heard(e.onset, e.end) if w != UNKNOWN]  # type: ignore[attr-defined]
+            heard = self.vosk.heard(e.onset, e.end)  # type: ignore[attr-defined]
+            if heard is None:
+                continue  # the recogniser cannot say what it decoded (a wrapper around another engine)
+            known = [w for w, _a, _b in heard if w != UNKNOWN]
             if not known and e.score >= (self.rescue_score or 0.0):
                 at = max(e.detected_at or now, now)
                 done.append(replace(e, engine=self.name, detected_at=at))

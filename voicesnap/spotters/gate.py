@@ -156,6 +156,7 @@ class SpeechGate:
         self.bursts = 0
         self.frames_total = 0
         self.frames_fed = 0
+        self._now = 0.0  # seconds: the stream's end so far
 
     # ------------------------------------------------------------------ Spotter
 
@@ -163,6 +164,7 @@ class SpeechGate:
         # Emitted now, whatever stretch of audio the inner spotter was working on (the pre-roll is
         # older audio fed late): ``detected_at`` is this chunk's end on the stream's clock.
         now = chunk.end / chunk.rate
+        self._now = now
         return [replace(d, detected_at=now) for d in self._accept(chunk)]
 
     def _accept(self, chunk: AudioChunk) -> list[Detection]:
@@ -202,6 +204,27 @@ class SpeechGate:
         setter = getattr(self.inner, "set_pool_exists", None)
         if callable(setter):
             setter(value)
+
+    @property
+    def final_until(self) -> float:
+        """The inner spotter's ``final_until`` on the stream's clock (CombinedSpotter's rescue).
+
+        Audio the gate did not feed is final already: nothing was heard there.
+        """
+        inner = getattr(self.inner, "final_until", None)
+        if inner is None or self._rate is None or inner * self._rate >= self._inner_end:
+            return self._now
+        return float(self._time(inner))
+
+    def heard(self, a: float, b: float) -> list[tuple[str, float, float]] | None:
+        """The inner spotter's ``heard`` (its final words) with times on the stream's clock;
+        None when the inner spotter cannot say (then nobody may read silence into it)."""
+        if self.inner is None:
+            return []  # nothing was loud enough to be fed: nothing was heard
+        if not callable(getattr(self.inner, "heard", None)):
+            return None
+        words = [(w, self._time(s), self._time(e)) for w, s, e in self.inner.heard(float("-inf"), float("inf"))]
+        return [(w, s, e) for w, s, e in words if e > a and s < b]  # type: ignore[operator]
 
     def stats(self) -> dict[str, float]:
         """Stretches of speech heard and the share of the audio the inner recogniser heard."""
