@@ -447,8 +447,9 @@ class VoskSpotter:
     def heard(self, a: float, b: float) -> list[tuple[str, float, float]]:
         """What Vosk finally decoded over [a, b] s: (word, start, end) of every final word,
         "[unk]" included, that overlaps it, from the last HEARD_S seconds. Empty: nothing (an
-        utterance ended by the quiet rule holds no game word and keeps no words). Lets another
-        engine ask whether Vosk heard a known word where it found a call (CombinedSpotter)."""
+        utterance ended by the quiet rule holds no game word and keeps only its other words, each
+        over the whole utterance). Lets another engine ask whether Vosk heard a known word where
+        it found a call (CombinedSpotter)."""
         return [(w.word, w.start, w.end) for w in self._heard if w.end > a and w.start < b]
 
     QUIET_S = 1.0
@@ -466,7 +467,12 @@ class VoskSpotter:
         if self._env.active_after(self._now - self.QUIET_S):
             return False
         pending = json.loads(self._rec.PartialResult()).get("partial", "").split()
-        return not any(w in self._game_words for w in pending)
+        if any(w in self._game_words for w in pending):
+            return False
+        # the utterance is dropped, but ``heard`` keeps what was decoded there besides "[unk]"
+        # (a decoy such as "snack"; no timestamps: each word spans the whole utterance)
+        self._heard += [_Word(w, self._utt_start, self._now, 0.0) for w in pending if w != "[unk]"]
+        return True
 
     # Partial text: fast, provisional calls (commands wait for the final result).
     def _from_partial(self, text: str, detected_at: float) -> list[Detection]:
