@@ -76,6 +76,12 @@ ENC_CAP = 0.84  # a player's cosine threshold: the median leave-one-out cosine o
 # (cosine 0.67-0.82 both; corpus), while templates and voiceprint, noise-compensated, still
 # name some. The synthetic held-out calls are at 21-35 dB, the real same-word takes 38-57 dB.
 ENC_MIN_SNR = 20.0
+# The voiceprint still has a say on WHAT was said: a near-miss word ("slap") by an enrolled
+# player is their voice to the encoder (ratios 0.2-0.65), and with it a loose template
+# (0.9-1.4) passed the mean; the voiceprint, a cepstral mean over the word, is partly
+# text-dependent and refuses those. So the encoder's mean also needs the template and
+# voiceprint together within this (corpus near misses: 12 false calls -> see README).
+ENC_WHAT_LIMIT = 1.0
 
 
 def pool_phrase(word: str) -> str:
@@ -847,7 +853,7 @@ class Voices:
         if enc:
             # what the voiceprint would decide: it may accept the player the encoder vouches for
             by_voiceprint = self.decide(best, voice, accept, r_limit, rank).player if voice else None
-            return self.decide_encoder(best, enc, accept, r_limit, by_voiceprint)
+            return self.decide_encoder(best, enc, accept, r_limit, by_voiceprint, voice)
         per_player: dict[str, tuple[float, str, Hit]] = {}
         rv = voice if rank is None else rank
         for (player, phrase), (r, h) in best.items():
@@ -896,7 +902,7 @@ class Voices:
 
     def decide_encoder(self, best: dict[tuple[str, str], tuple[float, Hit]], enc: dict[str, float],
                        accept: float = ACCEPT, r_limit: float = R_LIMIT,
-                       by_voiceprint: str | None = None) -> Attribution:
+                       by_voiceprint: str | None = None, voice: dict[str, float] | None = None) -> Attribution:
         """WHO by the speaker encoder and the templates together, accepted when both fit (see ENC_CAP).
 
         The same ``accept`` and ``r_limit`` as ``decide``: callers loosen them
@@ -946,6 +952,8 @@ class Voices:
             why.append(f"template {r:.2f} > {r_limit:.2f}")
         if comb[name] > accept and not strong:
             why.append(f"combined {comb[name]:.2f} > {accept:.2f}")
+        if voice and name in voice and 0.5 * (r + voice[name]) > ENC_WHAT_LIMIT:
+            why.append(f"template and voiceprint {0.5 * (r + voice[name]):.2f} > {ENC_WHAT_LIMIT:.2f}")
         if why and by_voiceprint == name and er[name] <= 1.0 and r <= r_limit:
             return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
                                f"{name}: voice {enc[name]:.2f} >= {thr:.2f}, and the voiceprint rule accepts "

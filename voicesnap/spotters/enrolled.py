@@ -28,7 +28,8 @@ import numpy as np
 
 from .. import features as F
 from ..audio import AudioChunk, Resampler
-from ..voices import POOL_SUFFIX, Attribution, Profile, Tie, Voices, announcer_profile, ratio_to_score, voiceprint
+from ..voices import (POOL_SUFFIX, R_LIMIT, Attribution, Profile, Tie, Voices, announcer_profile, ratio_to_score,
+                      voiceprint)
 from . import Detection
 
 HANGOVER = 15  # frames of quiet that end a stretch (150 ms): bridges "snap ... pool"
@@ -288,8 +289,11 @@ class EnrolledSpotter:
             vp = voiceprint(self._samples(st, max(s, lo + h.start), min(e, lo + h.end + 1)))
             voice[player] = self.voices.voice_ratio(player, vp)
             rank[player] = self.voices.rank_ratio(player, vp)
-        # speaker encoder, when installed and the stretch is clear enough above the floor for it
-        enc = self.voices.embedding_scores(self._samples(st, s, e), snr=self._level(c, s, e) - st.floor_db)
+        # speaker encoder, when installed and the stretch is clear enough above the floor for it;
+        # not where no player's template fits (no call whoever said it: most stretches of chatter)
+        fits = any(r <= R_LIMIT for (p, _ph), (r, _h) in best.items() if p not in self.voices.rivals)
+        enc = (self.voices.embedding_scores(self._samples(st, s, e), snr=self._level(c, s, e) - st.floor_db)
+               if fits else None)
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
             # the mic names the caller: the voice only has to be plausibly theirs
