@@ -934,7 +934,8 @@ class Voices:
         scores = {p: ratio_to_score(comb[p]) for p in cands if p not in self.rivals}
         # "voice": the encoder's ratio (1 = the player's threshold), as the voiceprint's was
         details = {p: {"phrase": per_player[p][1], "template": round(per_player[p][0], 3),
-                       "voice": round(er[p], 3), "encoder": round(enc[p], 3), "combined": round(comb[p], 3)}
+                       "voice": round(er[p], 3), "encoder": round(enc[p], 3), "combined": round(comb[p], 3),
+                       **({"voiceprint": round(voice[p], 3)} if voice and p in voice else {})}
                    for p in cands}
         name = min(cands, key=lambda p: comb[p])
         r, phrase, h = per_player[name]

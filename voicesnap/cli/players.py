@@ -81,15 +81,18 @@ def _explain(voices: object = None) -> str:
     from .. import voices as V
 
     if getattr(voices, "encoder", None) is not None:
-        return ("the speaker encoder is in use: 'encoder' = cosine similarity of the call's voice embedding "
-                "to the player's enrolled takes'; 'voice' = (1 - that) / "
-                "(1 - the player's threshold, the median leave-one-out cosine of their takes, at most "
-                f"{V.ENC_CAP}), 1.0 = the boundary; 'template' = DTW distance / the player's threshold (how well "
-                f"the call fits their recorded call word); 'combined' = the mean of voice and template. The "
-                f"player with the lowest combined is named when voice <= 1.0, combined <= {V.ACCEPT} (or <= 1.0 when "
-                f"voice <= {V.STRONG_VOICE}) and template <= {V.R_LIMIT}; otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the "
-                "acceptance line. Voices starting '<announcer>' are the game's own voice: when one fits best, "
-                "the call is nobody's.")
+        return ("the speaker encoder is in use (for calls at least "
+                f"{V.ENC_MIN_SNR:.0f} dB over the noise; otherwise the ratios have no 'encoder' and the "
+                "voiceprint rule decides): 'encoder' = cosine similarity of the call's voice embedding to the "
+                "player's enrolled takes'; 'voice' = (1 - that) / (1 - the player's threshold, the median "
+                f"leave-one-out cosine of their takes, at most {V.ENC_CAP}), 1.0 = the boundary; 'template' = "
+                "DTW distance / the player's threshold (how well the call fits their recorded call word); "
+                "'voiceprint' = the older voice measure's ratio; 'combined' = the mean of voice and template. "
+                f"The player with the lowest combined is named when voice <= 1.0, template <= {V.R_LIMIT}, and "
+                f"either combined <= {V.ACCEPT} (or <= 1.0 when voice <= {V.STRONG_VOICE}) with template and "
+                f"voiceprint averaging <= {V.ENC_WHAT_LIMIT}, or the voiceprint rule names the same player; "
+                f"otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the acceptance line. "
+                "Voices starting '<announcer>' are the game's own voice: when one fits best, the call is nobody's.")
     return ("ratios are distance / the player's own threshold, calibrated from their enrollment "
             "takes (1.0 = the boundary): 'template' = how well the call fits their recorded call "
             "word (DTW), 'voice' = how close the voice is to their voiceprint, 'combined' = the "
