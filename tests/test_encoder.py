@@ -334,3 +334,21 @@ def test_real_same_word_strangers_are_mostly_refused_where_the_voiceprint_took_t
     accepted = sum(with_encoder.attribute(x).player is not None for x in strangers)
     before = sum(voiceprint.attribute(x).player is not None for x in strangers)
     assert accepted <= 3 and before >= 20, (accepted, before)
+
+
+def test_players_list_says_who_must_enroll_again_to_use_the_encoder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from voicefixtures import takes_of
+    from voicesnap import voices as V
+    from voicesnap.cli import main
+
+    encoder_or_skip()
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("VOICESNAP_ENCODER_MODEL", REAL_ENCODER)
+    V.save_profile(V.build_profile("alice", "snap", takes_of("alice")))  # the installed encoder: embeddings
+    V.save_profile(V.build_profile("bob", "snap", takes_of("bob"), encoder=None))  # as before it was installed
+    assert main(["players"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()] == ["alice", "bob"]
+    assert "speaker encoder: yes" in out.splitlines()[0] and "speaker encoder: no" in out.splitlines()[1]
+    assert "voicesnap enroll bob" in err and "alice" not in err

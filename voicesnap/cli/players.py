@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..errors import UserError
@@ -35,6 +36,10 @@ def _list(args: argparse.Namespace) -> int:
         print(f"No players enrolled yet (in {V.players_dir(args.data_dir)}); "
               "enroll one with `voicesnap enroll NAME`.")
         return 0
+    from .. import encoder as E
+
+    enc = E.load_encoder(data=args.data_dir)
+    without = []
     for name in names:
         try:
             p = V.load_profile(name, args.data_dir)
@@ -43,7 +48,16 @@ def _list(args: argparse.Namespace) -> int:
             continue
         takes = ", ".join(f"{n}x '{ph}'" for ph, n in p.extra.get("takes", {}).items())
         chan = f"mic channel {p.channel}" if p.channel is not None else "any mic"
-        print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}")
+        embs = V.profile_embeddings(p)
+        with_enc = enc is not None and embs is not None and embs[0] == enc.fingerprint
+        if enc is not None and not with_enc:
+            without.append(p.name)
+        mark = "  speaker encoder: " + ("yes" if with_enc else "no") if enc is not None else ""
+        print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
+    if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
+        print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
+              "apart by the older voiceprint (weak on real voices) until they enroll again: "
+              + "; ".join(f"voicesnap enroll {n}" for n in without), file=sys.stderr)
     return 0
 
 
