@@ -25,12 +25,17 @@ def _files(name: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def enrolled(tmp_path_factory) -> list[V.Profile]:
-    """The six fixture players enrolled from their files through the command, in a tmp data dir."""
+def data_dir(tmp_path_factory):
+    """A tmp data dir with the six fixture players enrolled from their files through the command."""
     data = tmp_path_factory.mktemp("data")
     for name in NAMES:
         assert main(["--data-dir", str(data), "enroll", name, "--from-files", *_files(name)]) == 0
-    return V.load_all(str(data))
+    return data
+
+
+@pytest.fixture(scope="module")
+def enrolled(data_dir) -> list[V.Profile]:
+    return V.load_all(str(data_dir))
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +191,23 @@ def test_rescue_adds_no_call_on_near_misses_or_echo(vosk_factory, enrolled, name
     off.rescue_score = None
     key = lambda ds: sorted((d.word, round(d.onset, 3), d.player) for d in ds)
     assert key(_detect(_combined(vosk_factory, enrolled), fx)) == key(_detect(off, fx))
+
+
+@pytest.mark.vosk_model
+def test_listen_shows_both_callers_of_a_one_mic_tie(vosk_factory, data_dir, tmp_path, capsys):
+    """`voicesnap listen --engine combined` (what play uses): a one-mic tie is two calls, each player
+    at their own onset; with nobody enrolled it says how to fix it."""
+    import json
+    import os
+
+    fx = C.load(CORPUS / "overlap_050ms_dev_alice.json")
+    model = os.environ["VOICESNAP_VOSK_MODEL"]
+    args = ["listen", "--engine", "combined", "--model", model, "--json", "--file", str(CORPUS / "overlap_050ms_dev_alice.wav")]
+    assert main(["--data-dir", str(data_dir), *args]) == 0
+    got = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    calls = [(d["player"], d["onset"]) for d in got if d.get("word") == "snap"]
+    assert len(calls) == 2, got
+    for s in fx.segments:
+        assert any(p == s.speaker and abs(t - s.onset / fx.rate) <= 0.03 for p, t in calls), (s, calls)
+    assert main(["--data-dir", str(tmp_path / "nobody"), *args]) == 2
+    assert "voicesnap enroll NAME" in capsys.readouterr().err

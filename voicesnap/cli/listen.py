@@ -19,9 +19,11 @@ from ..errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=["vosk", "enrolled"], default="vosk",
+    parser.add_argument("--engine", choices=["vosk", "enrolled", "combined"], default="vosk",
                         help="vosk: the English keyword spotter (needs a model); enrolled: match the "
-                        "players' enrolled calls (needs 'voicesnap enroll')")
+                        "players' enrolled calls (needs 'voicesnap enroll'); combined: Vosk hears the "
+                        "call, the enrollment says who, and two players calling at once on one mic "
+                        "are both shown (the engine 'voicesnap play' uses; needs both)")
     parser.add_argument("--file", metavar="WAV", help="listen to this recording instead of the microphone")
     parser.add_argument("--json", action="store_true", help="one JSON detection record per line")
     parser.add_argument("--model", metavar="PATH", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL, "
@@ -61,6 +63,17 @@ def _vosk_spotters(args: argparse.Namespace, channels: Iterable[int]) -> list[An
     path = models.find_model("en", args.model, getattr(args, "data_dir", None))
     model = load_model(path)
     return [VoskSpotter(model, channel=ch, pool_exists=not args.no_pool) for ch in channels]
+
+
+def _combined_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[Any]:
+    if not profiles:
+        raise UserError("no players are enrolled, so the combined engine cannot say who called; "
+                        "enroll with 'voicesnap enroll NAME', or use --engine vosk")
+    from ..spotters.combined import CombinedSpotter
+    from ..spotters.enrolled import EnrolledSpotter
+
+    vosk = _vosk_spotters(args, [args.channel])[0]  # None: the mix of all channels
+    return [CombinedSpotter(vosk, EnrolledSpotter(profiles, pool_exists=not args.no_pool))]
 
 
 def _enrolled_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[Any]:
@@ -158,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.engine == "enrolled":
         spotters = _enrolled_spotters(args, profiles)
+    elif args.engine == "combined":
+        spotters = _combined_spotters(args, profiles)
     else:
         spotters = _vosk_spotters(args, wanted)
     who = _attributor(profiles, getattr(args, "data_dir", None)) if args.engine == "vosk" else None
