@@ -9,7 +9,9 @@ game's echo. The enrolled spotter is a second opinion in two places: calls
 that are not words Vosk knows (Animal Snap's "woof") come from it alone, and
 when the span of Vosk's one call fits two players' calls mixed better than
 any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
-with their own onsets.
+with their own onsets. Third, a call Vosk did not know (its final decode
+there is "[unk]" or nothing) is rescued from the enrollment once Vosk's
+decode is final (``_rescued``).
 """
 
 from __future__ import annotations
