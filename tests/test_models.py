@@ -132,6 +132,16 @@ def test_cli_where_list_install(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "needs a PATH" in capsys.readouterr().err
 
 
+def test_cli_install_takes_the_path_after_an_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`install --kind en PATH` (the order the error messages once suggested) installs like `install PATH --kind en`."""
+    src = _layout(tmp_path / "vosk-model-small-en-us-0.15")
+    assert main(["models", "install", "--kind", "en", str(src)]) == 0
+    assert (models.models_dir() / "vosk-model-small-en-us-0.15").is_dir()
+    with pytest.raises(SystemExit):  # two stray words are still refused, not guessed at
+        main(["models", "install", "--kind", "en", str(src), "extra"])
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
 def test_installed_real_model_loads_in_vosk(tmp_path: Path) -> None:
     real = REAL_EN_MODEL
     if not real or not models.is_model(real):

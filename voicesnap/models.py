@@ -90,7 +90,6 @@ def _fixes(kind: ModelKind) -> str:
         return (f"get it with 'voicesnap models download{flag}' (Resemblyzer's wheel from PyPI, 16 MB), "
                 f"or install a copy of Resemblyzer-0.1.4-py3-none-any.whl with 'voicesnap models install "
                 f"FILE{flag}', or point {kind.env} at a folder holding encoder.npz (see models/README.md)")
-    # PATH before --kind: argparse gives "install --kind spk PATH"'s PATH no slot (unrecognized argument)
     return (
         f"get one with 'voicesnap models download{flag}', "
         f"or install a folder/zip you have with 'voicesnap models install PATH{flag}', "

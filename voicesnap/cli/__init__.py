@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"{__name__}.{module}")
         cmd = sub.add_parser(name, help=text, description=(mod.__doc__ or text).strip())
         mod.configure(cmd)
-        cmd.set_defaults(_run=mod.run)
+        cmd.set_defaults(_run=mod.run, _extra=getattr(mod, "take_extra", None))
     return parser
 
 
@@ -65,7 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # measured 7-15x the CPU on a busy 2-core machine. Set before numpy loads.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # argparse matches all of a command's positionals at their first one, so a positional
+    # after an option ("models install --kind encoder FILE") is left over; a command may
+    # take such leftovers (take_extra returns False for ones it refuses).
+    args, extra = parser.parse_known_args(argv)
+    if extra and not (getattr(args, "_extra", None) and args._extra(args, extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

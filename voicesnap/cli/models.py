@@ -24,6 +24,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="download/install under this model name")
 
 
+def take_extra(args: argparse.Namespace, extra: list[str]) -> bool:
+    """A PATH given after an option (`models install --kind encoder FILE`): the same as before it."""
+    if len(extra) == 1 and not extra[0].startswith("-") and args.path is None:
+        args.path = extra[0]
+        return True
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     data = getattr(args, "data_dir", None)
     if args.action in ("download", "where") and args.path in models.KINDS:  # `models download encoder`
