@@ -70,3 +70,15 @@ def test_a_damaged_profile_is_named_with_re_enroll_and_forget(_tmp_data: Path) -
     check = doctor.check_profiles(_tmp_data)
     assert not check.ok and "alice" in check.detail
     assert "voicesnap enroll alice" in check.fix and "voicesnap players forget alice" in check.fix
+
+
+def test_the_speaker_encoder_is_checked_with_its_download(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("VOICESNAP_ENCODER_MODEL", raising=False)
+    check = doctor.check_encoder(tmp_path)
+    assert not check.ok and not check.needed  # play works without it, attribution is poorer
+    assert "voicesnap models download encoder" in check.fix and "enroll each player again" in check.fix
+    folder = tmp_path / "models" / "resemblyzer-0.1.4"
+    folder.mkdir(parents=True)
+    (folder / "encoder.npz").write_bytes(b"")  # what discovery looks for (loading is the encoder's test)
+    found = doctor.check_encoder(tmp_path)
+    assert found.ok and str(folder) in found.detail

@@ -352,3 +352,25 @@ def test_players_list_says_who_must_enroll_again_to_use_the_encoder(
     assert [line.split()[0] for line in out.splitlines()] == ["alice", "bob"]
     assert "speaker encoder: yes" in out.splitlines()[0] and "speaker encoder: no" in out.splitlines()[1]
     assert "voicesnap enroll bob" in err and "alice" not in err
+
+
+def test_an_encoder_installed_in_the_chosen_data_dir_is_used_when_enrolling(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--data-dir X`: the encoder that `models download/install` put in X/models is the one enroll uses,
+    although the code that looks for it has no option of its own (it once looked only at the default)."""
+    import shutil
+
+    from voicefixtures import PLAYERS_DIR
+    from voicesnap import voices as V
+    from voicesnap.cli import main
+
+    encoder_or_skip()
+    monkeypatch.delenv("VOICESNAP_ENCODER_MODEL", raising=False)
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "default"))  # somewhere else, with no encoder
+    chosen = tmp_path / "chosen"
+    shutil.copytree(REAL_ENCODER, chosen / "models" / "resemblyzer-0.1.4")
+    takes = ([str(PLAYERS_DIR / "enroll" / f"alice_snap_{k}.wav") for k in range(1, 6)]
+             + [str(PLAYERS_DIR / "enroll" / f"alice_snappool_{k}.wav") for k in range(1, 4)])
+    assert main(["--data-dir", str(chosen), "enroll", "alice", "--from-files", *takes]) == 0
+    assert "encoder" in V.load_all(str(chosen))[0].extra
+    assert os.environ["VOICESNAP_DATA_DIR"] == str(tmp_path / "default")  # the caller's setting is back

@@ -74,6 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    # The option is the environment variable for this run: every lookup that has no
+    # option of its own (the speaker encoder found while enrolling or attributing,
+    # models, caches) then uses the folder the player chose, as those that do.
+    # Put back afterwards, for callers in the same process (tests).
+    before = os.environ.get("VOICESNAP_DATA_DIR")
+    if args.data_dir:
+        os.environ["VOICESNAP_DATA_DIR"] = args.data_dir
     try:
         return int(args._run(args) or 0)
     except UserError as exc:
@@ -88,6 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+    finally:
+        if before is None:
+            os.environ.pop("VOICESNAP_DATA_DIR", None)
+        else:
+            os.environ["VOICESNAP_DATA_DIR"] = before
 
 
 if __name__ == "__main__":  # pragma: no cover

