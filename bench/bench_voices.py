@@ -10,7 +10,8 @@
   Speech Commands speakers enroll 5 one-second words and are attributed on
   their other words by the voiceprint alone (templates of different words do
   not apply). This is a harder, different task than the game's; it shows how
-  far the voiceprint alone goes on real voices.
+  far the voiceprint alone goes on real voices. ``real-encoder``: the same
+  protocol with the speaker encoder, alone and as Voices decides with it.
 - Real voices, TEXT-DEPENDENT (the game's task on real speakers): LibriSpeech
   speakers' repeated short words ("the", "and", "of", cut with Vosk word
   timestamps, tests/fixtures/audio/real/words): a speaker with >= 5 takes of a
@@ -175,13 +176,12 @@ def corpus_calls(quick: bool) -> list[Row]:
     ]
 
 
-def real(quick: bool) -> list[Row]:
-    """Text-independent attribution by voiceprint on Speech Commands speakers."""
+def speech_commands() -> dict[str, list[tuple[np.ndarray, np.ndarray, float]]]:
+    """speaker -> [(whole 1 s clip as float, its trimmed word, SNR dB)] for Speech Commands speakers with >= 8 clips."""
+    from voicesnap import features as F
     from voicesnap import voices as V
     from voicesnap.audio import read_wav
 
-    if not SHARED.is_dir():
-        return [Row(AREA, "real voices", "n/a", note=f"skipped: {SHARED} is absent (../shared/speech)")]
     speakers = {}
     for d in sorted(SHARED.iterdir()):
         files = sorted(d.glob("*.wav"))
@@ -189,19 +189,34 @@ def real(quick: bool) -> list[Row]:
             clips = []
             for f in files:
                 x, rate = read_wav(f)
-                y, _level, _snr = V.trim(x[:, 0], rate)
+                y, _level, snr = V.trim(x[:, 0], rate)
                 if len(y) > 1600:
-                    clips.append(y)
+                    clips.append((F.resample(x[:, 0], rate), y, snr))
             speakers[d.name] = clips
+    return speakers
+
+
+def speech_commands_combos(names: list[str], k: int, quick: bool) -> list[tuple[str, ...]]:
+    """The same random player sets for every text-independent decider (3 quick, 10 full)."""
+    combos = list(itertools.combinations(names, k))
+    rng = np.random.default_rng(k)
+    return [combos[i] for i in rng.choice(len(combos), min(len(combos), 3 if quick else 10), replace=False)]
+
+
+def real(quick: bool) -> list[Row]:
+    """Text-independent attribution by voiceprint on Speech Commands speakers."""
+    from voicesnap import voices as V
+
+    if not SHARED.is_dir():
+        return [Row(AREA, "real voices", "n/a", note=f"skipped: {SHARED} is absent (../shared/speech)")]
+    speakers = {n: [y for _x, y, _snr in clips] for n, clips in speech_commands().items()}
     names = sorted(speakers)
     prints = {n: [V.voiceprint(y) for y in clips] for n, clips in speakers.items()}
     rows = []
     genuine, impostor = [], []
     trials: list[tuple[int, bool, bool, float]] = []  # (k, known speaker, best model right, best ratio)
     for k in (2, 4, 6):
-        combos = list(itertools.combinations(names, k))
-        rng = np.random.default_rng(k)
-        combos = [combos[i] for i in rng.choice(len(combos), min(len(combos), 3 if quick else 10), replace=False)]
+        combos = speech_commands_combos(names, k, quick)
         right = known = fa = unknown = 0
         for combo in combos:
             models = {}
@@ -245,6 +260,153 @@ def real(quick: bool) -> list[Row]:
                         sum(ok and r <= line for ok, r in known) / len(known) if known else float("nan"), "", "",
                         f"line {line:.2f} (voice ratio); unknown accepted {sum(r <= line for r in fa)}/{len(fa)}"))
     rows += _synthetic_at_voice_line(line)
+    return rows
+
+
+TI_LABEL = "REAL, text-independent"
+TI_PHRASE = "word"  # the enrolled "call": the 5 enrollment words, all filed under one phrase
+
+
+def _memo_encoder(enc):
+    """The same encoder, remembering each stretch's embedding: the bench asks for one clip once per player set."""
+    import copy
+
+    memo: dict[bytes, np.ndarray] = {}
+    inner = enc.embed
+    out = copy.copy(enc)
+
+    def embed(wav: np.ndarray) -> np.ndarray:
+        key = np.asarray(wav, np.float32).tobytes()
+        if key not in memo:
+            memo[key] = inner(wav)
+        return memo[key]
+
+    out.embed = embed
+    return out
+
+
+def real_encoder(quick: bool) -> list[Row]:
+    """The speaker encoder on the text-independent Speech Commands protocol (same speakers, sets, splits as ``real``).
+
+    - encoder alone: WHO = the most alike enrolled embeddings (Voices.embedding_scores, no SNR gate),
+      accepted when its cosine clears the player's threshold (median leave-one-out, capped at ENC_CAP);
+    - Voices: what play decides (Voices.attribute on the whole 1 s clip) with profiles enrolled with the
+      encoder from the first 5 words (build_profile, the 5 words filed as one phrase): the encoder's ratio
+      averaged with the TEMPLATE ratio, and templates are of other words here.
+    No announcer rival (the test words are not a call). EER from every score at 6 players.
+    """
+    from voicesnap import encoder as E
+    from voicesnap import voices as V
+
+    if not SHARED.is_dir():
+        return [Row(AREA, f"speaker encoder ({TI_LABEL})", "n/a",
+                    note=f"skipped: {SHARED} is absent (../shared/speech)")]
+    enc = E.load_encoder()
+    if enc is None:
+        return [Row(AREA, f"speaker encoder ({TI_LABEL})", "n/a",
+                    note="skipped: no encoder installed (voicesnap models download --kind encoder, "
+                    "or VOICESNAP_ENCODER_MODEL)")]
+    enc = _memo_encoder(enc)
+    clips = speech_commands()
+    names = sorted(clips)
+    profiles = {n: V.build_profile(n, TI_PHRASE, [V.Take(TI_PHRASE, y) for _x, y, _snr in cs[:ENROLL_TAKES]],
+                                   encoder=enc) for n, cs in clips.items()}
+    kinds = ("encoder alone", "Voices")
+    tally = {(kind, k): [0, 0, 0, 0, 0] for kind in kinds for k in (2, 4, 6)}  # right, known, fa, unknown, wrong
+    scores: dict[str, tuple[list[float], list[float]]] = {kind: ([], []) for kind in kinds}
+    trials: dict[str, list[tuple[int, bool, bool, float]]] = {kind: [] for kind in kinds}  # k, known, right, score
+    # why Voices named nobody where the encoder alone named the right player (known speakers)
+    lost = {"gated": 0, "template": 0, "what": 0, "other": 0, "of": 0}
+    own_templates: list[float] = []
+    own_ratios: list[float] = []  # the encoder ratio of the speaker's own enrolled voice (1 = their threshold)
+    fa_gate = [0, 0]  # unknown voices Voices accepted: by the encoder's rule, by the voiceprint under the SNR gate
+    gated = sum(snr < V.ENC_MIN_SNR for cs in clips.values() for _x, _y, snr in cs)
+    for k in (2, 4, 6):
+        for combo in speech_commands_combos(names, k, quick):
+            vs = V.Voices([profiles[n] for n in combo], encoder=enc)
+            assert vs.encoder is not None, "profiles enrolled without the encoder"
+            for spk in names:
+                first = ENROLL_TAKES if spk in combo else 0
+                for x, y, snr in clips[spk][first:]:
+                    cos = vs.embedding_scores(y) or {}
+                    who = max(cos, key=cos.get)
+                    alone = who if vs.encoder_ratio(who, cos[who]) <= 1.0 else None
+                    att = vs.attribute(x)
+                    trials["encoder alone"].append((k, spk in combo, who == spk, cos[who]))
+                    if att.details:
+                        best = min(att.details, key=lambda p: att.details[p].get("rank", att.details[p]["combined"]))
+                        trials["Voices"].append((k, spk in combo, best == spk, -att.details[best]["combined"]))
+                    for kind, got in zip(kinds, (alone, att.player)):
+                        t = tally[(kind, k)]
+                        if spk in combo:
+                            t[0] += got == spk
+                            t[1] += 1
+                            t[4] += got is not None and got != spk
+                        else:
+                            t[2] += got is not None
+                            t[3] += 1
+                    if spk not in combo and att.player is not None:
+                        fa_gate[snr < V.ENC_MIN_SNR] += 1
+                    if spk in combo:
+                        own_ratios.append(vs.encoder_ratio(spk, cos[spk]))
+                        d = att.details.get(spk) if att.details else None
+                        if d is not None:
+                            own_templates.append(d["template"])
+                        if alone == spk and att.player is None:
+                            lost["of"] += 1
+                            reason = att.reason or ""
+                            key = ("gated" if snr < V.ENC_MIN_SNR else "what" if "template and voiceprint" in reason
+                                   else "template" if "template" in reason else "other")
+                            lost[key] += 1
+                        elif alone == spk:
+                            lost["of"] += 1
+                    if k == 6:
+                        for kind, sc in (("encoder alone", cos), ("Voices", att.scores)):
+                            for name, v in sc.items():
+                                scores[kind][0 if name == spk else 1].append(v)
+    rows = []
+    for kind in kinds:
+        how = ("encoder alone, cosine to enrolled words" if kind == "encoder alone"
+               else "Voices with the encoder (WIRED: what play decides)")
+        for k in (2, 4, 6):
+            right, known, fa, unknown, wrong = tally[(kind, k)]
+            rows.append(Row(AREA, f"{kind}: attribution accuracy, {k} players ({TI_LABEL})",
+                            right / known if known else float("nan"), "", "",
+                            f"{right}/{known} named right, {wrong} wrong; Speech Commands, enroll 5 words, test "
+                            f"other words; {how}"))
+            rows.append(Row(AREA, f"{kind}: unknown voices accepted, {k} players ({TI_LABEL})",
+                            fa / unknown if unknown else float("nan"), "", "", f"{fa}/{unknown}"))
+        g, i = scores[kind]
+        rows.append(Row(AREA, f"{kind}: equal error rate, 6 players ({TI_LABEL})", eer(g, i), "", "",
+                        f"{len(g)} genuine, {len(i)} impostor scores; {len(names)} speakers with >= 8 clips"))
+        # the line (on the chosen player's score) that keeps unknown voices <= 2% accepted, and its cost
+        unknown_s = np.array([s for _k, kn, _ok, s in trials[kind] if not kn])
+        line = float(np.percentile(unknown_s, 98)) if len(unknown_s) else float("nan")
+        what = (f"cosine > {line:.3f}" if kind == "encoder alone" else
+                f"combined ratio < {-line:.2f} (play accepts <= {V.ACCEPT})")
+        for k in (2, 4, 6):
+            known = [(ok, s) for kk, kn, ok, s in trials[kind] if kk == k and kn]
+            fa = [s for kk, kn, _ok, s in trials[kind] if kk == k and not kn]
+            rows.append(Row(AREA, f"{kind}: accuracy at the <= 2%-unknown line, {k} players ({TI_LABEL})",
+                            sum(ok and s > line for ok, s in known) / len(known) if known else float("nan"), "", "",
+                            f"line {what}; unknown accepted {sum(s > line for s in fa)}/{len(fa)}"))
+    rows.append(Row(AREA, f"Voices named nobody where the encoder alone was right ({TI_LABEL})",
+                    (lost["of"] and (lost["gated"] + lost["template"] + lost["what"] + lost["other"]) / lost["of"])
+                    or 0.0, "", "",
+                    f"of {lost['of']} own-voice trials the encoder alone named right: template over the limits "
+                    f"{lost['template']}, template+voiceprint over ENC_WHAT_LIMIT {lost['what']}, under the "
+                    f"{V.ENC_MIN_SNR:.0f} dB SNR gate {lost['gated']}, other {lost['other']}; own template ratio "
+                    f"median {np.median(own_templates):.2f} (limit {V.R_LIMIT}); {gated} clips under the gate"))
+    rows.append(Row(AREA, f"Voices: own words below the player's encoder threshold ({TI_LABEL})",
+                    float(np.mean(np.array(own_ratios) > 1.0)), "", "",
+                    f"encoder ratio > 1 on {sum(r > 1.0 for r in own_ratios)}/{len(own_ratios)} own-voice trials "
+                    f"(median ratio {np.median(own_ratios):.2f}): the threshold is the median leave-one-out cosine "
+                    f"of the enrollment takes (cap {V.ENC_CAP})"))
+    rows.append(Row(AREA, f"Voices: unknown voices accepted by the voiceprint under the SNR gate ({TI_LABEL})",
+                    fa_gate[1] / max(1, sum(fa_gate)), "", "",
+                    f"{fa_gate[1]} of the {sum(fa_gate)} unknown voices accepted came from the {gated} clips under "
+                    f"{V.ENC_MIN_SNR:.0f} dB SNR (the encoder is not asked; the voiceprint decides); "
+                    f"{fa_gate[0]} by the encoder's rule"))
     return rows
 
 
@@ -613,12 +775,12 @@ def ties(quick: bool) -> list[Row]:
 
 def run(quick: bool) -> list[Row]:
     return (synthetic_both(quick) + corpus_calls(quick) + real_words(quick) + real_words_encoder(quick) + real(quick)
-            + ties(quick))
+            + real_encoder(quick) + ties(quick))
 
 
 if __name__ == "__main__":
     parts = {"synthetic": synthetic_both, "corpus": corpus_calls, "real-words": real_words, "encoder": real_words_encoder,
-             "real": real, "ties": ties}
+             "real": real, "real-encoder": real_encoder, "ties": ties}
     chosen = [a for a in sys.argv[1:] if a in parts]
     rows = [r for a in chosen for r in parts[a]("--quick" in sys.argv)] if chosen else run("--quick" in sys.argv)
     for row in rows:
