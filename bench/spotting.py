@@ -250,6 +250,33 @@ def _ties(fixtures: Iterable[Fixture], scores: dict[str, Score]) -> tuple[int, i
     return ok, total
 
 
+def _game_view(engine: str, calls: Score, false_calls: list[tuple[str, Detection]], non_call_s: float,
+               area: str) -> list[Row]:
+    """What a one-mic game acts on, for engines that name the caller (enrolled, combined).
+
+    ``voicesnap play`` ignores a call from an unknown voice (voicesnap.table), so a
+    call named to nobody is lost to the game however well it was heard, and a false
+    call named to nobody never reaches the referee. The plain recall and false-call
+    rows count every detection; these count what the referee would judge.
+    """
+    if not any(m.detection.player for m in calls.hits) and not any(d.player for _, d in false_calls):
+        return []  # an engine that never names a caller (vosk, pocketsphinx): a game needs per-player mics
+    right = sum(1 for m in calls.hits if m.detection.player == m.segment.speaker)
+    nobody = sum(1 for m in calls.hits if m.detection.player is None)
+    wrong = len(calls.hits) - right - nobody
+    named_false = [d for _, d in false_calls if d.player is not None]
+    per_hour = len(named_false) / (non_call_s / 3600) if non_call_s else math.nan
+    return [
+        Row(area, "one mic, as the game acts on it: calls given to the right player", right / calls.targets
+            if calls.targets else math.nan, "", "",
+            f"{engine}: {right}/{calls.targets}; heard but named to nobody (ignored) {nobody}, to the wrong "
+            f"player {wrong}"),
+        Row(area, "one mic, as the game acts on it: false calls named to a player, per hour", per_hour, "/h",
+            "<= 0.5", f"{engine}: {len(named_false)} of the {len(false_calls)} false calls"
+            + (f" ({', '.join(sorted({d.player or '' for d in named_false}))})" if named_false else "")),
+    ]
+
+
 def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") -> list[Row]:
     """Benchmark rows for one engine run."""
     if run.error:
@@ -298,6 +325,8 @@ def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") 
              for w in CALL_WORDS}
     rows.append(Row(area, "latency word end -> event, p95", percentile(lat, 95), "ms", "<= 150",
                     f"{e}: " + ", ".join(f"{w} {percentile(v, 95):.0f} ms" for w, v in split.items() if v)))
+
+    rows += _game_view(e, call_score, false_calls, every.non_target_seconds, area)
 
     ok, total = _ties(fixtures, calls)
     if total:
