@@ -565,3 +565,55 @@ def test_status_command_answers_in_the_announcers_words_for_single_pile_too() ->
     text = status_text(game)
     assert text == announcer.status_words(game.state)
     assert "Centre pile 5 cards" in text and "showing" not in text
+
+
+def _replay_mic(samples: np.ndarray):  # noqa: ANN202
+    """A source that delivers a recording in 20 ms chunks, then nothing (as LiveInput's open_source)."""
+    from voicesnap.audio import AudioChunk
+
+    class Mic:
+        rate = 16000
+
+        def __init__(self) -> None:
+            self.at = 0
+
+        def read(self, timeout: float):  # noqa: ANN201
+            if self.at >= len(samples):
+                return None
+            chunk = AudioChunk(16000, 2, samples.shape[1], self.at, samples[self.at : self.at + 320])
+            self.at += 320
+            return chunk
+
+        def stats(self) -> dict:
+            return {"overflows": 0, "dropped_frames": 0}
+
+        def close(self) -> None:
+            pass
+
+    return Mic
+
+
+def _reports_over(samples: np.ndarray) -> list[str]:
+    reports: list[str] = []
+    live = LiveInput(_replay_mic(samples), reports.append, stall=0.2, retry=0.05)
+    for chunk in live:
+        if chunk.end >= len(samples):
+            live.close()
+    return reports
+
+
+def test_a_microphone_driven_past_full_scale_is_reported_with_the_fix_once_per_half_minute() -> None:
+    """The corpus's hard-clipped calls (every player 12-18 dB past full scale, ~12 s): the players are
+    told once (their calls would be heard but named to nobody, so ignored); clean calls say nothing."""
+    from voicesnap.audio import read_wav
+
+    corpus = Path(__file__).parent / "fixtures" / "audio" / "corpus"
+    clipped, _ = read_wav(corpus / "clipped_calls.wav")
+    clean, _ = read_wav(corpus / "clean_alice.wav")
+    said = [r for r in _reports_over(clipped) if r.startswith(LiveInput.CLIPPING)]
+    assert len(said) == 1 and "turn the input gain down" in said[0]
+    assert not [r for r in _reports_over(clean) if r.startswith(LiveInput.CLIPPING)]
+    # two channels, only the second clipped: the report names it
+    both = np.concatenate([clean[: len(clipped)], clipped[: len(clean)]], axis=1)
+    said2 = [r for r in _reports_over(both) if r.startswith(LiveInput.CLIPPING)]
+    assert len(said2) == 1 and "on channel 1:" in said2[0]

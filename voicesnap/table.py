@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
+import numpy as np
+
 from .audio import AudioChunk
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
 from .rules import CallError
@@ -682,6 +684,18 @@ class LiveInput:
 
     LOST = "input device lost"
     BACK = "input device is back"
+    CLIPPING = "the microphone is too loud"
+    # A shout driven past full scale is heard as a call (Vosk still knows the word) but
+    # its voice no longer matches anyone's enrollment (measured: all 6 hard-clipped calls
+    # of the corpus were named to nobody, so play ignored them), and nothing else would
+    # tell the players why. Full scale is 32767; a converter's clipped run sits at it.
+    CLIP_LEVEL = 32700
+    CLIP_WINDOW = 0.5  # s: the stretch in which clipped samples are counted
+    CLIP_SHARE = 0.005  # share of that stretch's samples at full scale that means clipping
+    CLIP_REPEAT = 30.0  # s of audio between two reports
+    CLIP_TEXT = ("{where}shouted calls are cut off at full scale, so they may not be recognised or told "
+                 "apart and can be ignored: turn the input gain down (pavucontrol, alsamixer or the "
+                 "system's sound settings) or move the microphone further away")
 
     def __init__(
         self,
@@ -704,6 +718,9 @@ class LiveInput:
         self.rate = 16000
         self._seen = {"overflows": 0, "dropped_frames": 0}
         self.offset = 0  # frames added to the current source's clock (after reopenings)
+        self._clipped: np.ndarray | None = None  # per channel: full-scale samples in this window
+        self._clip_frames = 0  # frames counted in this window
+        self._clip_said: float | None = None  # clock (s) of the last clipping report
 
     def close(self) -> None:
         self.closed.set()
@@ -742,6 +759,25 @@ class LiveInput:
             self.muted = True
             self.report(f"{self.LOST}: {self.SILENT_TEXT}")
 
+    def _check_clipping(self, chunk: AudioChunk) -> None:
+        """Say so (at most every CLIP_REPEAT s) when a channel sits at full scale in CLIP_WINDOW of audio."""
+        samples = chunk.samples.reshape(chunk.frames, -1)
+        hits = (np.abs(samples.astype(np.int32)) >= self.CLIP_LEVEL).sum(axis=0)
+        if self._clipped is None or len(self._clipped) != len(hits):
+            self._clipped, self._clip_frames = np.zeros(len(hits), dtype=np.int64), 0
+        self._clipped += hits
+        self._clip_frames += chunk.frames
+        if self._clip_frames < self.CLIP_WINDOW * chunk.rate:
+            return
+        loud = np.flatnonzero(self._clipped >= self.CLIP_SHARE * self._clip_frames)
+        self._clipped[:], self._clip_frames = 0, 0
+        now = chunk.end / chunk.rate
+        if len(loud) == 0 or (self._clip_said is not None and now - self._clip_said < self.CLIP_REPEAT):
+            return
+        self._clip_said = now
+        where = ": " if len(hits) == 1 else f" on channel {', '.join(str(int(c)) for c in loud)}: "
+        self.report(self.CLIPPING + self.CLIP_TEXT.format(where=where))
+
     def _check_overflow(self) -> None:
         stats = self.source.stats() if hasattr(self.source, "stats") else {}
         over = stats.get("overflows", 0) - self._seen["overflows"]
@@ -773,6 +809,7 @@ class LiveInput:
                     end = chunk.end
                     self._check_overflow()
                     self._check_silence(chunk)
+                    self._check_clipping(chunk)
                     yield chunk
                     continue
                 if time.monotonic() - last < self.stall:
