@@ -10,6 +10,8 @@ import pytest
 
 from voicesnap.cli import doctor, main
 
+REAL_ENCODER = os.environ.get("VOICESNAP_ENCODER_MODEL")  # before any test hides it: what CI installs
+
 
 @pytest.fixture(autouse=True)
 def _tmp_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -79,6 +81,14 @@ def test_the_speaker_encoder_is_checked_with_its_download(monkeypatch: pytest.Mo
     assert "voicesnap models download encoder" in check.fix and "enroll each player again" in check.fix
     folder = tmp_path / "models" / "resemblyzer-0.1.4"
     folder.mkdir(parents=True)
-    (folder / "encoder.npz").write_bytes(b"")  # what discovery looks for (loading is the encoder's test)
+    for damaged in (b"", b"garbage", b"PK\x03\x04 cut short"):  # found, but enrolling would stop on it
+        (folder / "encoder.npz").write_bytes(damaged)
+        bad = doctor.check_encoder(tmp_path)
+        assert not bad.ok and "cannot read the speaker encoder's weights" in bad.detail, damaged
+        assert "voicesnap models download encoder" in bad.fix
+    real = REAL_ENCODER
+    if not real or not Path(real, "encoder.npz").is_file():
+        pytest.skip("speaker encoder weights not installed (VOICESNAP_ENCODER_MODEL; .ci/run sets it)")
+    (folder / "encoder.npz").write_bytes(Path(real, "encoder.npz").read_bytes())
     found = doctor.check_encoder(tmp_path)
     assert found.ok and str(folder) in found.detail

@@ -411,10 +411,10 @@ class Encoder:
         try:
             with np.load(p, allow_pickle=False) as data:
                 params = {k: data[k].astype(np.float32) for k in data.files}
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
-            raise EncoderError(f"cannot read the speaker encoder's weights {p} ({exc}); install them again "
-                               "with 'voicesnap models download --kind encoder'") from exc
-        return cls(params)
+            return cls(params)
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:  # EOFError: an empty file
+            raise EncoderError(f"cannot read the speaker encoder's weights {p} ({type(exc).__name__}: {exc}); "
+                               "install them again with 'voicesnap models download --kind encoder'") from exc
 
     def forward(self, mels: np.ndarray) -> np.ndarray:
         """Embeddings of a batch of mel spectrograms of one length, (batch, frames, 40) -> (batch, 256)."""

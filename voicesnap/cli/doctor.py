@@ -136,6 +136,14 @@ def check_encoder(root: Path) -> Check:
                      "takes most strangers for an enrolled player (README: Voices)",
                      f"run: voicesnap models download encoder (16 MB from PyPI), then enroll each player "
                      f"again; details: {str(exc).splitlines()[0]}", needed=False)
+    from .. import encoder
+    from ..errors import UserError
+
+    try:
+        encoder.Encoder.from_file(str(Path(path) / encoder.WEIGHTS_FILE))
+    except UserError as exc:  # damaged or truncated weights: enrolling would stop on them
+        return Check("speaker encoder", False, str(exc).splitlines()[0],
+                     "run: voicesnap models download encoder   (it replaces the damaged copy)", needed=False)
     return Check("speaker encoder", True, str(path), needed=False)
 
 
