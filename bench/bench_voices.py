@@ -737,6 +737,25 @@ def ties(quick: bool) -> list[Row]:
                     f"max {1000 * max(errs):.0f} ms over {len(errs)} calls" if errs else ""))
     rows.append(Row(AREA, "one-mic overlaps <= 100 ms apart heard as a tie", tie_ok / tieable if tieable else float("nan"),
                     "", "", f"{tie_ok}/{tieable}: both players, onsets within the 100 ms tie window"))
+    # The same overlaps with one of the two callers NOT enrolled (a bystander shouting with a
+    # player): the tie search pairs enrolled players only, so a stranger's half of the overlap
+    # can be named as another enrolled player, who then shares a ruling they never called.
+    named = known_ok = trials = 0
+    for side in sorted((PLAYERS / "overlap").glob("*.json")):
+        fx = load(side)
+        segs = list(fx.segments)
+        for a, b in zip(segs[0::2], segs[1::2]):
+            for known, stranger in ((a, b), (b, a)):
+                trials += 1
+                sp = EnrolledSpotter([p for n, p in profiles.items() if n != stranger.speaker])
+                dets = [d for ch in ArraySource(fx.read(), fx.rate, chunk_frames=320) for d in sp.accept(ch)]
+                dets += sp.flush()
+                t, tk = stranger.onset / fx.rate, known.onset / fx.rate
+                named += any(d.player not in (None, known.speaker) and abs(d.onset - t) < 0.25 for d in dets)
+                known_ok += any(d.player == known.speaker and abs(d.onset - tk) < 0.25 for d in dets)
+    rows.append(Row(AREA, "one-mic overlaps with a stranger: stranger named as another player", named / trials,
+                    "", "", f"{named}/{trials} (each caller of players/overlap in turn not enrolled); the enrolled "
+                    f"caller still named right in {known_ok}/{trials}"))
     false_ties = singles = 0
     for folder in ("heldout", "unknown", "nearmiss"):
         for side in sorted((PLAYERS / folder).glob("*.json")):
