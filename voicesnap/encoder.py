@@ -166,19 +166,21 @@ def read_torch_legacy(f: BinaryIO, keep: Callable[[str], bool] = lambda name: Tr
             raise EncoderError("big-endian torch files are not supported")
         tree = _Unpickler(f).load()
         keys = _Unpickler(f).load()
-        refs: dict[str, _TensorRef] = {}
-        _walk(tree, refs)
-        refs = {n: r for n, r in refs.items() if keep(n)}
-        dtypes = {r.storage.key: r.storage.dtype for r in refs.values()}
+        every: dict[str, _TensorRef] = {}
+        _walk(tree, every)
+        refs = {n: r for n, r in every.items() if keep(n)}
+        dtypes = {r.storage.key: r.storage.dtype for r in every.values()}
+        wanted = {r.storage.key for r in refs.values()}
         storages: dict[str, np.ndarray] = {}
         for key in keys:
             count = int(np.frombuffer(_read(f, 8), "<i8")[0])
-            dtype = dtypes.get(key)
-            if dtype is None:  # a storage no kept tensor uses: its element size is irrelevant, skip
-                itemsize = _itemsize_of(tree, key)
-                f.seek(count * itemsize, io.SEEK_CUR)
+            if key not in dtypes:
+                raise EncoderError(f"storage {key} is used by no tensor; cannot tell its size")
+            size = count * np.dtype(dtypes[key]).itemsize
+            if key not in wanted:  # a storage no kept tensor uses (the optimiser's): skipped, not read
+                f.seek(size, io.SEEK_CUR)
                 continue
-            storages[key] = np.frombuffer(_read(f, count * np.dtype(dtype).itemsize), dtype)
+            storages[key] = np.frombuffer(_read(f, size), dtypes[key])
     except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, TypeError) as exc:
         raise EncoderError(f"damaged or unexpected weights file ({type(exc).__name__}: {exc})") from exc
     out = {}
@@ -196,15 +198,6 @@ def _read(f: BinaryIO, n: int) -> bytes:
     if len(data) != n:
         raise EOFError(f"file ends {n - len(data)} bytes early")
     return data
-
-
-def _itemsize_of(tree: object, key: str) -> int:
-    refs: dict[str, _TensorRef] = {}
-    _walk(tree, refs)
-    for r in refs.values():
-        if r.storage.key == key:
-            return np.dtype(r.storage.dtype).itemsize
-    raise EncoderError(f"storage {key} is used by no tensor; cannot tell its size")
 
 
 def convert_pt(pt: BinaryIO | str | os.PathLike[str]) -> dict[str, np.ndarray]:
@@ -411,10 +404,10 @@ class Encoder:
         try:
             with np.load(p, allow_pickle=False) as data:
                 params = {k: data[k].astype(np.float32) for k in data.files}
-            return cls(params)
-        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:  # EOFError: an empty file
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # EOFError: an empty file
             raise EncoderError(f"cannot read the speaker encoder's weights {p} ({type(exc).__name__}: {exc}); "
                                "install them again with 'voicesnap models download --kind encoder'") from exc
+        return cls(params)  # its own EncoderError for missing or misshapen arrays
 
     def forward(self, mels: np.ndarray) -> np.ndarray:
         """Embeddings of a batch of mel spectrograms of one length, (batch, frames, 40) -> (batch, 256)."""

@@ -140,7 +140,7 @@ def check_encoder(root: Path) -> Check:
     from ..errors import UserError
 
     try:
-        encoder.Encoder.from_file(str(Path(path) / encoder.WEIGHTS_FILE))
+        encoder.Encoder.from_file(path)  # the model folder: it reads the weights inside
     except UserError as exc:  # damaged or truncated weights: enrolling would stop on them
         return Check("speaker encoder", False, str(exc).splitlines()[0],
                      "run: voicesnap models download encoder   (it replaces the damaged copy)", needed=False)
