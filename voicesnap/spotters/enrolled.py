@@ -314,16 +314,14 @@ class EnrolledSpotter:
         # fit almost as well, so 35 of 41 lone real words got a false second caller
         if att.player is not None and att.phrase is not None:
             found.append((att.player, att.phrase, best[(att.player, att.phrase)][1]))
-        thr_db = max(st.floor_db + 6.0, self.min_db)
+        thr_db = self._threshold_db(st)
         for player, phrase, hit in found:
             r = best[(player, phrase)][0]
             f_on = lo + hit.start  # type: ignore[attr-defined]
             f_end = lo + hit.end  # type: ignore[attr-defined]
             if abs(f_on - s) <= 8:
                 f_on = s
-            shift = (st.audio_start - st.base) // F.HOP  # audio[0] is frame ``shift``
-            onset = F.refine_onset(st.audio, f_on - shift, thr_db) + st.audio_start
-            end = F.refine_end(st.audio, f_end + 1 - shift, thr_db) + st.audio_start
+            onset, end = self._refined(st, f_on, f_end + 1, thr_db)
             if len(self._channels) > 1:
                 onset = self._own_onset(c, onset, thr_db)
             mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
@@ -337,13 +335,11 @@ class EnrolledSpotter:
     def _tie_detections(self, c: int, s: int, lo: int, tie: Tie, word: str | None = None) -> list[Detection]:
         """Both calls of a one-mic tie: the first from the signal's rise, the second ``tie.offset`` later."""
         st = self._channels[c]
-        thr_db = max(st.floor_db + 6.0, self.min_db)
         f_on = lo + tie.start
         if abs(f_on - s) <= 8:
             f_on = s
-        shift = (st.audio_start - st.base) // F.HOP
-        onset = F.refine_onset(st.audio, f_on - shift, thr_db) + st.audio_start
-        end = max(F.refine_end(st.audio, lo + tie.end + 1 - shift, thr_db) + st.audio_start, onset)
+        onset, end = self._refined(st, f_on, lo + tie.end + 1, self._threshold_db(st))
+        end = max(end, onset)
         score = ratio_to_score(tie.ratio)
         out = []
         for player, at in ((tie.first, onset), (tie.second, onset + tie.offset * F.HOP)):
@@ -352,6 +348,17 @@ class EnrolledSpotter:
                 confidence=score, channel=c, player=player, score=score, engine=self.name,
                 detected_at=self._position / F.RATE))
         return out
+
+    def _threshold_db(self, st: _Channel) -> float:
+        """The level (dB) a call's edges are found at on this channel: over its floor, never under min_db."""
+        return max(st.floor_db + 6.0, self.min_db)
+
+    @staticmethod
+    def _refined(st: _Channel, f_on: int, f_end: int, thr_db: float) -> tuple[int, int]:
+        """Onset and end (samples on the clock) refined from the signal, for feature frames [f_on, f_end)."""
+        shift = (st.audio_start - st.base) // F.HOP  # audio[0] is frame ``shift``
+        return (F.refine_onset(st.audio, f_on - shift, thr_db) + st.audio_start,
+                F.refine_end(st.audio, f_end - shift, thr_db) + st.audio_start)
 
     def _own_onset(self, c: int, onset: int, thr_db: float) -> int:
         """First 2 ms block from ``onset`` where channel ``c`` is not just another mic's crosstalk.
@@ -477,10 +484,8 @@ class EnrolledSpotter:
         if win is None or att.player is None or att.phrase is None or rival:
             return None
         _c, st, _s, _e, lo, _hi = win
-        thr_db = max(st.floor_db + 6.0, self.min_db)
-        shift = (st.audio_start - st.base) // F.HOP
-        on = F.refine_onset(st.audio, lo + att.start - shift, thr_db) + st.audio_start
-        stop = max(F.refine_end(st.audio, lo + att.end + 1 - shift, thr_db) + st.audio_start, on)
+        on, stop = self._refined(st, lo + att.start, lo + att.end + 1, self._threshold_db(st))
+        stop = max(stop, on)
         template = att.details.get(att.player, {}).get("template", 2.0)
         return Detection(word=att.phrase, onset=on / F.RATE, end=stop / F.RATE,
                          confidence=ratio_to_score(template), channel=channel, player=att.player,
