@@ -12,16 +12,11 @@ from voicesnap.audio import ArraySource, read_wav, write_wav
 from voicesnap.cli import main
 
 import table_script as T
-from voicefixtures import NAMES, PLAYERS_DIR, profile
+from voicefixtures import NAMES, PLAYERS_DIR, enroll_files, profile
 
 E = PLAYERS_DIR / "enroll"
 CORPUS = PLAYERS_DIR.parent / "corpus"
 WORDS = ["snap", "snap pool"]
-
-
-def _files(name: str) -> list[str]:
-    return ([str(E / f"{name}_snap_{k}.wav") for k in range(1, 6)]
-            + [str(E / f"{name}_snappool_{k}.wav") for k in range(1, 4)])
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +24,7 @@ def data_dir(tmp_path_factory):
     """A tmp data dir with the six fixture players enrolled from their files through the command."""
     data = tmp_path_factory.mktemp("data")
     for name in NAMES:
-        assert main(["--data-dir", str(data), "enroll", name, "--from-files", *_files(name)]) == 0
+        assert main(["--data-dir", str(data), "enroll", name, "--from-files", *enroll_files(name)]) == 0
     return data
 
 

@@ -360,7 +360,7 @@ def test_an_encoder_installed_in_the_chosen_data_dir_is_used_when_enrolling(
     although the code that looks for it has no option of its own (it once looked only at the default)."""
     import shutil
 
-    from voicefixtures import PLAYERS_DIR
+    from voicefixtures import enroll_files
     from voicesnap import voices as V
     from voicesnap.cli import main
 
@@ -369,8 +369,6 @@ def test_an_encoder_installed_in_the_chosen_data_dir_is_used_when_enrolling(
     monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "default"))  # somewhere else, with no encoder
     chosen = tmp_path / "chosen"
     shutil.copytree(REAL_ENCODER, chosen / "models" / "resemblyzer-0.1.4")
-    takes = ([str(PLAYERS_DIR / "enroll" / f"alice_snap_{k}.wav") for k in range(1, 6)]
-             + [str(PLAYERS_DIR / "enroll" / f"alice_snappool_{k}.wav") for k in range(1, 4)])
-    assert main(["--data-dir", str(chosen), "enroll", "alice", "--from-files", *takes]) == 0
+    assert main(["--data-dir", str(chosen), "enroll", "alice", "--from-files", *enroll_files("alice")]) == 0
     assert "encoder" in V.load_all(str(chosen))[0].extra
     assert os.environ["VOICESNAP_DATA_DIR"] == str(tmp_path / "default")  # the caller's setting is back

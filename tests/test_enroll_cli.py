@@ -10,6 +10,7 @@ from voicesnap.audio import read_wav, write_wav
 from voicesnap.cli import main
 
 from voicefixtures import PLAYERS_DIR
+from voicefixtures import enroll_files as files
 
 E = PLAYERS_DIR / "enroll"
 
@@ -17,11 +18,6 @@ E = PLAYERS_DIR / "enroll"
 @pytest.fixture(autouse=True)
 def tmp_data(tmp_path, monkeypatch):
     monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
-
-
-def files(name, snaps=5, pools=3):
-    return ([str(E / f"{name}_snap_{k}.wav") for k in range(1, snaps + 1)]
-            + [str(E / f"{name}_snappool_{k}.wav") for k in range(1, pools + 1)])
 
 
 def test_enroll_from_files_then_reenroll(capsys):

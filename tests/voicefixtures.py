@@ -25,6 +25,13 @@ def takes_of(name: str, folder: str = "enroll", spare: bool = False) -> list[V.T
     return out
 
 
+def enroll_files(name: str, snaps: int = 5, pools: int = 3) -> list[str]:
+    """Paths of a fixture player's enrollment takes, as given to `voicesnap enroll --from-files`."""
+    e = PLAYERS_DIR / "enroll"
+    return ([str(e / f"{name}_snap_{k}.wav") for k in range(1, snaps + 1)]
+            + [str(e / f"{name}_snappool_{k}.wav") for k in range(1, pools + 1)])
+
+
 @lru_cache(maxsize=None)
 def profile(name: str, folder: str = "enroll", channel: int | None = None) -> V.Profile:
     word = "snap" if folder == "enroll" else {"alice": "woof", "bob": "meow", "cara": "moo"}[name]
