@@ -78,6 +78,25 @@ def eer(genuine: list[float], impostor: list[float]) -> float:
     return best[1]
 
 
+# A trial: (players enrolled, the speaker is one of them, the closest voice is the speaker, its score).
+Trial = tuple[int, bool, bool, float]
+
+
+def stranger_line(trials: list[Trial], higher_closer: bool) -> float:
+    """The score line that accepts only 2% of the strangers' trials (their closest voice's score)."""
+    unknown = [sc for _k, known, _ok, sc in trials if not known]
+    return float(np.percentile(unknown, 98 if higher_closer else 2)) if unknown else float("nan")
+
+
+def at_line(trials: list[Trial], k: int, line: float, higher_closer: bool) -> tuple[float, int, int]:
+    """With ``k`` players, at that line: (share of own takes named right, strangers accepted, strangers)."""
+    inside = (lambda sc: sc > line) if higher_closer else (lambda sc: sc <= line)
+    known = [(ok, sc) for kk, kn, ok, sc in trials if kk == k and kn]
+    fa = [sc for kk, kn, _ok, sc in trials if kk == k and not kn]
+    right = sum(ok and inside(sc) for ok, sc in known) / len(known) if known else float("nan")
+    return right, sum(inside(sc) for sc in fa), len(fa)
+
+
 def synthetic(quick: bool, encoder: object = "auto") -> list[Row]:
     """``encoder``: Voices' default (the installed speaker encoder, if any), or None for the voiceprint only."""
     from voicesnap import encoder as E
@@ -214,7 +233,7 @@ def real(quick: bool) -> list[Row]:
     prints = {n: [V.voiceprint(y) for y in clips] for n, clips in speakers.items()}
     rows = []
     genuine, impostor = [], []
-    trials: list[tuple[int, bool, bool, float]] = []  # (k, known speaker, best model right, best ratio)
+    trials: list[Trial] = []  # (k, known speaker, best model right, best ratio)
     for k in (2, 4, 6):
         combos = speech_commands_combos(names, k, quick)
         right = known = fa = unknown = 0
@@ -251,14 +270,11 @@ def real(quick: bool) -> list[Row]:
     rows.append(Row(AREA, "equal error rate, 6 players (REAL, text-independent)", eer(genuine, impostor), "", "",
                     f"{len(names)} speakers with >= 8 clips"))
     # calibration: the voice-ratio line that keeps unknown real voices <= 2% accepted, and its cost
-    unknown_r = np.array([r for _k, known, _ok, r in trials if not known])
-    line = float(np.percentile(unknown_r, 2)) if len(unknown_r) else float("nan")
+    line = stranger_line(trials, higher_closer=False)
     for k in (2, 4, 6):
-        known = [(ok, r) for kk, kn, ok, r in trials if kk == k and kn]
-        fa = [r for kk, kn, _ok, r in trials if kk == k and not kn]
-        rows.append(Row(AREA, f"REAL accuracy at the <= 2%-unknown voice line, {k} players",
-                        sum(ok and r <= line for ok, r in known) / len(known) if known else float("nan"), "", "",
-                        f"line {line:.2f} (voice ratio); unknown accepted {sum(r <= line for r in fa)}/{len(fa)}"))
+        right, fa, unknown = at_line(trials, k, line, higher_closer=False)
+        rows.append(Row(AREA, f"REAL accuracy at the <= 2%-unknown voice line, {k} players", right, "", "",
+                        f"line {line:.2f} (voice ratio); unknown accepted {fa}/{unknown}"))
     rows += _synthetic_at_voice_line(line)
     return rows
 
@@ -314,7 +330,7 @@ def real_encoder(quick: bool) -> list[Row]:
     kinds = ("encoder alone", "Voices")
     tally = {(kind, k): [0, 0, 0, 0, 0] for kind in kinds for k in (2, 4, 6)}  # right, known, fa, unknown, wrong
     scores: dict[str, tuple[list[float], list[float]]] = {kind: ([], []) for kind in kinds}
-    trials: dict[str, list[tuple[int, bool, bool, float]]] = {kind: [] for kind in kinds}  # k, known, right, score
+    trials: dict[str, list[Trial]] = {kind: [] for kind in kinds}  # k, known, right, score
     # why Voices named nobody where the encoder alone named the right player (known speakers)
     lost = {"gated": 0, "template": 0, "what": 0, "other": 0, "of": 0}
     own_templates: list[float] = []
@@ -380,16 +396,13 @@ def real_encoder(quick: bool) -> list[Row]:
         rows.append(Row(AREA, f"{kind}: equal error rate, 6 players ({TI_LABEL})", eer(g, i), "", "",
                         f"{len(g)} genuine, {len(i)} impostor scores; {len(names)} speakers with >= 8 clips"))
         # the line (on the chosen player's score) that keeps unknown voices <= 2% accepted, and its cost
-        unknown_s = np.array([s for _k, kn, _ok, s in trials[kind] if not kn])
-        line = float(np.percentile(unknown_s, 98)) if len(unknown_s) else float("nan")
+        line = stranger_line(trials[kind], higher_closer=True)
         what = (f"cosine > {line:.3f}" if kind == "encoder alone" else
                 f"combined ratio < {-line:.2f} (play accepts <= {V.ACCEPT})")
         for k in (2, 4, 6):
-            known = [(ok, s) for kk, kn, ok, s in trials[kind] if kk == k and kn]
-            fa = [s for kk, kn, _ok, s in trials[kind] if kk == k and not kn]
+            right, fa, unknown = at_line(trials[kind], k, line, higher_closer=True)
             rows.append(Row(AREA, f"{kind}: accuracy at the <= 2%-unknown line, {k} players ({TI_LABEL})",
-                            sum(ok and s > line for ok, s in known) / len(known) if known else float("nan"), "", "",
-                            f"line {what}; unknown accepted {sum(s > line for s in fa)}/{len(fa)}"))
+                            right, "", "", f"line {what}; unknown accepted {fa}/{unknown}"))
     rows.append(Row(AREA, f"Voices named nobody where the encoder alone was right ({TI_LABEL})",
                     (lost["of"] and (lost["gated"] + lost["template"] + lost["what"] + lost["other"]) / lost["of"])
                     or 0.0, "", "",
@@ -478,7 +491,7 @@ def real_words(quick: bool) -> list[Row]:
     impostor: list[float] = []
     spot = {"enrolled": [0, 0, 0, 0], "span": [0, 0, 0, 0]}  # right alone, wrong, none, right + another
     held_total = refused_total = 0
-    trials: list[tuple[int, bool, bool, float]] = []  # (k, known speaker, chosen right, chosen's combined ratio)
+    trials: list[Trial] = []  # (k, known speaker, chosen right, chosen's combined ratio)
     for word in words:
         takes = real_words_takes(word)
         profiles, refused = real_words_profiles(word, takes)
@@ -529,15 +542,12 @@ def real_words(quick: bool) -> list[Row]:
                         else float("nan"), "", "<= 0.02", f"{fa}/{unknown}: the same word by speakers not enrolled"))
     # calibration: the acceptance line (combined ratio of the chosen player) that keeps unknown
     # same-word voices <= 2% accepted, and what it leaves of the real speakers' own takes
-    unknown_c = np.array([c for _k, known, _ok, c in trials if not known])
-    line = float(np.percentile(unknown_c, 2)) if len(unknown_c) else float("nan")
+    line = stranger_line(trials, higher_closer=False)
     for k in sorted(tally):
-        known = [(ok, c) for kk, kn, ok, c in trials if kk == k and kn]
-        fa = [c for kk, kn, _ok, c in trials if kk == k and not kn]
-        rows.append(Row(AREA, f"accuracy at the <= 2%-unknown line, {k} players ({REAL_LABEL})",
-                        sum(ok and c <= line for ok, c in known) / len(known) if known else float("nan"), "", "",
+        right, fa, unknown = at_line(trials, k, line, higher_closer=False)
+        rows.append(Row(AREA, f"accuracy at the <= 2%-unknown line, {k} players ({REAL_LABEL})", right, "", "",
                         f"line: combined ratio {line:.2f} (play accepts <= {V.ACCEPT}); unknown accepted "
-                        f"{sum(c <= line for c in fa)}/{len(fa)}"))
+                        f"{fa}/{unknown}"))
     rows.append(Row(AREA, f"equal error rate, all enrollable speakers ({REAL_LABEL})", eer(genuine, impostor), "", "",
                     f"{len(genuine)} genuine, {len(impostor)} impostor scores; {refused_total} enrollment "
                     "takes would have been refused by the take checks (used anyway)"))
@@ -580,7 +590,7 @@ def real_words_encoder(quick: bool) -> list[Row]:
     tally = {(kind, k): [0, 0, 0, 0] for kind in kinds for k in (2, 4)}  # right, known, accepted unknown, unknown
     scores: dict[str, tuple[list[float], list[float]]] = {kind: ([], []) for kind in kinds}
     times: list[float] = []
-    trials: list[tuple[int, bool, bool, float]] = []  # (k, known speaker, most alike is right, its cosine)
+    trials: list[Trial] = []  # (k, known speaker, most alike is right, its cosine)
     for word in words:
         takes = real_words_takes(word)
         profiles, _refused = real_words_profiles(word, takes)
@@ -635,15 +645,12 @@ def real_words_encoder(quick: bool) -> list[Row]:
         rows.append(Row(AREA, f"{kind}: equal error rate ({ENC_LABEL})", eer(g, i), "", "",
                         f"{len(g)} genuine, {len(i)} impostor scores"))
     # what a fixed line strict enough for <= 2% strangers would leave of the players' own takes
-    unknown_c = np.array([c for _k, known, _ok, c in trials if not known])
-    line = float(np.percentile(unknown_c, 98)) if len(unknown_c) else float("nan")
+    line = stranger_line(trials, higher_closer=True)
     for k in (2, 4):
-        known = [(ok, c) for kk, kn, ok, c in trials if kk == k and kn]
-        fa = [c for kk, kn, _ok, c in trials if kk == k and not kn]
+        right, fa, unknown = at_line(trials, k, line, higher_closer=True)
         rows.append(Row(AREA, f"encoder alone: accuracy at the <= 2%-stranger line, {k} players ({ENC_LABEL})",
-                        sum(ok and c > line for ok, c in known) / len(known) if known else float("nan"), "", "",
-                        f"line: cosine > {line:.3f} (pooled 2/4-player strangers); strangers accepted "
-                        f"{sum(c > line for c in fa)}/{len(fa)}"))
+                        right, "", "", f"line: cosine > {line:.3f} (pooled 2/4-player strangers); strangers "
+                        f"accepted {fa}/{unknown}"))
     rows.append(Row(AREA, "time per attribution with the speaker encoder (median)", 1000 * float(np.median(times)),
                     "ms", "", "real same-word takes, Voices.attribute incl. the embedding"))
     return rows
