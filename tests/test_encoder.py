@@ -336,6 +336,69 @@ def test_real_same_word_strangers_are_mostly_refused_where_the_voiceprint_took_t
     assert accepted <= 3 and before >= 20, (accepted, before)
 
 
+def _pink(n: int, seed: int) -> np.ndarray:
+    w = np.random.default_rng(seed).normal(size=n)
+    f = np.fft.rfft(w)
+    k = np.arange(len(f))
+    k[0] = 1
+    x = np.fft.irfft(f / np.sqrt(k), n)
+    return x / np.sqrt(np.mean(x ** 2))
+
+
+def _in_pink_noise(x: np.ndarray, snr_db: float, seed: int) -> np.ndarray:
+    """``x`` with pink noise ``snr_db`` under the RMS of its word (the whole recording, context included)."""
+    from voicesnap import voices as V
+
+    y = V.trim(x)[0]
+    level = float(np.sqrt(np.mean(y.astype(np.float64) ** 2)))
+    return (x + _pink(len(x), seed) * level * 10 ** (-snr_db / 20)).astype(np.float32)
+
+
+def test_subtracting_the_background_brings_a_noisy_real_word_back_towards_its_clean_self() -> None:
+    from voicesnap import voices as V
+
+    enc = encoder_or_skip()
+    takes, _profiles = _real_the()
+    gains = []
+    for i, (x, _meta) in enumerate(takes["2609"][:8]):
+        clean = enc.embed(V.trim(x)[0])
+        y = V.trim(x)[0]
+        level = float(np.sqrt(np.mean(y.astype(np.float64) ** 2)))
+        noise = _pink(len(y) + 16000, i) * level * 10 ** (-5 / 20)  # 5 dB: 1 s of it before the word
+        word = (y + noise[16000:]).astype(np.float32)
+        plain = float(enc.embed(word) @ clean)
+        denoised = float(enc.embed(word, noise=noise[:16000].astype(np.float32)) @ clean)
+        gains.append(denoised - plain)
+    assert np.median(gains) > 0.03 and sum(g > 0 for g in gains) >= 6, gains
+
+
+def test_in_pink_noise_real_strangers_are_refused_where_the_voiceprint_fallback_took_them_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below 20 dB the encoder used to stand aside for the voiceprint, which names any voice.
+
+    1998 and 2414 enrolled on "the" (clean); 2033's and 2609's 30 takes, and the
+    players' 8 held-out takes, in pink noise 10 dB under the word.
+    """
+    from bench.bench_voices import ENROLL_TAKES
+    from voicesnap import voices as V
+
+    encoder_or_skip()
+    takes, profiles = _real_the()
+    pair, rival = [profiles["1998"], profiles["2414"]], [V.announcer_profile("the")]
+    strangers = [_in_pink_noise(x, 10, i) for i, (x, _m) in enumerate(takes["2033"] + takes["2609"])]
+    own = [(spk, _in_pink_noise(x, 10, 100 + i))
+           for i, (spk, x) in enumerate((spk, x) for spk in ("1998", "2414") for x, _m in takes[spk][ENROLL_TAKES:])]
+    assert len(strangers) == 30 and len(own) == 8
+    voices = V.Voices(pair, rival)
+    accepted = sum(voices.attribute(x).player is not None for x in strangers)
+    named = [(spk, voices.attribute(x).player) for spk, x in own]
+    assert all(p in (spk, None) for spk, p in named), named
+    assert sum(p == spk for spk, p in named) >= 6, named
+    monkeypatch.setattr(V, "ENC_DENOISED_MIN_SNR", float("inf"))  # as before: the voiceprint decides in noise
+    before = sum(V.Voices(pair, rival).attribute(x).player is not None for x in strangers)
+    assert accepted <= 3 and before >= 20, (accepted, before)
+
+
 def test_players_list_says_who_must_enroll_again_to_use_the_encoder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     from voicefixtures import takes_of

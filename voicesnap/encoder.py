@@ -59,7 +59,7 @@ from .models import ModelError
 
 __all__ = ["EncoderError", "Encoder", "WHEEL_URL", "WHEEL_SHA256", "WEIGHTS_FILE", "MODEL_NAME",
            "read_torch_legacy", "convert_pt", "install_from", "download", "mel_filterbank",
-           "mel_spectrogram", "load_encoder", "cosine"]
+           "mel_spectrogram", "denoise", "load_encoder", "cosine"]
 
 MODEL_NAME = "resemblyzer-0.1.4"  # the folder under models/
 WEIGHTS_FILE = "encoder.npz"  # inside it (the marker models.is_model looks for)
@@ -338,13 +338,19 @@ def _hann() -> np.ndarray:
     return (0.5 - 0.5 * np.cos(2 * np.pi * n / N_FFT)).astype(np.float32)  # periodic, as librosa's stft
 
 
-def normalize_volume(wav: np.ndarray, target_dbfs: float = NORM_DBFS) -> np.ndarray:
-    """Raise quiet audio to ``target_dbfs`` RMS (never lower loud audio), as Resemblyzer does."""
+def volume_gain(wav: np.ndarray, target_dbfs: float = NORM_DBFS) -> float:
+    """The factor that raises quiet audio to ``target_dbfs`` RMS (1 for loud audio), as Resemblyzer does."""
     rms = float(np.sqrt(np.mean((wav.astype(np.float64) * INT16_MAX) ** 2))) if len(wav) else 0.0
     if rms <= 0.0:
-        return wav
+        return 1.0
     change = target_dbfs - 20.0 * np.log10(rms / INT16_MAX)
-    return wav if change < 0 else (wav * 10 ** (change / 20.0)).astype(np.float32)
+    return 1.0 if change < 0 else float(10 ** (change / 20.0))
+
+
+def normalize_volume(wav: np.ndarray, target_dbfs: float = NORM_DBFS) -> np.ndarray:
+    """Raise quiet audio to ``target_dbfs`` RMS (never lower loud audio), as Resemblyzer does."""
+    g = volume_gain(wav, target_dbfs)
+    return wav if g == 1.0 else (wav * g).astype(np.float32)
 
 
 def mel_spectrogram(wav: np.ndarray) -> np.ndarray:
@@ -359,6 +365,21 @@ def mel_spectrogram(wav: np.ndarray) -> np.ndarray:
     spec = np.fft.rfft(fr * _hann(), axis=1)
     power = (spec.real ** 2 + spec.imag ** 2).astype(np.float32)
     return power @ mel_filterbank().T
+
+
+NOISE_PERCENTILE = 20.0  # the background per band: a low percentile of the frames around a call
+NOISE_OVER = 3.0  # over-subtraction factor (a percentile sits under the mean of noise)
+NOISE_KEEP = 0.02  # never below this fraction of the word's own power (no holes, no negatives)
+
+
+def denoise(mel: np.ndarray, around: np.ndarray) -> np.ndarray:
+    """Spectral subtraction in the mel power domain: the word's frames less the background of ``around``.
+
+    A low percentile of ``around``'s frames, not their mean, so that speech
+    near the call (the announcer, another player) does not count as background.
+    """
+    bg = np.percentile(around, NOISE_PERCENTILE, axis=0).astype(np.float32)
+    return np.maximum(mel - NOISE_OVER * bg, NOISE_KEEP * mel).astype(np.float32)
 
 
 # --------------------------------------------------------------------------
@@ -436,9 +457,22 @@ class Encoder:
         raw = np.maximum(h @ self.lin_w + self.lin_b, 0.0)
         return (raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
-    def embed(self, wav: np.ndarray) -> np.ndarray:
-        """One embedding of a short stretch of 16 kHz float speech (a call word), run whole."""
-        mel = mel_spectrogram(normalize_volume(np.asarray(wav, np.float32)))
+    def embed(self, wav: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
+        """One embedding of a short stretch of 16 kHz float speech (a call word), run whole.
+
+        ``noise``: audio around the call (any length, speech in it allowed). Its
+        background is subtracted from the word's mel power first (``denoise``):
+        noise pulls every voice towards the same point, so that in pink noise at
+        10 dB a real player's own takes fall below their threshold (median cosine
+        0.83 -> 0.87 with it; at 5 dB 0.79 -> 0.84, EER 0.22 -> 0.12, the right
+        speaker most alike in 40/41 takes instead of 32/41: scratch measurement
+        on the real same-word set, see README "Voices").
+        """
+        x = np.asarray(wav, np.float32)
+        gain = volume_gain(x)
+        mel = mel_spectrogram(x if gain == 1.0 else (x * gain).astype(np.float32))
+        if noise is not None and len(noise) >= N_FFT:
+            mel = denoise(mel, mel_spectrogram(np.asarray(noise, np.float32) * np.float32(gain)))
         return self.forward(mel[None])[0]
 
     def embed_utterance(self, wav: np.ndarray, rate: float = 1.3, min_coverage: float = 0.75) -> np.ndarray:

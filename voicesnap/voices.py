@@ -76,6 +76,9 @@ ENC_CAP = 0.84  # a player's cosine threshold: the median leave-one-out cosine o
 # (cosine 0.67-0.82 both; corpus), while templates and voiceprint, noise-compensated, still
 # name some. The synthetic held-out calls are at 21-35 dB, the real same-word takes 38-57 dB.
 ENC_MIN_SNR = 20.0
+# ...unless the background around the call is known and subtracted first (encoder.denoise),
+# which keeps real players' cosines near their clean values down to ~5 dB of pink noise.
+ENC_DENOISED_MIN_SNR = 8.0
 # The voiceprint still has a say on WHAT was said: a near-miss word ("slap") by an enrolled
 # player is their voice to the encoder (ratios 0.2-0.65), and with it a loose template
 # (0.9-1.4) passed the mean; the voiceprint, a cepstral mean over the word, is partly
@@ -744,15 +747,22 @@ class Voices:
             return None, {}
         return enc, models
 
-    def embedding_scores(self, y: np.ndarray, snr: float | None = None) -> dict[str, float] | None:
+    def embedding_scores(self, y: np.ndarray, snr: float | None = None,
+                         around: np.ndarray | None = None) -> dict[str, float] | None:
         """Cosine similarity of this stretch of speech to every voice enrolled with the encoder.
 
         None (decide as without the encoder) when there is none, or when ``snr``
         (the stretch's level over the noise floor, dB) is under ENC_MIN_SNR.
+        ``around``: the audio around the stretch; with it, a noisy stretch
+        (under ENC_MIN_SNR) has the background subtracted (``encoder.denoise``)
+        and is judged down to ENC_DENOISED_MIN_SNR.
         """
-        if self.encoder is None or len(y) == 0 or (snr is not None and snr < ENC_MIN_SNR):
+        if self.encoder is None or len(y) == 0:
             return None
-        e = self.encoder.embed(y)
+        noisy = snr is not None and snr < ENC_MIN_SNR
+        if noisy and (around is None or snr < ENC_DENOISED_MIN_SNR):
+            return None
+        e = self.encoder.embed(y, noise=around if noisy else None)
         return {n: float(np.max(c @ e)) for n, (c, _thr) in self._enc_models.items()}
 
     def encoder_ratio(self, name: str, cos: float) -> float:
@@ -836,8 +846,12 @@ class Voices:
         lo, hi = max(0, s - 15), min(len(feats), e + 15)
         vp = voiceprint(y)
         best, voice = self.ratios(feats.log_mel[lo:hi], floor, vp)
+        # the background for the encoder: the recording outside the call (3 frames' margin)
+        m = 3 * F.HOP
+        c0, c1 = max(0, s * F.HOP - m), min(len(full), e * F.HOP + F.FRAME + m)
+        around = np.concatenate([full[:c0], full[c1:]])
         return self.decide(best, voice, rank={n: self.rank_ratio(n, vp) for n in voice},
-                           enc=self.embedding_scores(y, snr=_snr))
+                           enc=self.embedding_scores(y, snr=_snr, around=around if len(around) else None))
 
     def decide(self, best: dict[tuple[str, str], tuple[float, Hit]], voice: dict[str, float],
                accept: float = ACCEPT, r_limit: float = R_LIMIT,

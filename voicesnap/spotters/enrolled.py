@@ -37,6 +37,7 @@ MIN_FRAMES = 8  # 80 ms: shorter bursts are clicks, not calls
 MAX_FRAMES = 300  # a stretch is matched at least every 3 s, even in endless chatter
 CONTEXT = 12  # frames of context kept each side of a stretch for matching
 HISTORY = 300  # frames of history kept per channel for the background estimate
+AROUND = 100  # frames (1 s) before a stretch handed to the speaker encoder as its background
 SPAN_R_LIMIT = 2.5  # template ratio allowed when another engine already found the call
 POOL_GAP = 35  # frames: a "snap" waits this long for a "pool" before it is final
 
@@ -272,6 +273,11 @@ class EnrolledSpotter:
         b = max(0, st.base + f1 * F.HOP + F.FRAME - st.audio_start)
         return st.audio[a:b]
 
+    def _before(self, st: _Channel, f0: int) -> np.ndarray | None:
+        """Up to AROUND frames of audio before frame ``f0``: the background the encoder subtracts in noise."""
+        x = self._samples(st, max(st.frame0, f0 - AROUND), max(st.frame0, f0 - 3))
+        return x if len(x) >= F.FRAME else None
+
     def _match(self, c: int, s: int, e: int) -> list[Detection]:
         st = self._channels[c]
         lo = max(s - CONTEXT, st.frame0)
@@ -292,7 +298,8 @@ class EnrolledSpotter:
         # speaker encoder, when installed and the stretch is clear enough above the floor for it;
         # not where no player's template fits (no call whoever said it: most stretches of chatter)
         fits = any(r <= R_LIMIT for (p, _ph), (r, _h) in best.items() if p not in self.voices.rivals)
-        enc = (self.voices.embedding_scores(self._samples(st, s, e), snr=self._level(c, s, e) - st.floor_db)
+        enc = (self.voices.embedding_scores(self._samples(st, s, e), snr=self._level(c, s, e) - st.floor_db,
+                                            around=self._before(st, s))
                if fits else None)
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
@@ -449,7 +456,8 @@ class EnrolledSpotter:
         voice = {p: self.voices.voice_ratio(p, vp) for p in {k[0] for k in best}}
         rank = {p: self.voices.rank_ratio(p, vp) for p in voice}
         # speaker encoder, when installed and the span is clear enough above the floor for it
-        enc = (self.voices.embedding_scores(self._samples(st, v0, v1), snr=self._level(channel, v0, v1) - st.floor_db)
+        enc = (self.voices.embedding_scores(self._samples(st, v0, v1), snr=self._level(channel, v0, v1) - st.floor_db,
+                                            around=self._before(st, v0))
                if encoder else None)
         # another engine already heard a call here: the question is only who,
         # so the template may fit loosely as long as the voice fits
