@@ -656,6 +656,100 @@ def real_words_encoder(quick: bool) -> list[Row]:
     return rows
 
 
+NOISE_LABEL = "real same-word in noise"
+NOISE_SNR = 10.0  # dB under the RMS of the word itself
+
+
+def _pink(n: int, rng: np.random.Generator) -> np.ndarray:
+    f = np.fft.rfft(rng.normal(size=n))
+    k = np.arange(len(f))
+    k[0] = 1
+    x = np.fft.irfft(f / np.sqrt(k), n)
+    return x / np.sqrt(np.mean(x ** 2))
+
+
+def _babble_source() -> np.ndarray | None:
+    """Three-talker babble material: the PocketSphinx card phrases (a speaker not in the LibriSpeech set)."""
+    from voicesnap import features as F
+    from voicesnap.audio import read_wav
+
+    files = sorted((SHARED.parent / "cards").glob("*.wav"))
+    return np.concatenate([F.to_float(read_wav(f, expect_rate=F.RATE)[0][:, 0]) for f in files]) if files else None
+
+
+def real_words_noise(quick: bool) -> list[Row]:
+    """The real same-word set with its takes in pink noise or babble NOISE_SNR dB under the word.
+
+    Enrollment is clean (enrollment refuses noisy takes); every held-out and
+    stranger take is noisy. "before": the encoder stands aside below
+    voices.ENC_MIN_SNR and the voiceprint decides (ENC_DENOISED_MIN_SNR set
+    to infinity); "now": the encoder decides down to ENC_DENOISED_MIN_SNR on
+    the word less its background (encoder.denoise). Same noisy audio for both.
+    """
+    from voicesnap import encoder as E
+    from voicesnap import voices as V
+
+    if not REAL_WORDS.is_dir():
+        return [Row(AREA, NOISE_LABEL, "n/a", note=f"skipped: {REAL_WORDS} is absent")]
+    enc = E.load_encoder()
+    if enc is None:
+        return [Row(AREA, NOISE_LABEL, "n/a", note="skipped: no speaker encoder installed")]
+    bab = _babble_source()
+    rows = []
+    for kind in ("pink", "babble"):
+        if kind == "babble" and bab is None:
+            rows.append(Row(AREA, f"{NOISE_LABEL} (babble)", "n/a", note="skipped: ../shared/speech/cards is absent"))
+            continue
+        rng = np.random.default_rng(11)
+        tally: dict[tuple[str, int], list[int]] = {}  # (setting, k) -> right, wrong, known, accepted unknown, unknown
+        for word in sorted(p.name for p in REAL_WORDS.iterdir() if p.is_dir()):
+            takes = real_words_takes(word)
+            profiles, _refused = real_words_profiles(word, takes)
+            if len(profiles) < 2:
+                continue
+            rival = V.announcer_profile(word)
+            noisy: dict[str, list[np.ndarray]] = {}
+            for spk, items in takes.items():
+                for x, _meta in items:
+                    y = V.trim(x)[0]
+                    level = float(np.sqrt(np.mean(y.astype(np.float64) ** 2)))
+                    if kind == "pink":
+                        n = _pink(len(x), rng)
+                    else:
+                        n = sum(bab[o: o + len(x)] for o in rng.integers(0, len(bab) - len(x), 3))
+                        n = n / np.sqrt(np.mean(n ** 2))
+                    noisy.setdefault(spk, []).append((x + n * level * 10 ** (-NOISE_SNR / 20)).astype(np.float32))
+            for setting, floor in (("before", float("inf")), ("now", V.ENC_DENOISED_MIN_SNR)):
+                saved = V.ENC_DENOISED_MIN_SNR
+                V.ENC_DENOISED_MIN_SNR = floor
+                try:
+                    for k in (2, 4):
+                        t = tally.setdefault((setting, k), [0, 0, 0, 0, 0])
+                        for combo in itertools.combinations(sorted(profiles), k):
+                            vs = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=enc)
+                            for spk, xs in noisy.items():
+                                for x in xs[ENROLL_TAKES if spk in combo else 0:]:
+                                    got = vs.attribute(x).player
+                                    if spk in combo:
+                                        t[0] += got == spk
+                                        t[1] += got not in (None, spk)
+                                        t[2] += 1
+                                    else:
+                                        t[3] += got is not None
+                                        t[4] += 1
+                finally:
+                    V.ENC_DENOISED_MIN_SNR = saved
+        for k in (2, 4):
+            b, n = tally[("before", k)], tally[("now", k)]
+            rows.append(Row(AREA, f"{NOISE_LABEL}: named right, {k} players ({kind} {NOISE_SNR:g} dB)",
+                            n[0] / n[2] if n[2] else float("nan"), "", "",
+                            f"now {n[0]}/{n[2]} (wrong player {n[1]}); before {b[0]}/{b[2]} (wrong player {b[1]})"))
+            rows.append(Row(AREA, f"{NOISE_LABEL}: strangers accepted, {k} players ({kind} {NOISE_SNR:g} dB)",
+                            n[3] / n[4] if n[4] else float("nan"), "", "<= 0.02",
+                            f"now {n[3]}/{n[4]}; before {b[3]}/{b[4]} (the voiceprint deciding below 20 dB)"))
+    return rows
+
+
 def _real_words_spotters(word: str, takes, profiles) -> dict[str, list[int]]:
     """Held-out real takes through the enrolled spotter, and through its span attribution (what the combined engine does)."""
     from voicesnap import features as F
@@ -801,12 +895,12 @@ def ties(quick: bool) -> list[Row]:
 
 def run(quick: bool) -> list[Row]:
     return (synthetic_both(quick) + corpus_calls(quick) + real_words(quick) + real_words_encoder(quick) + real(quick)
-            + real_encoder(quick) + ties(quick))
+            + real_encoder(quick) + real_words_noise(quick) + ties(quick))
 
 
 if __name__ == "__main__":
     parts = {"synthetic": synthetic_both, "corpus": corpus_calls, "real-words": real_words, "encoder": real_words_encoder,
-             "real": real, "real-encoder": real_encoder, "ties": ties}
+             "real": real, "real-encoder": real_encoder, "noise": real_words_noise, "ties": ties}
     chosen = [a for a in sys.argv[1:] if a in parts]
     rows = [r for a in chosen for r in parts[a]("--quick" in sys.argv)] if chosen else run("--quick" in sys.argv)
     for row in rows:
