@@ -291,10 +291,10 @@ def _memo_encoder(enc):
     inner = enc.embed
     out = copy.copy(enc)
 
-    def embed(wav: np.ndarray) -> np.ndarray:
-        key = np.asarray(wav, np.float32).tobytes()
+    def embed(wav: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
+        key = np.asarray(wav, np.float32).tobytes() + (b"" if noise is None else np.asarray(noise, np.float32).tobytes())
         if key not in memo:
-            memo[key] = inner(wav)
+            memo[key] = inner(wav, noise=noise)
         return memo[key]
 
     out.embed = embed
