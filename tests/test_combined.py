@@ -146,6 +146,7 @@ def test_vosk_says_what_it_decoded_and_until_when_it_is_final(vosk_factory):
     ("noisy_pink_10db", "bob", 7.349, False),  # Vosk decoded nothing there; the enrolled engine found the call
     ("noisy_babble_10db", "dev", 4.764, False),  # Vosk said "[unk]" over 3.8 s of babble; the best fit inside it
     ("noisy_babble_10db", "dev", 4.764, True),
+    ("noisy_pink_20db", "cara", 2.567, False),  # Vosk heard "stop": a decoy the enrollment never confuses
 ])
 def test_a_call_vosk_did_not_know_is_rescued(vosk_factory, enrolled, name, speaker, at, gated):
     """A call Vosk decoded as nothing or "[unk]" comes from the enrollment, once Vosk's decode is final
@@ -186,6 +187,17 @@ def test_rescue_adds_no_call_on_near_misses_or_echo(vosk_factory, enrolled, name
     off.rescue_score = None
     key = lambda ds: sorted((d.word, round(d.onset, 3), d.player) for d in ds)
     assert key(_detect(_combined(vosk_factory, enrolled), fx)) == key(_detect(off, fx))
+
+
+@pytest.mark.vosk_model
+def test_players_saying_stop_in_noise_are_not_rescued_as_calls(vosk_factory, enrolled):
+    """Rescuing over Vosk's "stop" must not turn an enrolled player's real "stop" into a call:
+    every player says "stop" over pink noise (20 dB) and no call lands on any of them."""
+    fx = C.load(CORPUS / "nearmiss_noisy_pink_20db.json")
+    stops = [(s.onset / fx.rate, s.end / fx.rate) for s in fx.segments if s.text == "stop"]
+    assert len(stops) == 6
+    got = _detect(_combined(vosk_factory, enrolled), fx)
+    assert not [d for d in got for a, b in stops if a - 0.1 <= d.onset <= b], got
 
 
 @pytest.mark.vosk_model

@@ -10,7 +10,7 @@ that are not words Vosk knows (Animal Snap's "woof") come from it alone, and
 when the span of Vosk's one call fits two players' calls mixed better than
 any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
 with their own onsets. Third, a call Vosk did not know (its final decode
-there is "[unk]" or nothing) is rescued from the enrollment once Vosk's
+there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
 decode is final (``_rescued``).
 """
 
@@ -34,6 +34,11 @@ TWIN_WINDOW = 0.3  # s: an enrolled call this close to a combined call is that c
 RESCUE_SCORE = 0.6
 RESCUE_WAIT = 2.0  # s after the call's end: longest wait for Vosk to finalise its span
 UNKNOWN = "[unk]"
+# Decoys that do not veto a rescue. In pink noise Vosk hears real calls as "stop" (noisy_pink_20db:
+# cara, dev; snap_vs_pool_1: cara; enrolled scores 0.70-0.76), while the enrollment never proposes a
+# "snap" where a player said "stop": 0 of 18 (each player's "stop" clean, and in pink noise at 20 and
+# 10 dB: nearmiss_*, nearmiss_noisy_*). "snack", which the enrollment does confuse, still vetoes.
+RESCUE_OVER: tuple[str, ...] = ("stop",)
 
 
 class CombinedSpotter:
@@ -122,9 +127,10 @@ class CombinedSpotter:
         enrolled engine's calls with no Vosk call near them, and the best
         enrolled call inside each of Vosk's final "[unk]" words
         (``EnrolledSpotter.call_in_span``). One is accepted when Vosk's FINAL
-        decode over its span holds no known word (where Vosk heard "stop",
-        "snack" or a rank, the enrollment's confusion of near-miss words is
-        not trusted) and its enrolled score reaches ``rescue_score``. It waits
+        decode over its span holds no known word other than RESCUE_OVER's
+        (where Vosk heard "snack" or a rank, the enrollment's confusion of
+        near-miss words is not trusted) and its enrolled score reaches
+        ``rescue_score``. It waits
         until Vosk has finalised the span (``VoskSpotter.final_until``; at
         most RESCUE_WAIT s after the call's end, else it is dropped), so its
         latency is Vosk's endpoint delay on top of the enrolled engine's own.
@@ -155,7 +161,7 @@ class CombinedSpotter:
             heard = self.vosk.heard(e.onset, e.end)  # type: ignore[attr-defined]
             if heard is None:
                 continue  # the recogniser cannot say what it decoded (a wrapper around another engine)
-            known = [w for w, _a, _b in heard if w != UNKNOWN]
+            known = [w for w, _a, _b in heard if w != UNKNOWN and w not in RESCUE_OVER]
             if not known and e.score >= (self.rescue_score or 0.0):
                 at = max(e.detected_at or now, now)
                 done.append(replace(e, engine=self.name, detected_at=at))
