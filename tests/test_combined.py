@@ -164,14 +164,25 @@ def test_a_call_vosk_did_not_know_is_rescued(vosk_factory, enrolled, name, speak
 
 
 @pytest.mark.vosk_model
-def test_rescue_waits_for_vosk_to_be_final(vosk_factory, enrolled):
-    """The rescued call is reported only after Vosk's decode of its span is final."""
+@pytest.mark.parametrize("early, gated", [(True, False), (True, True), (False, False)])
+def test_a_rescued_call_reaches_the_table_in_time(vosk_factory, enrolled, early, gated, monkeypatch):
+    """Vosk hears only "[unk]" over bob's call so far: the call is rescued within the latency the
+    table allows a spotter (table.SPOTTER_LATENCY after the word), before Vosk's decode is final.
+    Without the early path it waits for the final decode, and play would refuse it as late."""
+    from voicesnap.spotters import combined as CB
+    from voicesnap.table import SPOTTER_LATENCY
+
+    if not early:
+        monkeypatch.setattr(CB, "RESCUE_EARLY", None)
     fx = C.load(CORPUS / "noisy_pink_10db.json")
-    sp = _combined(vosk_factory, enrolled)
+    sp = _combined(vosk_factory, enrolled, gated)
     for ch in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
         for d in sp.accept(ch):
             if d.player == "bob" and abs(d.onset - 7.349) <= 0.03:
-                assert sp.vosk.final_until >= d.end and d.detected_at >= d.end
+                if early:
+                    assert d.detected_at - d.end <= SPOTTER_LATENCY and sp.vosk.final_until < d.end, d
+                else:
+                    assert sp.vosk.final_until >= d.end and d.detected_at - d.end > SPOTTER_LATENCY, d
                 return
     pytest.fail("the rescued call was not reported before the end of the file")
 

@@ -216,6 +216,14 @@ class SpeechGate:
             return self._now
         return float(self._time(inner))
 
+    @property
+    def pending(self) -> list[str] | None:
+        """The inner spotter's ``pending`` words (no times: the utterance in progress); None if it cannot say."""
+        if self.inner is None:
+            return []
+        got = getattr(self.inner, "pending", None)
+        return list(got) if got is not None else None
+
     def heard(self, a: float, b: float) -> list[tuple[str, float, float]] | None:
         """The inner spotter's ``heard`` (its final words) with times on the stream's clock;
         None when the inner spotter cannot say (then nobody may read silence into it)."""

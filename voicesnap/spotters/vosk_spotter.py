@@ -446,6 +446,15 @@ class VoskSpotter:
     HEARD_S = 10.0
 
     @property
+    def pending(self) -> list[str]:
+        """The words of the utterance in progress (since ``final_until``) as Vosk hears them so far.
+
+        Not final: a later word can still change them. Lets another engine
+        see that Vosk hears no known word there yet (CombinedSpotter's early rescue).
+        """
+        return list(self._partial)
+
+    @property
     def final_until(self) -> float:
         """Seconds on the clock up to which the decoder's results are final (where the
         utterance in progress began): ``heard`` is complete for spans ending before it."""
