@@ -340,7 +340,11 @@ class EnrolledSpotter:
         return detections
 
     def _tie_detections(self, c: int, s: int, lo: int, tie: Tie, word: str | None = None) -> list[Detection]:
-        """Both calls of a one-mic tie: the first from the signal's rise, the second ``tie.offset`` later."""
+        """Both calls of a one-mic tie: the first from the signal's rise, the second ``tie.offset`` later.
+
+        A caller the tie names as nobody (a stranger calling with a player) is left
+        out: like any call of an unknown voice, it is not reported.
+        """
         st = self._channels[c]
         f_on = lo + tie.start
         if abs(f_on - s) <= 8:
@@ -350,6 +354,8 @@ class EnrolledSpotter:
         score = ratio_to_score(tie.ratio)
         out = []
         for player, at in ((tie.first, onset), (tie.second, onset + tie.offset * F.HOP)):
+            if player is None:
+                continue
             out.append(Detection(
                 word=word or self.voices.profiles[player].word, onset=at / F.RATE, end=max(end, at) / F.RATE,
                 confidence=score, channel=c, player=player, score=score, engine=self.name,
