@@ -362,3 +362,20 @@ def test_during_a_claim_snap_pool_stays_one_call_and_a_lone_snap_is_not_held_lon
     for player, i in (("cara", 1), ("emma", 0)):  # takes the old hold kept ~1.05 s
         ((word, after),) = heard(ts.takes(player, "snap")[i])
         assert word == "snap" and after <= POOL_HOLD_S, (player, i, after)
+
+
+def test_fresh_recognisers_decode_the_same_audio_identically(model):
+    """No dither (MFCC_CONFIG): Kaldi's dither draws its seed from the process's global rand(), so the
+    same audio gave different words and confidences depending on what had been decoded before it,
+    and a replayed game could be judged differently from the game itself."""
+    import vosk
+
+    fx = corpus.load(CORPUS / "noisy_babble_20db.json")
+    audio = fx.read()[: 16000 * 4, 0].astype(np.int16).tobytes()
+    results = []
+    for _ in range(2):
+        rec = vosk.KaldiRecognizer(model, 16000)
+        rec.SetWords(True)
+        rec.AcceptWaveform(audio)
+        results.append(json.loads(rec.FinalResult()))
+    assert results[0]["result"] and results[0] == results[1]

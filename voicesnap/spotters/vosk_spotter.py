@@ -98,21 +98,38 @@ TUNED_CONFIG: dict[str, str] = {
 }
 
 
-def _overlay(model_dir: Path, where: Path, settings: dict[str, str]) -> Path:
-    """A folder that is ``model_dir`` with ``conf/model.conf`` changed (symlinks for the rest)."""
+def _overlay(model_dir: Path, where: Path, settings: dict[str, dict[str, str]]) -> Path:
+    """A folder that is ``model_dir`` with some of its ``conf/`` files changed (symlinks for the rest).
+
+    ``settings``: file name (``model.conf``, ``mfcc.conf``) -> option -> value; a file the
+    model lacks is left out (the model then runs with Kaldi's defaults for it).
+    """
     for entry in model_dir.iterdir():
         if entry.name != "conf":
             os.symlink(entry.resolve(), where / entry.name)
     conf = where / "conf"
     conf.mkdir()
     for entry in (model_dir / "conf").iterdir():
-        if entry.name != "model.conf":
+        if entry.name not in settings:
             os.symlink(entry.resolve(), conf / entry.name)
-    lines = (model_dir / "conf" / "model.conf").read_text().splitlines()
-    keep = [ln for ln in lines if ln.split("=", 1)[0].strip() not in settings]
-    keep += [f"{k}={v}" for k, v in settings.items()]
-    (conf / "model.conf").write_text("\n".join(keep) + "\n")
+    for name, options in settings.items():
+        source = model_dir / "conf" / name
+        if not source.is_file():
+            continue
+        lines = source.read_text().splitlines()
+        keep = [ln for ln in lines if ln.split("=", 1)[0].strip() not in options]
+        keep += [f"{k}={v}" for k, v in options.items()]
+        (conf / name).write_text("\n".join(keep) + "\n")
     return where
+
+
+# Kaldi dithers the audio before its features (default --dither=1.0) with a random state
+# seeded from the C library's global rand(), so the same audio decoded by a fresh recogniser
+# gave different results depending on what the process had decoded before (vosk-api issue
+# #868): noisy_babble_20db alone vs after 26 other corpus files gained a second "snap".
+# A game must judge the same recorded audio the same way on replay, and benchmarks must not
+# depend on file order: no dither. Corpus, combined engine: see the README (Listening).
+MFCC_CONFIG: dict[str, str] = {"--dither": "0"}
 
 
 def load_model(path: str | os.PathLike[str], *, tuned: bool = True) -> Any:
@@ -124,7 +141,7 @@ def load_model(path: str | os.PathLike[str], *, tuned: bool = True) -> Any:
     if tuned and (model_dir / "conf" / "model.conf").is_file():
         tmp = Path(tempfile.mkdtemp(prefix="voicesnap-vosk-"))
         try:
-            return vosk.Model(str(_overlay(model_dir, tmp, TUNED_CONFIG)))
+            return vosk.Model(str(_overlay(model_dir, tmp, {"model.conf": TUNED_CONFIG, "mfcc.conf": MFCC_CONFIG})))
         except (OSError, Exception):  # no symlinks (Windows) or an odd model: use it as shipped
             pass
         finally:
