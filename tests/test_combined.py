@@ -188,6 +188,42 @@ def test_a_rescued_call_reaches_the_table_in_time(vosk_factory, enrolled, early,
 
 
 @pytest.mark.vosk_model
+def test_a_call_rescued_early_is_not_reported_again_when_vosk_later_hears_it(vosk_factory, enrolled):
+    """The early rescue decides before Vosk's decode is final; if Vosk then reports "snap" there after
+    all, that is the same call, not a second one. (The real model does not change its mind on this
+    file, so its later report is added to what it says.)"""
+    from dataclasses import replace as dc_replace
+
+    from voicesnap.spotters.combined import CombinedSpotter
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+
+    from voicesnap.spotters import Detection
+
+    bob = Detection("snap", 7.35, 7.78, 1.0, 0, engine="vosk")
+
+    class LaterVosk:
+        """The real Vosk spotter, plus a "snap" at bob's onset once it is 1 s past the call."""
+
+        def __init__(self, inner):
+            self.inner, self.told = inner, False
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def accept(self, chunk):
+            got = self.inner.accept(chunk)
+            if not self.told and chunk.end / chunk.rate > 8.9:
+                self.told = True
+                got.append(dc_replace(bob, detected_at=chunk.end / chunk.rate))
+            return got
+
+    fx = C.load(CORPUS / "noisy_pink_10db.json")
+    sp = CombinedSpotter(LaterVosk(vosk_factory()), EnrolledSpotter(enrolled))
+    got = [d for d in _detect(sp, fx) if abs(d.onset - 7.349) <= 0.3]
+    assert [d.player for d in got] == ["bob"], got
+
+
+@pytest.mark.vosk_model
 @pytest.mark.parametrize("name", ["nearmiss_dev", "nearmiss_bob", "echo_ranks"])
 def test_rescue_adds_no_call_on_near_misses_or_echo(vosk_factory, enrolled, name):
     """Near misses the enrollment confuses with "snap" (Vosk heard "snack": enrolled scores 0.67-0.73,

@@ -11,7 +11,8 @@ when the span of Vosk's one call fits two players' calls mixed better than
 any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
 with their own onsets. Third, a call Vosk did not know (its final decode
 there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
-decode is final (``_rescued``).
+decode is final, or sooner when Vosk hears nothing but "[unk]" so far
+(``_rescued``, ``_early``): in time for the table.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class CombinedSpotter:
         self.rescue_score = rescue_score if callable(getattr(vosk, "heard", None)) else None
         self._rescue: list[Detection] = []  # enrolled calls Vosk did not report, until Vosk's decode is final
         self._unk_seen: set[tuple[float, float]] = set()  # Vosk's final "[unk]" words already searched
+        self._rescued_at: list[float] = []  # onsets of rescued calls (Vosk may still report them later)
         self.enrolled = profiles if isinstance(profiles, EnrolledSpotter) else EnrolledSpotter(profiles)
         self.vosk_words = set(vosk_words)
         self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
@@ -95,6 +97,8 @@ class CombinedSpotter:
             if d.word not in self.vosk_words:  # commands: no attribution needed
                 out.append(replace(d, engine=self.name))
                 continue
+            if any(abs(r - d.onset) <= TWIN_WINDOW for r in self._rescued_at):
+                continue  # rescued early (``_early``), before Vosk made up its mind: already reported
             tie = self.enrolled.tie_span(d.onset, d.end, d.word)
             if tie:  # Vosk heard one "snap"; it was two players at once on one mic
                 out += [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at) for e in tie]
@@ -120,7 +124,9 @@ class CombinedSpotter:
             elif not twin and self.rescue_score is not None and \
                     not any(abs(w.onset - e.onset) <= TWIN_WINDOW for w in self._waiting):
                 self._rescue.append(e)
-        out += self._rescued(now, final, out)
+        rescued = self._rescued(now, final, out)
+        self._rescued_at = (self._rescued_at + [d.onset for d in rescued])[-20:]
+        out += rescued
         self._emitted = (self._emitted + out)[-20:]
         self._heard = (self._heard + second)[-20:]
         return sorted(out, key=lambda d: d.onset)
