@@ -12,7 +12,7 @@ any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
 with their own onsets. Third, a call Vosk did not know (its final decode
 there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
 decode is final, or sooner when Vosk hears nothing but "[unk]" so far
-(``_rescued``, ``_early``): in time for the table.
+(``_rescued``, ``_early``), so that it can reach the table in time.
 """
 
 from __future__ import annotations
