@@ -376,7 +376,8 @@ def denoise(mel: np.ndarray, around: np.ndarray) -> np.ndarray:
     """Spectral subtraction in the mel power domain: the word's frames less the background of ``around``.
 
     A low percentile of ``around``'s frames, not their mean, so that speech
-    near the call (the announcer, another player) does not count as background.
+    near the call (the announcer, another player) does not count as background
+    unless it fills more than 80% of ``around``.
     """
     bg = np.percentile(around, NOISE_PERCENTILE, axis=0).astype(np.float32)
     return np.maximum(mel - NOISE_OVER * bg, NOISE_KEEP * mel).astype(np.float32)
@@ -460,7 +461,8 @@ class Encoder:
     def embed(self, wav: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
         """One embedding of a short stretch of 16 kHz float speech (a call word), run whole.
 
-        ``noise``: audio around the call (any length, speech in it allowed). Its
+        ``noise``: audio around the call (speech in it allowed; callers hand over
+        at least 0.1 s, and under one analysis window, 25 ms, it is ignored). Its
         background is subtracted from the word's mel power first (``denoise``):
         noise pulls every voice towards the same point, so that in pink noise at
         10 dB a real player's own takes fall below their threshold (median cosine

@@ -79,6 +79,10 @@ ENC_MIN_SNR = 20.0
 # ...unless the background around the call is known and subtracted first (encoder.denoise),
 # which keeps real players' cosines near their clean values down to ~5 dB of pink noise.
 ENC_DENOISED_MIN_SNR = 8.0
+# s of background needed to estimate it (10 frames for its low percentile); with less the stretch is
+# left to the voiceprint. 0.25 s did that to real takes in 10 dB babble whose trim left 0.1-0.25 s
+# around the word: strangers accepted 4 -> 22/172 (bench_voices noise).
+ENC_MIN_AROUND = 0.1
 # The voiceprint still has a say on WHAT was said: a near-miss word ("slap") by an enrolled
 # player is their voice to the encoder (ratios 0.2-0.65), and with it a loose template
 # (0.9-1.4) passed the mean; the voiceprint, a cepstral mean over the word, is partly
@@ -844,14 +848,17 @@ class Voices:
 
         None (decide as without the encoder) when there is none, or when ``snr``
         (the stretch's level over the noise floor, dB) is under ENC_MIN_SNR.
-        ``around``: the audio around the stretch; with it, a noisy stretch
-        (under ENC_MIN_SNR) has the background subtracted (``encoder.denoise``)
-        and is judged down to ENC_DENOISED_MIN_SNR.
+        ``around``: the audio around the stretch; with at least ENC_MIN_AROUND
+        s of it, a noisy stretch (under ENC_MIN_SNR) has the background
+        subtracted (``encoder.denoise``) and is judged down to
+        ENC_DENOISED_MIN_SNR; with less, the background is not known and the
+        stretch is left to the other rule, as without it.
         """
         if self.encoder is None or len(y) == 0:
             return None
         noisy = snr is not None and snr < ENC_MIN_SNR
-        if noisy and (around is None or snr < ENC_DENOISED_MIN_SNR):
+        known = around is not None and len(around) >= ENC_MIN_AROUND * F.RATE
+        if noisy and (not known or snr < ENC_DENOISED_MIN_SNR):
             return None
         e = self.encoder.embed(y, noise=around if noisy else None)
         return {n: float(np.max(c @ e)) for n, (c, _thr) in self._enc_models.items()}

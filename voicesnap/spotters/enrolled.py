@@ -28,8 +28,8 @@ import numpy as np
 
 from .. import features as F
 from ..audio import AudioChunk, Resampler
-from ..voices import (POOL_SUFFIX, R_LIMIT, Attribution, Profile, Tie, Voices, announcer_profile, ratio_to_score,
-                      voiceprint)
+from ..voices import (ENC_MIN_AROUND, POOL_SUFFIX, R_LIMIT, Attribution, Profile, Tie, Voices, announcer_profile,
+                      ratio_to_score, voiceprint)
 from . import Detection
 
 HANGOVER = 15  # frames of quiet that end a stretch (150 ms): bridges "snap ... pool"
@@ -37,7 +37,7 @@ MIN_FRAMES = 8  # 80 ms: shorter bursts are clicks, not calls
 MAX_FRAMES = 300  # a stretch is matched at least every 3 s, even in endless chatter
 CONTEXT = 12  # frames of context kept each side of a stretch for matching
 HISTORY = 300  # frames of history kept per channel for the background estimate
-AROUND = 100  # frames (1 s) before a stretch handed to the speaker encoder as its background
+AROUND = 200  # frames (2 s) before a stretch handed to the speaker encoder as its background
 SPAN_R_LIMIT = 2.5  # template ratio allowed when another engine already found the call
 POOL_GAP = 35  # frames: a "snap" waits this long for a "pool" before it is final
 
@@ -274,9 +274,13 @@ class EnrolledSpotter:
         return st.audio[a:b]
 
     def _before(self, st: _Channel, f0: int) -> np.ndarray | None:
-        """Up to AROUND frames of audio before frame ``f0``: the background the encoder subtracts in noise."""
-        x = self._samples(st, max(st.frame0, f0 - AROUND), max(st.frame0, f0 - 3))
-        return x if len(x) >= F.FRAME else None
+        """Up to AROUND frames of audio ending 3 frames before frame ``f0`` (never the stretch itself):
+        the background the encoder subtracts in noise; None when less is buffered than it needs."""
+        end = f0 - 3 - 1  # _samples runs to the end of its last frame's window
+        if end <= st.frame0:
+            return None
+        x = self._samples(st, max(st.frame0, f0 - AROUND), end)
+        return x if len(x) >= ENC_MIN_AROUND * F.RATE else None
 
     def _match(self, c: int, s: int, e: int) -> list[Detection]:
         st = self._channels[c]
