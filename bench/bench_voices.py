@@ -287,12 +287,12 @@ def _memo_encoder(enc):
     """The same encoder, remembering each stretch's embedding: the bench asks for one clip once per player set."""
     import copy
 
-    memo: dict[bytes, np.ndarray] = {}
+    memo: dict[tuple[bytes, bytes | None], np.ndarray] = {}
     inner = enc.embed
     out = copy.copy(enc)
 
     def embed(wav: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
-        key = np.asarray(wav, np.float32).tobytes() + (b"" if noise is None else np.asarray(noise, np.float32).tobytes())
+        key = (np.asarray(wav, np.float32).tobytes(), None if noise is None else np.asarray(noise, np.float32).tobytes())
         if key not in memo:
             memo[key] = inner(wav, noise=noise)
         return memo[key]

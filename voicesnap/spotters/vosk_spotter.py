@@ -128,7 +128,8 @@ def _overlay(model_dir: Path, where: Path, settings: dict[str, dict[str, str]]) 
 # gave different results depending on what the process had decoded before (vosk-api issue
 # #868): noisy_babble_20db alone vs after 26 other corpus files gained a second "snap".
 # A game must judge the same recorded audio the same way on replay, and benchmarks must not
-# depend on file order: no dither. Corpus, combined engine: see the README (Listening).
+# depend on file order: no dither (in whichever feature config the model has). Corpus, Vosk: the
+# same figures with and without (README, Listening, fourth round).
 MFCC_CONFIG: dict[str, str] = {"--dither": "0"}
 
 
@@ -141,7 +142,8 @@ def load_model(path: str | os.PathLike[str], *, tuned: bool = True) -> Any:
     if tuned and (model_dir / "conf" / "model.conf").is_file():
         tmp = Path(tempfile.mkdtemp(prefix="voicesnap-vosk-"))
         try:
-            return vosk.Model(str(_overlay(model_dir, tmp, {"model.conf": TUNED_CONFIG, "mfcc.conf": MFCC_CONFIG})))
+            return vosk.Model(str(_overlay(model_dir, tmp, {"model.conf": TUNED_CONFIG, "mfcc.conf": MFCC_CONFIG,
+                                                            "fbank.conf": MFCC_CONFIG})))
         except (OSError, Exception):  # no symlinks (Windows) or an odd model: use it as shipped
             pass
         finally:
