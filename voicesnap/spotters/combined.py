@@ -18,7 +18,7 @@ decode is final, or sooner when Vosk hears nothing but "[unk]" so far
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ..audio import AudioChunk
 from ..voices import Profile
@@ -47,6 +47,11 @@ RESCUE_OVER: tuple[str, ...] = ("stop",)
 # enrolled engine's own latency; the other corpus rescues, over "stop" or in babble, are decided on
 # Vosk's final decode as before). Corpus: the same calls and false calls at 0.12, 0.15, 0.25 s as without.
 RESCUE_EARLY: float | None = 0.15
+
+
+def _vetoes(words: Iterable[str]) -> bool:
+    """Whether Vosk heard a known word among ``words`` (anything but "[unk]" and RESCUE_OVER's)."""
+    return any(w != UNKNOWN and w not in RESCUE_OVER for w in words)
 
 
 class CombinedSpotter:
@@ -136,21 +141,28 @@ class CombinedSpotter:
         self._heard = (self._heard + second)[-20:]
         return sorted(out, key=lambda d: d.onset)
 
-    def _early(self, e: Detection, now: float, out: list[Detection]) -> bool:
-        """Rescue ``e`` before Vosk's decode is final: RESCUE_EARLY s after it, Vosk's utterance so far holds
-        nothing, or only "[unk]" (and RESCUE_OVER words), and its final words over the span no known word.
+    def _early(self, e: Detection, now: float) -> bool:
+        """Whether ``e`` may be judged before Vosk's decode is final: RESCUE_EARLY s after it, Vosk's
+        utterance so far holds nothing, or only "[unk]" (and RESCUE_OVER words).
 
         Vosk's partial text trails the audio, so a near miss it would finally call "snack" may not show
         yet; the corpus has no enrolled near-miss candidate that reaches this point (see README)."""
-        if RESCUE_EARLY is None or now - e.end < RESCUE_EARLY or e.score < (self.rescue_score or 0.0):
+        if RESCUE_EARLY is None or now - e.end < RESCUE_EARLY:
             return False
         pending = getattr(self.vosk, "pending", None)
-        if pending is None or any(w != UNKNOWN and w not in RESCUE_OVER for w in pending):
+        return pending is not None and not _vetoes(pending)
+
+    def _may_rescue(self, e: Detection, out: list[Detection]) -> bool:
+        """Whether ``e`` is a call Vosk missed: its enrolled score reaches ``rescue_score``, no call was
+        reported there (by Vosk after all, or by the other rescue), and Vosk's final words over its span
+        hold no known word (where Vosk heard "snack" or a rank, the enrollment is not trusted)."""
+        if e.score < (self.rescue_score or 0.0):
             return False
         if any(c.word in self.vosk_words and abs(c.onset - e.onset) <= TWIN_WINDOW for c in self._emitted + out):
             return False
         heard = self.vosk.heard(e.onset, e.end)  # type: ignore[attr-defined]
-        return heard is not None and not [w for w, _a, _b in heard if w != UNKNOWN and w not in RESCUE_OVER]
+        # None: the recogniser cannot say what it decoded (a wrapper around another engine)
+        return heard is not None and not _vetoes(w for w, _a, _b in heard)
 
     def _rescued(self, now: float, final: bool, out: list[Detection]) -> list[Detection]:
         """Enrolled calls Vosk missed because it did not know the word there, once it is sure.
@@ -185,21 +197,10 @@ class CombinedSpotter:
                     self._rescue.append(found)
         self._unk_seen = {k for k in self._unk_seen if k[1] >= now - RESCUE_WAIT - 1.0}
         for e in self._rescue:
-            if not final and final_until < e.end:
-                if self._early(e, now, out + done):
-                    done.append(replace(e, engine=self.name, detected_at=max(e.detected_at or now, now)))
-                elif now - e.end <= RESCUE_WAIT:
-                    keep.append(e)
-                continue
-            if any(c.word in self.vosk_words and abs(c.onset - e.onset) <= TWIN_WINDOW
-                   for c in self._emitted + out + done):
-                continue  # Vosk reported it after all (or both rescues found it)
-            heard = self.vosk.heard(e.onset, e.end)  # type: ignore[attr-defined]
-            if heard is None:
-                continue  # the recogniser cannot say what it decoded (a wrapper around another engine)
-            known = [w for w, _a, _b in heard if w != UNKNOWN and w not in RESCUE_OVER]
-            if not known and e.score >= (self.rescue_score or 0.0):
-                at = max(e.detected_at or now, now)
-                done.append(replace(e, engine=self.name, detected_at=at))
+            unsure = not final and final_until < e.end  # Vosk's decode over it is not final yet
+            if (not unsure or self._early(e, now)) and self._may_rescue(e, out + done):
+                done.append(replace(e, engine=self.name, detected_at=max(e.detected_at or now, now)))
+            elif unsure and now - e.end <= RESCUE_WAIT:
+                keep.append(e)  # judged again once Vosk's decode is final
         self._rescue = keep
         return done
