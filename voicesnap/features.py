@@ -81,16 +81,24 @@ def _window() -> np.ndarray:
     return np.hamming(FRAME).astype(np.float32)
 
 
+def hz_to_mel(f: np.ndarray | float) -> np.ndarray:
+    """The HTK mel scale the filters are spaced on."""
+    return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
+
+
+def mel_to_hz(m: np.ndarray | float) -> np.ndarray:
+    return 700.0 * (10 ** (np.asarray(m) / 2595.0) - 1.0)
+
+
+def mel_edges() -> np.ndarray:
+    """The N_MELS + 2 filter edges on the mel scale, 60 Hz to 7.6 kHz (band k peaks at edge k + 1)."""
+    return np.linspace(hz_to_mel(60.0), hz_to_mel(7600.0), N_MELS + 2)
+
+
 @lru_cache(maxsize=None)
 def _mel_bank() -> np.ndarray:
     """Triangular mel filters (N_MELS, NFFT//2+1), 60 Hz to 7.6 kHz."""
-    def mel(f: np.ndarray | float) -> np.ndarray:
-        return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
-
-    def hz(m: np.ndarray) -> np.ndarray:
-        return 700.0 * (10 ** (m / 2595.0) - 1.0)
-
-    edges = hz(np.linspace(mel(60.0), mel(7600.0), N_MELS + 2))
+    edges = mel_to_hz(mel_edges())
     bins = np.fft.rfftfreq(NFFT, 1.0 / RATE)
     bank = np.zeros((N_MELS, len(bins)), dtype=np.float32)
     for m in range(N_MELS):

@@ -687,10 +687,9 @@ def _warped(t: np.ndarray, alpha: float) -> np.ndarray:
     The vocal-tract length is what the templates know of a voice: the caller's
     own word, warped along frequency, is another person saying it.
     """
-    edges = np.linspace(2595.0 * np.log10(1.0 + 60.0 / 700.0), 2595.0 * np.log10(1.0 + 7600.0 / 700.0), F.N_MELS + 2)
-    centres = 700.0 * (10 ** (edges[1:-1] / 2595.0) - 1.0)
-    src = 2595.0 * np.log10(1.0 + centres / alpha / 700.0)  # where each band's energy comes from
-    pos = np.interp(src, edges[1:-1], np.arange(F.N_MELS, dtype=np.float64))
+    peaks = F.mel_edges()[1:-1]  # each band's centre on the mel scale
+    src = F.hz_to_mel(F.mel_to_hz(peaks) / alpha)  # where each band's energy comes from
+    pos = np.interp(src, peaks, np.arange(F.N_MELS, dtype=np.float64))
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, F.N_MELS - 1)
     w = (pos - lo).astype(np.float32)
