@@ -164,6 +164,22 @@ def test_a_call_vosk_did_not_know_is_rescued(vosk_factory, enrolled, name, speak
 
 
 @pytest.mark.vosk_model
+def test_a_one_mic_tie_vosk_heard_as_stop_is_rescued_as_both_calls(vosk_factory, enrolled, monkeypatch):
+    """finn and cara 80 ms apart: Vosk hears "stop", and no single player's call fits the mixture well
+    enough for the plain rescue; the two-voice mixture does, so both calls come at their own onsets."""
+    import voicesnap.spotters.combined as comb
+
+    fx = C.load(CORPUS / "overlap_080ms_finn_cara.json")
+    dets = [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS]
+    assert sorted(d.player for d in dets) == ["cara", "finn"], dets
+    for s in fx.segments:
+        assert any(d.player == s.speaker and abs(d.onset - s.onset / fx.rate) <= 0.01 for d in dets), (s, dets)
+    assert all(d.score < comb.RESCUE_SCORE for d in dets)
+    monkeypatch.setattr(comb, "TIE_RESCUE_SCORE", None)  # without it: nothing heard (as before)
+    assert not [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS]
+
+
+@pytest.mark.vosk_model
 @pytest.mark.parametrize("early, gated", [(True, False), (True, True), (False, False)])
 def test_a_rescued_call_reaches_the_table_in_time(vosk_factory, enrolled, early, gated, monkeypatch):
     """Vosk hears only "[unk]" over bob's call so far: the call is rescued within the latency the

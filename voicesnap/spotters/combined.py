@@ -12,7 +12,8 @@ any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
 with their own onsets. Third, a call Vosk did not know (its final decode
 there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
 decode is final, or sooner when Vosk hears nothing but "[unk]" so far
-(``_rescued``, ``_early``), so that it can reach the table in time.
+(``_rescued``, ``_early``), so that it can reach the table in time; where it
+fits no one player well but two players' calls mixed, as both calls.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ RESCUE_OVER: tuple[str, ...] = ("stop",)
 # enrolled engine's own latency; the other corpus rescues, over "stop" or in babble, are decided on
 # Vosk's final decode as before). Corpus: the same calls and false calls at 0.12, 0.15, 0.25 s as without.
 RESCUE_EARLY: float | None = 0.15
+# Enrolled score under RESCUE_SCORE from which a call Vosk did not know is still rescued when the
+# stretch fits two players' calls mixed (``EnrolledSpotter.tie_span``): both calls are reported. Two
+# voices at once fit no single template well (finn/cara 80 ms apart: 0.53; cara/finn 120 ms: 0.47), and
+# Vosk heard them as "stop". Corpus: +3 calls, both at their onsets within 10 ms; at 0.0 no other call
+# or false call is added (the mixture check is the gate), so the floor only spares the mixture search.
+TIE_RESCUE_SCORE: float | None = 0.45
 
 
 def _vetoes(words: Iterable[str]) -> bool:
@@ -152,17 +159,25 @@ class CombinedSpotter:
         pending = getattr(self.vosk, "pending", None)
         return pending is not None and not _vetoes(pending)
 
-    def _may_rescue(self, e: Detection, out: list[Detection]) -> bool:
-        """Whether ``e`` is a call Vosk missed: its enrolled score reaches ``rescue_score``, no call was
+    def _may_rescue(self, e: Detection, out: list[Detection], score: float | None = None) -> bool:
+        """Whether ``e`` is a call Vosk missed: its enrolled score reaches ``score`` (``rescue_score``), no call was
         reported there (by Vosk after all, or by the other rescue), and Vosk's final words over its span
         hold no known word (where Vosk heard "snack" or a rank, the enrollment is not trusted)."""
-        if e.score < (self.rescue_score or 0.0):
+        if e.score < (self.rescue_score if score is None else score):
             return False
         if any(c.word in self.vosk_words and abs(c.onset - e.onset) <= TWIN_WINDOW for c in self._emitted + out):
             return False
         heard = self.vosk.heard(e.onset, e.end)  # type: ignore[attr-defined]
         # None: the recogniser cannot say what it decoded (a wrapper around another engine)
         return heard is not None and not _vetoes(w for w, _a, _b in heard)
+
+    def _tie_rescue(self, e: Detection, out: list[Detection]) -> list[Detection]:
+        """Both calls of a one-mic tie where ``e`` (too weak alone for the rescue) fits two players
+        mixed, or []: the rescue's other conditions hold from TIE_RESCUE_SCORE up."""
+        if TIE_RESCUE_SCORE is None or e.score >= (self.rescue_score or 0.0) or \
+                not self._may_rescue(e, out, TIE_RESCUE_SCORE):
+            return []
+        return self.enrolled.tie_span(e.onset, e.end, e.word)
 
     def _rescued(self, now: float, final: bool, out: list[Detection]) -> list[Detection]:
         """Enrolled calls Vosk missed because it did not know the word there, once it is sure.
@@ -198,8 +213,10 @@ class CombinedSpotter:
         self._unk_seen = {k for k in self._unk_seen if k[1] >= now - RESCUE_WAIT - 1.0}
         for e in self._rescue:
             unsure = not final and final_until < e.end  # Vosk's decode over it is not final yet
-            if (not unsure or self._early(e, now)) and self._may_rescue(e, out + done):
-                done.append(replace(e, engine=self.name, detected_at=max(e.detected_at or now, now)))
+            ready = not unsure or self._early(e, now)
+            tie = self._tie_rescue(e, out + done) if ready else []
+            if ready and (tie or self._may_rescue(e, out + done)):
+                done += [replace(t, engine=self.name, detected_at=max(t.detected_at or now, now)) for t in tie or [e]]
             elif unsure and now - e.end <= RESCUE_WAIT:
                 keep.append(e)  # judged again once Vosk's decode is final
         self._rescue = keep
