@@ -126,7 +126,10 @@ class CombinedSpotter:
             onset = d.onset
             near = [e for e in second + self._heard
                     if e.player == att.player and abs(e.onset - d.onset) <= MATCH_WINDOW]
-            if near:  # the enrolled onset comes from the same signal rise, on the caller's mic
+            # with a mic per player the enrolled onset is the rise on the caller's own mic; on one mic
+            # Vosk's refined onset is the closer (corpus, one mic: onset error p95 30 -> 22 ms, clean calls
+            # 17-31 ms early with the enrolled onset, within 8 ms with Vosk's)
+            if near and self.enrolled.channels > 1:
                 onset = min(near, key=lambda e: abs(e.onset - d.onset)).onset
             out.append(replace(d, onset=onset, player=att.player, score=att.score, channel=channel,
                                engine=self.name))

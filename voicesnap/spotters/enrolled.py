@@ -222,6 +222,11 @@ class EnrolledSpotter:
         """Seconds of audio received so far (the clock position of the buffer's end)."""
         return self._position / F.RATE
 
+    @property
+    def channels(self) -> int:
+        """Input channels seen so far (0 before any audio)."""
+        return len(self._channels)
+
     def set_pool_exists(self, value: bool) -> None:
         self.pool_exists = value
 
