@@ -183,8 +183,11 @@ def test_a_one_mic_tie_vosk_heard_as_stop_is_rescued_as_both_calls(vosk_factory,
     fx = C.load(CORPUS / "overlap_080ms_finn_cara.json")
     dets = [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS]
     assert sorted(d.player for d in dets) == ["cara", "finn"], dets
-    for s in fx.segments:
-        assert any(d.player == s.speaker and abs(d.onset - s.onset / fx.rate) <= 0.01 for d in dets), (s, dets)
+    at = {d.player: d.onset for d in dets}
+    true = {s.speaker: s.onset / fx.rate for s in fx.segments}
+    assert all(abs(at[p] - true[p]) <= 0.03 for p in true), (at, true)
+    # the offset is found on 10 ms feature frames: within 10 ms, as the bench counts a tie recovered
+    assert abs((at["cara"] - at["finn"]) - (true["cara"] - true["finn"])) <= 0.010 + 1e-9, (at, true)
     assert all(d.score < comb.RESCUE_SCORE for d in dets)
     monkeypatch.setattr(comb, "TIE_RESCUE_SCORE", None)  # without it: nothing heard (as before)
     assert not [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS]

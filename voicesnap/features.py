@@ -217,12 +217,13 @@ def voiced_segments(
     return [(s, e) for s, e in runs if e - s >= min_frames]
 
 
-def refine_onset(x: np.ndarray, frame_start: int, threshold_db: float) -> int:
+def refine_onset(x: np.ndarray, frame_start: int, threshold_db: float, back_db: float = 6.0, hold: int = 1) -> int:
     """Sample index where speech starts near frame ``frame_start``.
 
     Frames are 25 ms wide, too coarse for ties; this walks 2 ms blocks from a
     little before the frame and returns the first block whose RMS reaches
-    ``threshold_db`` (the block's first sample).
+    ``threshold_db`` for ``hold`` blocks running (the block's first sample),
+    stepped back over blocks within ``back_db`` under the threshold.
     """
     block = 32
     lo = max(0, frame_start * HOP - 160)
@@ -233,12 +234,15 @@ def refine_onset(x: np.ndarray, frame_start: int, threshold_db: float) -> int:
         return frame_start * HOP
     rms = np.sqrt(np.mean(np.square(seg[: n * block].reshape(n, block)), axis=1) + 1e-12)
     db = 20.0 * np.log10(rms)
-    hit = np.nonzero(db >= threshold_db)[0]
+    over = db >= threshold_db
+    if hold > 1:
+        over = np.convolve(over.astype(np.int32), np.ones(hold, dtype=np.int32), mode="full")[hold - 1:] == hold
+    hit = np.nonzero(over)[0]
     if len(hit) == 0:
         return frame_start * HOP
     first = int(hit[0])
     # step back to where the rise began (a block still clearly above the floor)
-    while first > 0 and db[first - 1] >= threshold_db - 6.0:
+    while first > 0 and db[first - 1] >= threshold_db - back_db:
         first -= 1
     return lo + first * block
 

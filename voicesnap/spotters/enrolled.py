@@ -40,6 +40,12 @@ HISTORY = 300  # frames of history kept per channel for the background estimate
 AROUND = 200  # frames (2 s) before a stretch handed to the speaker encoder as its background
 SPAN_R_LIMIT = 2.5  # template ratio allowed when another engine already found the call
 POOL_GAP = 35  # frames: a "snap" waits this long for a "pool" before it is final
+# A call's onset: the first 2 ms block of a run of ONSET_HOLD blocks (10 ms) over the threshold, not
+# stepped back. Single 2 ms blocks of room tone reach floor + 6 dB, and stepping back walks into the
+# floor: clean calls came 15-34 ms early. Corpus, enrolled engine: onset error p95 33 -> 20 ms,
+# median 9.9 -> 0.8 ms (hold 1, 3, 5, 8 blocks and steps back of 0, 3, 6 dB tried).
+ONSET_HOLD = 5
+ONSET_BACK_DB = 0.0
 
 
 @dataclass
@@ -383,7 +389,7 @@ class EnrolledSpotter:
     def _refined(st: _Channel, f_on: int, f_end: int, thr_db: float) -> tuple[int, int]:
         """Onset and end (samples on the clock) refined from the signal, for feature frames [f_on, f_end)."""
         shift = (st.audio_start - st.base) // F.HOP  # audio[0] is frame ``shift``
-        return (F.refine_onset(st.audio, f_on - shift, thr_db) + st.audio_start,
+        return (F.refine_onset(st.audio, f_on - shift, thr_db, ONSET_BACK_DB, ONSET_HOLD) + st.audio_start,
                 F.refine_end(st.audio, f_end - shift, thr_db) + st.audio_start)
 
     def _own_onset(self, c: int, onset: int, thr_db: float) -> int:
