@@ -23,3 +23,20 @@ def test_percentile_1d_refuses_an_empty_array() -> None:
     except ValueError:
         return
     raise AssertionError("no error for an empty array")
+
+
+def test_refine_onset_is_not_fooled_by_a_lone_bump_of_room_tone() -> None:
+    """A 2 ms bump of the background over the threshold, 20 ms before the word, is not its onset when a
+    run of blocks must hold (as the enrolled engine asks); a lone block would take it."""
+    from voicesnap.features import HOP, refine_onset
+
+    rng = np.random.default_rng(7)
+    rate, start = 16000, 8000
+    x = rng.normal(0.0, 10 ** (-60 / 20), 16000)  # room tone at -60 dBFS
+    x[start:start + 4000] += rng.normal(0.0, 10 ** (-25 / 20), 4000)  # the word
+    bump = start - int(0.020 * rate)
+    x[bump:bump + 32] *= 10 ** (12 / 20)  # one 2 ms block 12 dB up
+    pcm = np.clip(x * 32767, -32768, 32767).astype(np.int16)
+    frame = start // HOP - 2
+    assert abs(refine_onset(pcm, frame, -54.0, back_db=0.0, hold=5) - start) <= 32
+    assert refine_onset(pcm, frame, -54.0) <= bump + 32
