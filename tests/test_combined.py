@@ -112,6 +112,26 @@ def test_one_mic_calls_keep_vosks_refined_onset(vosk_factory, enrolled, name):
 
 
 @pytest.mark.vosk_model
+def test_a_call_vosk_merged_with_the_announcer_before_it_keeps_its_own_onset(vosk_factory, enrolled, monkeypatch):
+    """bob calls 0.43 s into the announcer's "Ten" (no echo canceller): Vosk's one "snap" starts with the
+    announcer; the call is placed where bob's template starts, so it is bob's call at his onset."""
+    import voicesnap.spotters.combined as comb
+
+    fx = C.load(CORPUS / "noisy_over_announcer.json")
+    bob = next(s for s in fx.segments if s.speaker == "bob")
+    ten = next(s for s in fx.segments if s.speaker == "announcer" and s.text == "Ten")
+    assert 0.3 < (bob.onset - ten.onset) / fx.rate < 0.6
+    near = [d for d in _detect(_combined(vosk_factory, enrolled), fx)
+            if d.word in WORDS and abs(d.onset - bob.onset / fx.rate) <= 0.6]
+    assert [d.player for d in near] == ["bob"], near
+    assert abs(near[0].onset - bob.onset / fx.rate) <= 0.03, near
+    monkeypatch.setattr(comb, "LATE_ONSET", 9.0)  # without it: the call starts with "Ten"
+    near = [d for d in _detect(_combined(vosk_factory, enrolled), fx)
+            if d.word in WORDS and abs(d.onset - bob.onset / fx.rate) <= 0.6]
+    assert near and all(abs(d.onset - ten.onset / fx.rate) <= 0.03 for d in near), near
+
+
+@pytest.mark.vosk_model
 def test_lone_calls_give_no_ties(vosk_factory, enrolled):
     """Each lone call of one player gives one caller, never a second player at the same moment."""
     fx = C.load(CORPUS / "clean_dev.json")

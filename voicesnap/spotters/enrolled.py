@@ -490,6 +490,16 @@ class EnrolledSpotter:
             att = replace(att, player=mapped)  # keeps the ratios and reason
         return channel, att, rival
 
+    def hit_onset(self, onset: float, end: float, att: Attribution, channel: int) -> float | None:
+        """Where the template ``attribute_span(onset, end, ..., channel)`` placed starts, refined from
+        the signal (s), or None: the word's own onset when the span also holds sound before it."""
+        win = self._span_window(onset, end, channel)
+        if win is None or att.end <= att.start:
+            return None
+        _c, st, _s, _e, lo, _hi = win
+        on, _end = self._refined(st, lo + att.start, lo + att.end + 1, self._threshold_db(st))
+        return on / F.RATE
+
     def call_in_span(self, onset: float, end: float, channel: int | None = None) -> Detection | None:
         """The enrolled call that fits best inside [onset, end] s, if a player's is accepted there.
 
