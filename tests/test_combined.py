@@ -132,6 +132,27 @@ def test_a_call_vosk_merged_with_the_announcer_before_it_keeps_its_own_onset(vos
 
 
 @pytest.mark.vosk_model
+def test_a_snap_pool_whose_pool_vosk_lost_in_noise_is_a_snap_pool(vosk_factory, enrolled):
+    """cara's "snap pool" in pink noise at 10 dB: Vosk hears only "snap". With a claim open, her enrolled
+    "snap pool" fits the stretch best, so it is her "snap pool"; lone "snap"s stay "snap"."""
+    fx = C.load(CORPUS / "noisy_pink_10db.json")
+    cara = next(s for s in fx.segments if s.speaker == "cara")
+    assert cara.text == "snap pool"
+    sp = _combined(vosk_factory, enrolled)
+    sp.set_pool_exists(True)
+    got = C.score(fx, [d for d in _detect(sp, fx) if d.word in WORDS], words=WORDS)
+    mine = [m.detection for m in got.hits if m.segment == cara]
+    assert [(d.word, d.player) for d in mine] == [("snap pool", "cara")], got
+    assert not got.false, got.false
+    for name in ("clean_dev", "clean_bob"):  # every call a lone "snap", a claim open throughout
+        fx = C.load(CORPUS / f"{name}.json")
+        sp = _combined(vosk_factory, enrolled)
+        sp.set_pool_exists(True)
+        dets = [d for d in _detect(sp, fx) if d.word in WORDS]
+        assert [d.word for d in dets] == [s.text for s in fx.segments if s.text in WORDS], (name, dets)
+
+
+@pytest.mark.vosk_model
 def test_lone_calls_give_no_ties(vosk_factory, enrolled):
     """Each lone call of one player gives one caller, never a second player at the same moment."""
     fx = C.load(CORPUS / "clean_dev.json")

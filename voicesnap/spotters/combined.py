@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Iterable, Sequence
 
 from ..audio import AudioChunk
+from ..vocabulary import SNAP, SNAP_POOL
 from ..voices import Profile
 from . import Detection, Spotter
 from .enrolled import EnrolledSpotter
@@ -60,6 +61,7 @@ TIE_RESCUE_SCORE: float | None = 0.45
 # hit instead of a miss and a false call; cara after "Jack"; finn after a clatter); every other call's
 # template starts 0-40 ms *before* Vosk's refined onset, so any line from 0.05 to 0.15 s moves the same.
 LATE_ONSET = 0.05
+POOL_TAIL = 0.7  # s after a Vosk "snap" searched for the rest of the player's "snap pool"
 
 
 def _vetoes(words: Iterable[str]) -> bool:
@@ -143,7 +145,14 @@ class CombinedSpotter:
                 late = self.enrolled.hit_onset(d.onset, d.end, att, channel)
                 if late is not None and LATE_ONSET <= late - d.onset < d.end - d.onset:
                     onset = late
-            out.append(replace(d, onset=onset, player=att.player, score=att.score, channel=channel,
+            word, end = d.word, d.end
+            if d.word == SNAP and SNAP_POOL in self.vosk_words and self.enrolled.pool_possible() and now > d.end:
+                # a claim is open and Vosk heard "snap", then nothing it knew: in noise the "pool" of a
+                # "snap pool" is often lost to Vosk while the player's enrolled "snap pool" still fits
+                _c, ext, _r = self.enrolled.attribute_span(d.onset, min(now, d.end + POOL_TAIL), None, channel)
+                if ext.phrase == SNAP_POOL and ext.player is not None:
+                    word, att = SNAP_POOL, ext
+            out.append(replace(d, word=word, onset=onset, player=att.player, score=att.score, channel=channel,
                                engine=self.name))
         for e in second:
             if e.word not in self.vosk_words:

@@ -236,6 +236,10 @@ class EnrolledSpotter:
     def set_pool_exists(self, value: bool) -> None:
         self.pool_exists = value
 
+    def pool_possible(self) -> bool:
+        """Whether "snap pool" can be called now (a claim is open)."""
+        return self._pool()
+
     def _pool(self) -> bool:
         value = self.pool_exists
         return bool(value() if callable(value) else value)
