@@ -653,12 +653,26 @@ ANNOUNCER = "<announcer>"  # rival profile names start with this
 
 # Ties on one microphone: two players' calls mixed fit no single template, but
 # they fit the two players' templates mixed (log-add) at the right offset.
-TIE_CANDIDATES = 3  # the best-fitting players by single template are paired up
+# Every enrolled player is a candidate caller: a caller's single-template fit says little about
+# an overlap (on the fixtures the partner ranked 4th-5th of 6 by single template in 7 of 55 overlap
+# stretches, e.g. finn under emma behind bob and dev), while over all pairs the true pair fit best
+# in 54 of 55 (the other: bob with emma 50 ms apart, where alice-bob fits as well, 1.39 vs 1.40).
 TIE_MAX_OFFSET = 22  # frames (220 ms): calls further apart are two stretches anyway
 TIE_STEP = 3  # frames between the offsets tried first
-TIE_GAIN = 0.70  # the pair must fit this much better than the best single template...
+TIE_BANK_FRAMES = 3000  # mixture frames matched in one pass (memory: the cost matrix is stretch x these)
+# The pair must fit this much better than the best single template. Measured with every pair
+# tried, on the enrolled engine's and the combined engine's stretches of players/overlap,
+# heldout, unknown, nearmiss and the whole corpus (scratch analysis, 557 stretches): real
+# overlaps 0.26-0.79 (similar voices, cara and dev, 0.71-0.79: each alone already fits the
+# other's template nearly as well); lone calls of enrolled players >= 0.97 where both callers of
+# the best pair would be named, noises in a quiet room 0.88-0.93; lone calls whose callers the
+# evidence check rejects down to 0.72 (a stranger).
+TIE_GAIN = 0.80
 TIE_R_LIMIT = 1.6  # ...and this well against the larger of the two thresholds
-TIE_SINGLE_OK = 1.0  # a stretch a single template fits this well is one call
+# A stretch a single template fits this well is one call: no pair fits under TIE_GAIN times it
+# (the best pair of a real overlap: ratio 0.62; 0.62 / 0.80 = 0.78). Two similar voices at once
+# can fit one of them this well (cara and dev 0 ms apart: 0.99).
+TIE_SINGLE_OK = 0.78
 TIE_SINGLE_MAX = 2.7  # ...and one no template comes near is no call at all (overlaps: 1.1-2.6)
 # Each caller of a pair must be that player, not the voice nearest to a stranger's
 # (``Voices._tie_callers``). Stand-in ratio: the pair's distance over the best distance with
@@ -1085,11 +1099,12 @@ class Voices:
             best: dict[tuple[str, str], tuple[float, Hit]], word: str | None = None) -> Tie | None:
         """Two enrolled players calling at once in this stretch, or None.
 
-        Each pair of the best-fitting players is mixed (log-add of their
+        Each pair of enrolled players is mixed (log-add of their
         best-fitting templates, both at the same peak) at every offset up to
         TIE_MAX_OFFSET, and matched like one template. A lone call fits its own
-        template about as well as any mixture (measured: pair/single >= 0.95
-        on held-out calls); a real overlap fits a mixture far better (0.3-0.8).
+        template about as well as any mixture (measured: pair/single >= 0.97
+        where both callers would be named); a real overlap fits one better
+        (0.26-0.79; see TIE_GAIN).
 
         A stranger calling with a player fits best mixed with the enrolled voice
         nearest to theirs, so each caller must also fit their place clearly
@@ -1103,12 +1118,8 @@ class Voices:
         singles = [t for t in fitting if t[1][0] not in self.rivals]
         if not singles or not TIE_SINGLE_OK <= singles[0][0] <= TIE_SINGLE_MAX:
             return None
-        top = []
-        for r, k, h in singles:
-            if k[0] not in {t[1][0] for t in top}:
-                top.append((r, k, h))
-        top = top[:TIE_CANDIDATES]
-        if len(top) < 2:
+        cands = list(dict.fromkeys(k[0] for _r, k, _h in singles))  # every player, best-fitting first
+        if len(cands) < 2:
             return None
         b = self.bank
         mats = {}  # every voice's best-fitting template (rivals too: stand-ins for a stranger)
@@ -1123,11 +1134,10 @@ class Voices:
 
         # coarse offsets first (every TIE_STEP frames), then the best pair's neighbours:
         # a third of the DTW work of trying every offset, same pairs found on the fixtures
-        cands = [k[0] for _r, k, _h in top]
         pairs = [(pa, pb) for pa in cands for pb in cands if pa != pb]
         items = [mixed(pa, pb, d) for pa, pb in pairs
                  for d in range(0 if pa < pb else TIE_STEP, TIE_MAX_OFFSET + 1, TIE_STEP)]
-        h = min(TemplateBank(items).match_log_mel(log_mel, floor), key=lambda h: h.distance)
+        h = min(self._tie_hits(items, log_mel, floor), key=lambda h: h.distance)
         pa, _pha, pb, _phb = h.player.split("\n")
         d0 = int(h.phrase)
         near = [mixed(pa, pb, d) for d in range(max(0, d0 - TIE_STEP + 1), min(TIE_MAX_OFFSET, d0 + TIE_STEP - 1) + 1)
@@ -1143,6 +1153,24 @@ class Voices:
         if named == [None, None]:
             return None
         return Tie(named[0], named[1], int(h.phrase), float(ratio), float(singles[0][0]), h.start, h.end, ev)
+
+    @staticmethod
+    def _tie_hits(items: list[tuple[str, str, np.ndarray]], log_mel: np.ndarray, floor: np.ndarray | None) -> list[Hit]:
+        """Every mixture's best placement, matched TIE_BANK_FRAMES template frames at a time.
+
+        The same hits as one bank (templates are matched independently); the cost
+        matrix of a long stretch against every pair at once took 200 MB more.
+        """
+        hits: list[Hit] = []
+        group: list[tuple[str, str, np.ndarray]] = []
+        size = 0
+        for item in items:
+            group.append(item)
+            size += len(item[2])
+            if size >= TIE_BANK_FRAMES or item is items[-1]:
+                hits += TemplateBank(group).match_log_mel(log_mel, floor)
+                group, size = [], 0
+        return hits
 
     def _tie_callers(self, log_mel: np.ndarray, floor: np.ndarray | None, mats: dict[str, tuple[str, np.ndarray]],
                      first: str, second: str, offset: int, distance: float) -> tuple[float, float]:
