@@ -659,7 +659,9 @@ ANNOUNCER = "<announcer>"  # rival profile names start with this
 # in 54 of 55 (the other: bob with emma 50 ms apart, where alice-bob fits as well, 1.39 vs 1.40).
 TIE_MAX_OFFSET = 22  # frames (220 ms): calls further apart are two stretches anyway
 TIE_STEP = 3  # frames between the offsets tried first
-TIE_BANK_FRAMES = 3000  # mixture frames matched in one pass (memory: the cost matrix is stretch x these)
+# frames (2 s): a longer stretch (chatter) is searched only this far around the best single template's
+# hit. The cost matrix is stretch x every pair's mixtures: a 16 s stretch of chatter took 200 MB more.
+TIE_WINDOW = 200
 # The pair must fit this much better than the best single template. Measured with every pair
 # tried, on the enrolled engine's and the combined engine's stretches of players/overlap,
 # heldout, unknown, nearmiss and the whole corpus (scratch analysis, 557 stretches): real
@@ -1112,12 +1114,25 @@ class Voices:
         own voice warped: ``_tie_callers``); a caller who does not is reported
         as None (nobody enrolled), and a pair with neither is no tie.
         """
-        fitting = sorted(((r, k, h) for k, (r, h) in best.items()
-                          if not k[1].endswith(POOL_SUFFIX) and (word is None or k[1] == word)),
-                         key=lambda t: t[0])
+        def fits(best: dict[tuple[str, str], tuple[float, Hit]]) -> list[tuple[float, tuple[str, str], Hit]]:
+            return sorted(((r, k, h) for k, (r, h) in best.items()
+                           if not k[1].endswith(POOL_SUFFIX) and (word is None or k[1] == word)), key=lambda t: t[0])
+
+        fitting = fits(best)
         singles = [t for t in fitting if t[1][0] not in self.rivals]
         if not singles or not TIE_SINGLE_OK <= singles[0][0] <= TIE_SINGLE_MAX:
             return None
+        # two calls overlap where the best single template fits: in a long stretch the mixtures are
+        # matched there only, and the single templates again on the same frames (like with like)
+        lo = 0
+        if len(log_mel) > TIE_WINDOW:
+            h0 = singles[0][2]
+            lo = max(0, min(len(log_mel) - TIE_WINDOW, (h0.start + h0.end - TIE_WINDOW) // 2))
+            log_mel = log_mel[lo: lo + TIE_WINDOW]
+            fitting = fits(self.ratios(log_mel, floor, None)[0])
+            singles = [t for t in fitting if t[1][0] not in self.rivals]
+            if not singles or not TIE_SINGLE_OK <= singles[0][0] <= TIE_SINGLE_MAX:
+                return None
         cands = list(dict.fromkeys(k[0] for _r, k, _h in singles))  # every player, best-fitting first
         if len(cands) < 2:
             return None
@@ -1137,7 +1152,7 @@ class Voices:
         pairs = [(pa, pb) for pa in cands for pb in cands if pa != pb]
         items = [mixed(pa, pb, d) for pa, pb in pairs
                  for d in range(0 if pa < pb else TIE_STEP, TIE_MAX_OFFSET + 1, TIE_STEP)]
-        h = min(self._tie_hits(items, log_mel, floor), key=lambda h: h.distance)
+        h = min(TemplateBank(items).match_log_mel(log_mel, floor), key=lambda h: h.distance)
         pa, _pha, pb, _phb = h.player.split("\n")
         d0 = int(h.phrase)
         near = [mixed(pa, pb, d) for d in range(max(0, d0 - TIE_STEP + 1), min(TIE_MAX_OFFSET, d0 + TIE_STEP - 1) + 1)
@@ -1152,25 +1167,7 @@ class Voices:
         named = [p if e <= 1.0 else None for p, e in zip((first, second), ev)]
         if named == [None, None]:
             return None
-        return Tie(named[0], named[1], int(h.phrase), float(ratio), float(singles[0][0]), h.start, h.end, ev)
-
-    @staticmethod
-    def _tie_hits(items: list[tuple[str, str, np.ndarray]], log_mel: np.ndarray, floor: np.ndarray | None) -> list[Hit]:
-        """Every mixture's best placement, matched TIE_BANK_FRAMES template frames at a time.
-
-        The same hits as one bank (templates are matched independently); the cost
-        matrix of a long stretch against every pair at once took 200 MB more.
-        """
-        hits: list[Hit] = []
-        group: list[tuple[str, str, np.ndarray]] = []
-        size = 0
-        for item in items:
-            group.append(item)
-            size += len(item[2])
-            if size >= TIE_BANK_FRAMES or item is items[-1]:
-                hits += TemplateBank(group).match_log_mel(log_mel, floor)
-                group, size = [], 0
-        return hits
+        return Tie(named[0], named[1], int(h.phrase), float(ratio), float(singles[0][0]), lo + h.start, lo + h.end, ev)
 
     def _tie_callers(self, log_mel: np.ndarray, floor: np.ndarray | None, mats: dict[str, tuple[str, np.ndarray]],
                      first: str, second: str, offset: int, distance: float) -> tuple[float, float]:
