@@ -659,6 +659,7 @@ ANNOUNCER = "<announcer>"  # rival profile names start with this
 # in 54 of 55 (the other: bob with emma 50 ms apart, where alice-bob fits as well, 1.39 vs 1.40).
 TIE_MAX_OFFSET = 22  # frames (220 ms): calls further apart are two stretches anyway
 TIE_STEP = 3  # frames between the offsets tried first
+TIE_PAIRS = 2  # pairs tried at every TIE_STEP after the coarser first pass
 # frames (2 s): a longer stretch (chatter) is searched only this far around the best single template's
 # hit. The cost matrix is stretch x every pair's mixtures: a 16 s stretch of chatter took 200 MB more.
 TIE_WINDOW = 200
@@ -1147,12 +1148,23 @@ class Voices:
             (pha, ta), (phb, tb) = mats[pa], mats[pb]
             return f"{pa}\n{pha}\n{pb}\n{phb}", str(d), np.logaddexp(*_mix_parts(ta, tb, d))
 
-        # coarse offsets first (every TIE_STEP frames), then the best pair's neighbours:
-        # a third of the DTW work of trying every offset, same pairs found on the fixtures
+        # every pair at every 2 x TIE_STEP frames first, then the TIE_PAIRS best pairs every TIE_STEP
+        # frames, then the best pair's neighbours: half the DTW work of every pair every TIE_STEP
+        # frames, the same ties on the fixtures and the corpus
         pairs = [(pa, pb) for pa in cands for pb in cands if pa != pb]
-        items = [mixed(pa, pb, d) for pa, pb in pairs
-                 for d in range(0 if pa < pb else TIE_STEP, TIE_MAX_OFFSET + 1, TIE_STEP)]
-        h = min(TemplateBank(items).match_log_mel(log_mel, floor), key=lambda h: h.distance)
+        coarse = 2 * TIE_STEP
+        hits = TemplateBank([mixed(pa, pb, d) for pa, pb in pairs
+                             for d in range(0 if pa < pb else coarse, TIE_MAX_OFFSET + 1, coarse)]
+                            ).match_log_mel(log_mel, floor)
+        fit: dict[frozenset[str], float] = {}
+        for h in hits:
+            key = frozenset(h.player.split("\n")[0::2])
+            fit[key] = min(fit.get(key, math.inf), h.distance)
+        keep = set(sorted(fit, key=fit.__getitem__)[:TIE_PAIRS])
+        finer = [mixed(pa, pb, d) for pa, pb in pairs if frozenset((pa, pb)) in keep
+                 for d in range(TIE_STEP, TIE_MAX_OFFSET + 1, coarse)]
+        h = min([*hits, *(TemplateBank(finer).match_log_mel(log_mel, floor) if finer else [])],
+                key=lambda h: h.distance)
         pa, _pha, pb, _phb = h.player.split("\n")
         d0 = int(h.phrase)
         near = [mixed(pa, pb, d) for d in range(max(0, d0 - TIE_STEP + 1), min(TIE_MAX_OFFSET, d0 + TIE_STEP - 1) + 1)
