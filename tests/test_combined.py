@@ -88,7 +88,8 @@ def test_enrolling_from_files_keeps_the_whole_word(enrolled, tmp_path):
 
 
 @pytest.mark.vosk_model
-@pytest.mark.parametrize("name", ["overlap_000ms_alice_bob", "overlap_050ms_dev_alice", "overlap_120ms_dev_alice",
+@pytest.mark.parametrize("name", ["overlap_000ms_alice_bob", "overlap_000ms_dev_cara", "overlap_050ms_dev_alice",
+                                  "overlap_120ms_dev_alice",
                                   "overlap_200ms_bob_alice"])
 def test_one_mic_tie_reports_both_callers_at_their_onsets(vosk_factory, enrolled, name):
     """Vosk hears one "snap" where two players called on one mic: both callers are reported, each

@@ -196,9 +196,11 @@ class CombinedSpotter:
         return heard is not None and not _vetoes(w for w, _a, _b in heard)
 
     def _tie_rescue(self, e: Detection, out: list[Detection]) -> list[Detection]:
-        """Both calls of a one-mic tie where ``e`` (too weak alone for the rescue) fits two players
-        mixed, or []: the rescue's other conditions hold from TIE_RESCUE_SCORE up."""
-        if TIE_RESCUE_SCORE is None or e.score >= (self.rescue_score or 0.0) or \
+        """Both calls of a one-mic tie where ``e`` fits two players mixed, or []: the rescue's other
+        conditions hold from TIE_RESCUE_SCORE up. Asked before the one-caller rescue: when the enrolled
+        engine reports a tie's two calls, the first one rescued alone would bar its partner (a call
+        already reported within TWIN_WINDOW); corpus overlap_000ms_dev_cara lost cara so."""
+        if TIE_RESCUE_SCORE is None or \
                 not self._may_rescue(e, out, TIE_RESCUE_SCORE):
             return []
         return self.enrolled.tie_span(e.onset, e.end, e.word)
