@@ -33,8 +33,11 @@ TWIN_WINDOW = 0.3  # s: an enrolled call this close to a combined call is that c
 # Enrolled score (1 - half the combined template/voice ratio) a call Vosk did not know must reach
 # to be rescued. Calibrated on the corpus (README, listening): no enrolled candidate on near misses,
 # chatter, echo or long quiet passed the Vosk gate at any score; the two rescued calls scored
-# 0.615/0.625, the near-miss matches Vosk named "snack"/"slap" 0.53-0.73 (3 of 7 below 0.6).
-RESCUE_SCORE = 0.6
+# 0.615/0.625, the near-miss matches Vosk named "snack"/"slap" 0.53-0.73 (3 of 7 below 0.6), all
+# vetoed by those words. 0.6 -> 0.55 (fifth round): finn's "snap pool" in babble at 10 dB (0.578, Vosk
+# heard "stop") is rescued; at any line down to 0.0 no false call is added on the corpus, nor on the
+# 145 real Speech Commands words (bench.real_words), so the line only keeps a margin under real calls.
+RESCUE_SCORE = 0.55
 RESCUE_WAIT = 2.0  # s after the call's end: longest wait for Vosk to finalise its span
 UNKNOWN = "[unk]"
 # Decoys that do not veto a rescue. In pink noise Vosk hears real calls as "stop" (noisy_pink_20db:
