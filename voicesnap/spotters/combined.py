@@ -52,11 +52,11 @@ RESCUE_OVER: tuple[str, ...] = ("stop",)
 # enrolled engine's own latency; the other corpus rescues, over "stop" or in babble, are decided on
 # Vosk's final decode as before). Corpus: the same calls and false calls at 0.12, 0.15, 0.25 s as without.
 RESCUE_EARLY: float | None = 0.15
-# Enrolled score under RESCUE_SCORE from which a call Vosk did not know is still rescued when the
-# stretch fits two players' calls mixed (``EnrolledSpotter.tie_span``): both calls are reported. Two
-# voices at once fit no single template well (finn/cara 80 ms apart: 0.53; cara/finn 120 ms: 0.47), and
-# Vosk heard them as "stop". Corpus: +3 calls, both at their onsets within 10 ms; at 0.0 no other call
-# or false call is added (the mixture check is the gate), so the floor only spares the mixture search.
+# Enrolled score from which a rescue candidate is first tried as two players' calls mixed
+# (``EnrolledSpotter.tie_span``), even under RESCUE_SCORE: a tie gives both calls. Two voices at once
+# fit no single template well (finn/cara 80 ms apart: 0.53; cara/finn 120 ms: 0.47), and Vosk heard
+# them as "stop". Corpus: +3 calls, both at their onsets within 10 ms; at 0.0 no other call or false
+# call is added (the mixture check is the gate), so the floor only spares the mixture search.
 TIE_RESCUE_SCORE: float | None = 0.45
 # s: on one mic, a Vosk call whose caller's template starts this much later inside Vosk's word takes
 # the template's (signal-refined) onset. Corpus: 3 calls moved, by 0.16-0.43 s, all to within 30 ms of
@@ -148,7 +148,7 @@ class CombinedSpotter:
                 late = self.enrolled.hit_onset(d.onset, d.end, att, channel)
                 if late is not None and LATE_ONSET <= late - d.onset < d.end - d.onset:
                     onset = late
-            word, end = d.word, d.end
+            word = d.word
             if d.word == SNAP and SNAP_POOL in self.vosk_words and self.enrolled.pool_possible() and now > d.end:
                 # a claim is open and Vosk heard "snap", then nothing it knew: in noise the "pool" of a
                 # "snap pool" is often lost to Vosk while the player's enrolled "snap pool" still fits
@@ -203,8 +203,7 @@ class CombinedSpotter:
         conditions hold from TIE_RESCUE_SCORE up. Asked before the one-caller rescue: when the enrolled
         engine reports a tie's two calls, the first one rescued alone would bar its partner (a call
         already reported within TWIN_WINDOW); corpus overlap_000ms_dev_cara lost cara so."""
-        if TIE_RESCUE_SCORE is None or \
-                not self._may_rescue(e, out, TIE_RESCUE_SCORE):
+        if TIE_RESCUE_SCORE is None or not self._may_rescue(e, out, TIE_RESCUE_SCORE):
             return []
         return self.enrolled.tie_span(e.onset, e.end, e.word)
 
