@@ -376,7 +376,7 @@ class EnrolledSpotter:
         end = max(end, onset)
         score = ratio_to_score(tie.ratio)
         out = []
-        for player, at in ((tie.first, onset), (tie.second, onset + tie.offset * F.HOP)):
+        for player, at in ((tie.first, onset), (tie.second, onset + int(round(tie.offset * F.HOP)))):
             if player is None:
                 continue
             out.append(Detection(
