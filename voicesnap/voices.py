@@ -283,6 +283,17 @@ class Hit:
     end: int
 
 
+def _heard_cepstra(t: np.ndarray, gain: np.ndarray | float, top: float, floor: np.ndarray | None) -> np.ndarray:
+    """Cepstra of log-mel template frames ``t`` at ``gain`` as heard over background ``floor`` (no mean
+    removed): ``F.compensate``, then the bands limited to F.RANGE_NATS under ``top`` (the input's
+    loudest band) and just over the background, as ``F.call_cepstra`` does to the input."""
+    t = F.compensate(t, gain, floor)
+    fl = np.full(F.N_MELS, top - F.RANGE_NATS, np.float32)
+    if floor is not None:
+        fl = np.maximum(fl, floor + 0.9)
+    return F.matmul(np.maximum(t, fl[None, :]).astype(np.float32), F._dct().T)
+
+
 class TemplateBank:
     """All templates of all players stacked, so one DTW pass scores them all.
 
@@ -316,13 +327,7 @@ class TemplateBank:
     def cepstra(self, peak: float, top: float, floor: np.ndarray | None) -> np.ndarray:
         """Every template frame's cepstra, gain-matched to ``peak`` and noise-compensated."""
         gains = np.repeat(peak - self.peaks, self.lengths)[:, None]
-        t = self.log_mel + gains.astype(np.float32)
-        if floor is not None:
-            t = np.logaddexp(t, floor[None, :])
-        fl = np.full(F.N_MELS, top - F.RANGE_NATS, np.float32)
-        if floor is not None:
-            fl = np.maximum(fl, floor + 0.9)
-        c = F.matmul(np.maximum(t, fl[None, :]).astype(np.float32), F._dct().T)
+        c = _heard_cepstra(self.log_mel, gains, top, floor)
         means = np.add.reduceat(c, self.first, axis=0) / self.lengths[:, None]
         return (c - np.repeat(means, self.lengths, axis=0)).astype(np.float32)
 
@@ -815,15 +820,9 @@ def _joint_start(log_mel: np.ndarray, floor: np.ndarray | None, ta: np.ndarray, 
     ref = np.logaddexp(*_mix_parts(ta, tb, d0))
     top = float(log_mel.max())
     gain = np.float32(F.peak_level(log_mel) - F.peak_level(ref))
-    fl = np.full(F.N_MELS, top - F.RANGE_NATS, np.float32)
-    if floor is not None:
-        fl = np.maximum(fl, floor + 0.9)
 
     def ceps(t: np.ndarray) -> np.ndarray:
-        t = t + gain
-        if floor is not None:
-            t = np.logaddexp(t, floor)
-        return F.matmul(np.maximum(t, fl).astype(np.float32), F._dct().T)
+        return _heard_cepstra(t, gain, top, floor)
 
     mean = ceps(ref.reshape(-1, F.N_MELS)).mean(axis=0)
     c = (ceps(mix.reshape(-1, F.N_MELS)) - mean).astype(np.float32)
