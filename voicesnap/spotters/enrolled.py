@@ -177,7 +177,7 @@ class EnrolledSpotter:
             found = self._match(c, s, e)
             # hold calls that may still grow into "<word> pool", and unmatched
             # stretches too: the "snap" of a long pause may only fit with its "pool"
-            if not final and self._pool() and (not found or any(self._may_grow(d) for d in found)):
+            if not final and self.pool_possible() and (not found or any(self._may_grow(d) for d in found)):
                 st.pending = (s, e, found)
             else:
                 dets += found
@@ -238,9 +238,6 @@ class EnrolledSpotter:
 
     def pool_possible(self) -> bool:
         """Whether "snap pool" can be called now (a claim is open)."""
-        return self._pool()
-
-    def _pool(self) -> bool:
         value = self.pool_exists
         return bool(value() if callable(value) else value)
 
