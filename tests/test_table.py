@@ -315,6 +315,50 @@ def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:
     assert [f.t for f in later] == [4.2]
 
 
+def test_a_ruling_made_when_the_next_card_is_due_is_heard_before_that_card() -> None:
+    """A late call's ruling and the next card fall due in one step: the card waits for the ruling.
+
+    Turned at once, the card's announcement queued behind the ruling's speech; on a loaded
+    machine it started seconds after the card was counted (CI, test_e2e_devices).
+    """
+    from voicesnap.playback import SpeechEnded, SpeechStarted
+    from voicesnap.table import Output, PRIORITY_RULING
+
+    seed = 7
+    t = first_match(seed)
+    out = Output(_Log(), say=lambda *a: None, lines=lambda s: None)
+    loop, game = new_loop(seed, pace=1.0)
+    loop.busy = out.busy
+    out(run_clock(loop, t + 0.98, {}))
+    # the recogniser hands the call over only when the next card is due (t + 1)
+    step = loop.step(t + 1.0, [snap("Bob", t + 0.49)])  # its window (0.5 s) closes at t + 0.99
+    out(step)
+    assert [type(r).__name__ for r in rulings(step)] == ["SnapWon"]
+    assert not any(isinstance(a, Log) and isinstance(a.record, rules.Flipped) for a in step)
+    assert out.busy()  # the ruling is with the speaker
+    text = next(a.text for a in step if isinstance(a, Say) and a.priority == PRIORITY_RULING)
+    out([Log(SpeechStarted(3, text, t + 1.05))])
+    held = [a for now in (t + 1.2, t + 1.6) for a in loop.step(now)]
+    assert not any(isinstance(a, Log) and isinstance(a.record, rules.Flipped) for a in held)
+    out([Log(SpeechEnded(3, t + 1.7, True))])
+    flipped = [a.record for a in loop.step(t + 1.8) if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in flipped] == [pytest.approx(t + 1.8)]
+    assert game.total() == 52
+
+
+def test_with_no_speaker_a_held_card_keeps_its_due_time() -> None:
+    """Files and replays have nobody to wait for: the card is still turned at its pace time."""
+    seed = 7
+    t = first_match(seed)
+    loop, game = new_loop(seed, pace=1.0)
+    run_clock(loop, t + 0.98, {})
+    first = loop.step(t + 1.0, [snap("Bob", t + 0.49)])
+    then = loop.step(t + 1.02)
+    assert [type(r).__name__ for r in rulings(first)] == ["SnapWon"]
+    flipped = [a.record for a in first + then if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in flipped] == [t + 1.0]
+
+
 def _to_pool_match(seed: int = 0) -> tuple[rules.Game, Referee, float, list[float]]:
     """Play a real game until a tie forms a pool and a later flip matches the pool's top card.
 

@@ -417,6 +417,7 @@ class TableLoop:
             due, said = self._awaiting  # never heard to start (dropped, no speaker): turned now
             self._awaiting = None
             self._turn(self.now, actions, said)
+        held_at: float | None = None
         while self.stopped is None and not self.paused and not self.held and self._rearm_after is None:
             if self._awaiting is not None:
                 break  # one card at a time: the last one is not turned yet
@@ -429,11 +430,21 @@ class TableLoop:
             if self._waited:  # the card is turned now, when the ruling has been heard
                 due, self._waited = max(due, self.now), False
             horizon, by = self._horizon()  # rulings due before the card, never past it
+            before = len(actions)
             self._advance(min(due, horizon) if by == "rivals" else due - self.lag, actions, by)
+            if self.schedule is None and any(isinstance(a, Say) and a.priority >= PRIORITY_RULING
+                                             for a in actions[before:]):
+                # A ruling made just now is spoken before the card: the next step asks busy(),
+                # which knows once the speaker has it. (Turned at once, the card's announcement
+                # queued behind the ruling and could start after the card was counted.)
+                held_at = due
+                break
             if self.stopped is None:
                 self._flip(due, actions)
         if self.stopped is None:
             horizon, by = self._horizon()
+            if held_at is not None and horizon > held_at:  # nothing after the card held back is ruled
+                horizon = held_at
             self._advance(horizon, actions, by)
         if self.stopped is None and self.stop_at is not None and self.now >= self.stop_at:
             self.stopped = Stop("ended")
