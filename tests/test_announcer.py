@@ -325,6 +325,31 @@ def test_table_speaker_speaks_the_tables_words_and_flips_from_clips(cache):
     assert cache.settings.volume == pytest.approx(1.2)
 
 
+def test_table_speaker_reports_once_that_speech_failed_mid_game(cache, monkeypatch):
+    """Speech that fails during a game is reported to the table (which stops waiting for
+    announcements), with the reason the announcer gave."""
+    from voicesnap import speech
+    from voicesnap.announcer import TableSpeaker
+    from voicesnap.playback import SpeechStopped
+
+    pb = VirtualPlayback(16000)
+    reasons: list[str] = []
+    ann = Announcer(cache, pb, Settings(), out=io.StringIO(), notice=reasons.append)
+    speaker = TableSpeaker(ann, reasons)
+    game = Game(["alice", "bob"], seed=3)
+    ev = game.flip(0.0)[0]
+    speaker.say(f"{ev.player}: {ev.card.spoken}", 1, ev)
+    pb.advance_to(2.0)
+    assert not any(isinstance(e, SpeechStopped) for e in speaker.poll())
+    monkeypatch.setattr(speech, "_ENGINE", None)
+    monkeypatch.setattr(speech, "_Binding", lambda: (_ for _ in ()).throw(OSError("gone")))
+    monkeypatch.setenv("PATH", "")
+    speaker.say("a sentence never rendered before", 2, None)  # rendering fails: speech goes off
+    stopped = [e for e in speaker.poll() if isinstance(e, SpeechStopped)]
+    assert len(stopped) == 1 and "espeak-ng" in stopped[0].reason
+    assert not speaker.poll()  # said once
+
+
 def test_for_table_without_a_speaker_raises_a_user_error_with_the_reason(data_dir):
     from voicesnap.announcer import for_table
     from voicesnap.errors import UserError

@@ -540,6 +540,20 @@ def test_a_flip_whose_announcement_never_starts_is_turned_anyway() -> None:
     assert game.view().flip == 1
 
 
+def test_a_flip_waiting_for_its_announcement_is_turned_at_once_when_speech_stops() -> None:
+    loop, game = new_loop(7, pace=5.0)
+    loop.peek = lambda t, g=game: g.copy().flip(t)
+    actions = run_clock(loop, 1.5, {})
+    assert not any(isinstance(a, Log) and isinstance(a.record, rules.Flipped) for a in actions)
+    actions = loop.speech_stopped("espeak-ng failed")
+    flips = [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in flips] == [pytest.approx(1.5)]
+    assert any(isinstance(a, Notice) and "espeak-ng failed" in a.text for a in actions)
+    later = [a.record for now in np.arange(1.52, 6.1, 0.02) for a in loop.step(round(float(now), 4))
+             if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in later] == [pytest.approx(6.0)]  # the next card when due, not announced first
+
+
 @pytest.mark.audio_device
 def test_live_input_pauses_at_once_when_the_device_stream_dies_and_resumes() -> None:
     """A real microphone stream (the CI's virtual one) that PortAudio stops under us, as

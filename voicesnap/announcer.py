@@ -530,8 +530,10 @@ class TableSpeaker:
 
     _PRIORITY = {1: Priority.FLIP, 2: Priority.INFO, 3: Priority.RULING}
 
-    def __init__(self, announcer: Announcer) -> None:
+    def __init__(self, announcer: Announcer, reasons: list[str] | None = None) -> None:
         self.announcer = announcer
+        self.reasons = reasons if reasons is not None else []  # the announcer's notices, in order
+        self._stopped = False
 
     def say(self, text: str, priority: int = 2, event: Any = None) -> None:
         ann = self.announcer
@@ -556,7 +558,13 @@ class TableSpeaker:
             self.announcer.adjust(rate=rate, volume=volume)
 
     def poll(self) -> list[Any]:
-        return self.announcer.poll()
+        events = self.announcer.poll()
+        if not self._stopped and not self.announcer.speaking:  # speech failed mid-game: said once
+            from .playback import SpeechStopped
+
+            self._stopped = True
+            events.append(SpeechStopped(self.reasons[-1] if self.reasons else "speech stopped"))
+        return events
 
     def close(self) -> None:
         pb = self.announcer.playback
@@ -582,7 +590,7 @@ def for_table(device: int | str | None = None, data_dir: Any = None, voice: Any 
     if not ann.speaking:
         raise UserError(reasons[0] if reasons else "speech could not start")
     ann.settings.text = False  # the table prints its own lines
-    return TableSpeaker(ann)
+    return TableSpeaker(ann, reasons)
 
 
 def rehearse(game: Any, announcer: Announcer, playback: Any, seed: int, pace: float = 1.0,

@@ -36,7 +36,7 @@ from .errors import UserError
 from .events import event
 
 __all__ = [
-    "AudioOutputError", "ClockMap", "Mixer", "Report", "SpeechStarted", "SpeechEnded",
+    "AudioOutputError", "ClockMap", "Mixer", "Report", "SpeechStarted", "SpeechEnded", "SpeechStopped",
     "VirtualPlayback", "DevicePlayback", "find_onset", "anchor_from_input",
 ]
 
@@ -63,6 +63,15 @@ class SpeechEnded:
     id: int
     t: float
     completed: bool
+
+
+@event("speech-stopped")
+@dataclass(frozen=True)
+class SpeechStopped:
+    """Speech failed during the game and is off from here on (``reason`` says why); nothing
+    more will start, so a card waiting for its announcement is turned at once."""
+
+    reason: str
 
 
 @dataclass(frozen=True)

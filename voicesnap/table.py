@@ -330,10 +330,12 @@ class TableLoop:
         actions.append(Log(TableStep("flip", t)))
         self._events(self.referee.flip(t + self.offset), actions, already_said)
 
-    # s of audio: a flip whose announcement has not started by then is turned anyway (speech
-    # dropped or failed). Long, because a flip may queue behind speech still playing (measured in
-    # the e2e game: up to 1.5 s), and nothing else waits on it: the next card needs this one turned.
-    ANNOUNCE_WAIT = 2.5
+    # s of audio: a flip whose announcement has not started by then is turned anyway (a speaker
+    # that hangs). Long, because the sound server can stall under load (measured in the e2e game
+    # with two busy cores: 3.1 s with nothing else playing) and a card counted before it is heard
+    # is wrong for a player who plays by ear. Speech that fails is reported (``speech_stopped``)
+    # and turns the card at once instead.
+    ANNOUNCE_WAIT = 8.0
 
     def announced(self, text: str, t: float) -> list[Action]:
         """An announcement started at ``t`` (input clock). If it is the flip waiting for it, the
@@ -347,6 +349,19 @@ class TableLoop:
         self._turn(min(max(due, t), due + self.ANNOUNCE_WAIT), actions, said)  # (a wild clock map is capped)
         if self.stopped is not None:
             actions.append(self.stopped)
+        return actions
+
+    def speech_stopped(self, reason: str) -> list[Action]:
+        """Speech is off for good: cards are turned when due, the one waiting now at once."""
+        self.peek = None
+        actions: list[Action] = [Notice(f"{reason}; cards are no longer announced"),
+                                 Log(TableNote(self.now, f"speech stopped: {reason}"))]
+        if self._awaiting is not None and self.stopped is None:
+            due, said = self._awaiting
+            self._awaiting = None
+            self._turn(max(due, self.now), actions, said)
+            if self.stopped is not None:
+                actions.append(self.stopped)
         return actions
 
     def hold(self, reason: str) -> list[Action]:
@@ -653,6 +668,8 @@ class Table:
                         actions.append(Log(record))
                         if getattr(record, "EVENT_TYPE", "") == "speech-started":
                             actions += self.loop.announced(record.text, record.t)
+                        elif getattr(record, "EVENT_TYPE", "") == "speech-stopped":
+                            actions += self.loop.speech_stopped(record.reason)
                 self.on_actions(actions)
                 stop = next((a for a in actions if isinstance(a, Stop)), None)
                 if stop is not None:
