@@ -318,7 +318,9 @@ def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") 
     bias = float(np.median([x * 1000 for x in call_score.onset_errors])) if errs else math.nan
     rows.append(Row(area, "onset error (absolute), median", percentile(errs, 50), "ms", "",
                     f"{e}: signed median {bias:+.0f} ms"))
-    rows.append(Row(area, "onset error (absolute), p95", percentile(errs, 95), "ms", "<= 10", e))
+    over = sum(1 for x in errs if x > 10.0)
+    rows.append(Row(area, "onset error (absolute), p95", percentile(errs, 95), "ms", "<= 10",
+                    f"{e}: {over} of {len(errs)} calls over 10 ms, worst {max(errs, default=math.nan):.0f} ms"))
     lat = [x * 1000 for x in call_score.latencies]
     rows.append(Row(area, "latency word end -> event, median", percentile(lat, 50), "ms", "", f"{e}: audio time, {CHUNK_MS} ms chunks"))
     split = {w: [m.latency * 1000 for m in call_score.hits if m.segment.text == w and m.latency is not None]

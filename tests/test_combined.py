@@ -133,6 +133,50 @@ def test_a_call_vosk_merged_with_the_announcer_before_it_keeps_its_own_onset(vos
 
 
 @pytest.mark.vosk_model
+@pytest.mark.parametrize("gated", [False, True])
+def test_a_call_whose_start_vosk_missed_takes_its_onset_from_the_callers_template(vosk_factory, enrolled,
+                                                                                 gated, monkeypatch):
+    """finn in babble at 20 dB: Vosk's word (and its refined onset) starts 104 ms after finn did; his
+    template starts at his onset, so the call is placed at the energy rise there."""
+    import voicesnap.spotters.combined as comb
+
+    fx = C.load(CORPUS / "noisy_babble_20db.json")
+    finn = next(s for s in fx.segments if s.speaker == "finn")
+    truth = finn.onset / fx.rate
+
+    def finns() -> list:
+        return [d for d in _detect(_combined(vosk_factory, enrolled, gated), fx)
+                if d.word in WORDS and abs(d.onset - truth) <= 0.3]
+
+    got = finns()
+    assert [d.player for d in got] == ["finn"] and abs(got[0].onset - truth) <= 0.01, got
+    monkeypatch.setattr(comb, "EARLY_ONSET", 9.0)  # without it: Vosk's late onset
+    late = finns()
+    assert [d.player for d in late] == ["finn"] and late[0].onset - truth >= 0.08, late
+
+
+@pytest.mark.vosk_model
+@pytest.mark.parametrize("gated", [False, True])
+@pytest.mark.parametrize("name, speaker", [("noisy_pink_10db", "bob"), ("noisy_pink_20db", "dev")])
+def test_a_rescued_call_on_one_mic_is_placed_at_its_energy_rise(vosk_factory, enrolled, name, speaker, gated,
+                                                                monkeypatch):
+    """Calls Vosk did not know, found by the enrollment (whose onsets were 12-17 ms off here), get
+    their onsets the way Vosk's own calls do."""
+    fx = C.load(CORPUS / f"{name}.json")
+    seg = next(s for s in fx.segments if s.speaker == speaker)
+    truth = seg.onset / fx.rate
+    got = [d for d in _detect(_combined(vosk_factory, enrolled, gated), fx)
+           if d.word in WORDS and abs(d.onset - truth) <= 0.3]
+    assert [d.player for d in got] == [speaker] and abs(got[0].onset - truth) <= 0.008, got
+    import voicesnap.spotters.combined as comb
+
+    monkeypatch.setattr(comb.CombinedSpotter, "_energy_onset", lambda self, approx, end: approx)
+    plain = [d for d in _detect(_combined(vosk_factory, enrolled, gated), fx)
+             if d.word in WORDS and abs(d.onset - truth) <= 0.3]
+    assert [d.player for d in plain] == [speaker] and abs(plain[0].onset - truth) > 0.01, plain
+
+
+@pytest.mark.vosk_model
 def test_a_snap_pool_whose_pool_vosk_lost_in_noise_is_a_snap_pool(vosk_factory, enrolled):
     """cara's "snap pool" in pink noise at 10 dB: Vosk hears only "snap". With a claim open, her enrolled
     "snap pool" fits the stretch best, so it is her "snap pool"; lone "snap"s stay "snap"."""

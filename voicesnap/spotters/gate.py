@@ -234,6 +234,16 @@ class SpeechGate:
         words = [(w, self._time(s), self._time(e)) for w, s, e in self.inner.heard(float("-inf"), float("inf"))]
         return [(w, s, e) for w, s, e in words if e > a and s < b]  # type: ignore[operator]
 
+    def energy_onset(self, approx: float, latest: float) -> float | None:
+        """The inner spotter's ``energy_onset`` with stream times; None where it cannot say (audio the
+        gate did not feed, or an inner spotter without one)."""
+        find = getattr(self.inner, "energy_onset", None)
+        a, b = self._inner_time(approx), self._inner_time(latest)
+        if not callable(find) or a is None or b is None:
+            return None
+        got = find(a, b)
+        return None if got is None else self._time(got)
+
     def stats(self) -> dict[str, float]:
         """Stretches of speech heard and the share of the audio the inner recogniser heard."""
         share = self.frames_fed / self.frames_total if self.frames_total else 0.0
@@ -277,6 +287,18 @@ class SpeechGate:
         frame = t * self._rate
         i = max(0, bisect.bisect_right(self._splices_inner, frame) - 1)
         return (self._splices_real[i] + (frame - self._splices_inner[i])) / self._rate
+
+    def _inner_time(self, t: float) -> float | None:
+        """A time on the stream's clock, on the inner spotter's spliced clock; None if not fed."""
+        if not self._splices_real or self._rate is None:
+            return None
+        frame = t * self._rate
+        i = bisect.bisect_right(self._splices_real, frame) - 1
+        if i < 0:
+            return None
+        inner = self._splices_inner[i] + (frame - self._splices_real[i])
+        limit = self._splices_inner[i + 1] if i + 1 < len(self._splices_inner) else self._inner_end
+        return inner / self._rate if inner < limit else None
 
     def _to_stream(self, det: Detection) -> Detection:
         return replace(det, onset=self._time(det.onset), end=self._time(det.end))

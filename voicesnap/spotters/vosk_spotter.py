@@ -487,6 +487,11 @@ class VoskSpotter:
         it found a call (CombinedSpotter)."""
         return [(w.word, w.start, w.end) for w in self._heard if w.end > a and w.start < b]
 
+    def energy_onset(self, approx: float, latest: float) -> float | None:
+        """The energy rise (s) within 50 ms of ``approx``, refined as Vosk's own word onsets are,
+        or None where there is no clear one: for an onset another engine found (CombinedSpotter)."""
+        return self._env.refine_onset(approx, latest=latest, before=0.05, after=0.05)
+
     QUIET_S = 1.0
 
     def _quiet_now(self) -> bool:
