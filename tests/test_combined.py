@@ -157,11 +157,14 @@ def test_a_call_whose_start_vosk_missed_takes_its_onset_from_the_callers_templat
 
 @pytest.mark.vosk_model
 @pytest.mark.parametrize("gated", [False, True])
-@pytest.mark.parametrize("name, speaker", [("noisy_pink_10db", "bob"), ("noisy_pink_20db", "dev")])
-def test_a_rescued_call_on_one_mic_is_placed_at_its_energy_rise(vosk_factory, enrolled, name, speaker, gated,
-                                                                monkeypatch):
-    """Calls Vosk did not know, found by the enrollment (whose onsets were 12-17 ms off here), get
-    their onsets the way Vosk's own calls do."""
+@pytest.mark.parametrize("name, speaker", [
+    ("noisy_pink_10db", "bob"), ("noisy_pink_20db", "dev"),  # rescued: Vosk did not know the word
+    ("noisy_pink_20db", "finn"),  # Vosk's word took in a clatter before it: placed at finn's template
+    ("overlap_000ms_emma_finn", "emma"),  # a tie stretch (finn, with her, not heard)
+])
+def test_one_mic_calls_placed_by_the_enrollment_get_the_energy_rise_onset(vosk_factory, enrolled, name, speaker,
+                                                                         gated, monkeypatch):
+    """Onsets the enrollment found (12-18 ms off here) are set the way Vosk's own calls' are."""
     fx = C.load(CORPUS / f"{name}.json")
     seg = next(s for s in fx.segments if s.speaker == speaker)
     truth = seg.onset / fx.rate
@@ -170,6 +173,8 @@ def test_a_rescued_call_on_one_mic_is_placed_at_its_energy_rise(vosk_factory, en
     assert [d.player for d in got] == [speaker] and abs(got[0].onset - truth) <= 0.008, got
     import voicesnap.spotters.combined as comb
 
+    if gated and name == "noisy_pink_20db" and speaker == "finn":
+        return  # behind the speech gate this call is within 10 ms without it too (4 ms): nothing to contrast
     monkeypatch.setattr(comb.CombinedSpotter, "_energy_onset", lambda self, approx, end: approx)
     plain = [d for d in _detect(_combined(vosk_factory, enrolled, gated), fx)
              if d.word in WORDS and abs(d.onset - truth) <= 0.3]
