@@ -112,3 +112,16 @@ def test_a_ties_second_onset_is_recovered_within_10_ms(six_players, name):
     true = (second.onset - first.onset) / fx.rate
     assert abs((on[second.speaker] - on[first.speaker]) - true) <= 0.010, (on, true)
     assert _heard(fx, dets, second.speaker, 0.010), dets
+
+
+def test_a_second_call_starting_in_the_first_callers_vowel_is_placed_at_its_hiss(six_players):
+    """bob's "snap" 120 ms after alice's: the path through both templates entered bob's 25 ms early.
+    bob's "s" starts in alice's vowel, a step of ~20 dB in the hiss band (``enrolled.hiss_onset``):
+    his onset is now within 10 ms (without the step: 25 ms early, this test fails)."""
+    fx, dets = _enrolled(six_players, "overlap_120ms_alice_bob")
+    first, second = sorted(fx.segments, key=lambda s: s.onset)
+    on = {d.player: d.onset for d in dets}
+    assert set(on) == {"alice", "bob"}, dets
+    true = (second.onset - first.onset) / fx.rate
+    assert abs((on["bob"] - on["alice"]) - true) <= 0.010, (on, true)
+    assert _heard(fx, dets, "bob", 0.010), dets
