@@ -424,9 +424,11 @@ class EnrolledSpotter:
         end = max(end, onset)
         score = ratio_to_score(tie.ratio)
         second = onset + int(round(tie.offset * F.HOP))
-        hiss = hiss_onset(st.audio, onset - st.audio_start, second - st.audio_start)
-        if hiss is not None:
-            second = hiss + st.audio_start
+        said = word or (self.voices.profiles[tie.second].word if tie.second is not None else "")
+        if said.lower().startswith("s"):  # the hiss step is the "s" of the call words; Animal Snap's need not have one
+            hiss = hiss_onset(st.audio, onset - st.audio_start, second - st.audio_start)
+            if hiss is not None:
+                second = hiss + st.audio_start
         out = []
         for player, at in ((tie.first, onset), (tie.second, second)):
             if player is None:
