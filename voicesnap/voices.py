@@ -848,6 +848,8 @@ def _joint_start(log_mel: np.ndarray, floor: np.ndarray | None, ta: np.ndarray, 
         out[da:, db:] = z[: na - da, : nb - db]
         return out
 
+    # the moves that enter the second template's first frame: it starts at that input frame
+    enter = np.array([db == 1 for _da, db in moves])[:, None, None] & (np.arange(nb) == 1)[None, None, :]
     acc = np.full((na, nb), inf, np.float32)
     st = np.zeros((na, nb), np.int64)  # the path's first input frame
     bs = np.full((na, nb), -1, np.int64)  # the input frame where the second template starts
@@ -855,12 +857,8 @@ def _joint_start(log_mel: np.ndarray, floor: np.ndarray | None, ta: np.ndarray, 
     for i in range(len(x)):
         cand = np.stack([shifted(acc, da, db, inf) for da, db in moves]) + pens
         cst = np.stack([shifted(st, da, db, 0) for da, db in moves])
-        cbs = np.stack([shifted(bs, da, db, -1) for da, db in moves])
-        # entering the second template's first frame starts it here, within reach of d0
-        enter = np.array([db == 1 for _da, db in moves])[:, None, None] & (np.arange(nb) == 1)[None, None, :]
-        cbs = np.where(enter, i, cbs)
-        off = cbs - cst
-        bad = enter & (np.abs(off - d0) > reach)
+        cbs = np.where(enter, i, np.stack([shifted(bs, da, db, -1) for da, db in moves]))
+        bad = enter & (np.abs(cbs - cst - d0) > reach)  # the second may start only within reach of d0
         cand = np.where(bad, inf, cand)
         k = np.argmin(cand, axis=0)
         pick = np.take_along_axis(cand, k[None], 0)[0]

@@ -59,9 +59,10 @@ RESCUE_EARLY: float | None = 0.15
 # call is added (the mixture check is the gate), so the floor only spares the mixture search.
 TIE_RESCUE_SCORE: float | None = 0.45
 # s: on one mic, a Vosk call whose caller's template starts this much later inside Vosk's word takes
-# the template's onset (since c48a621 the energy rise there, as Vosk's onsets are found: finn after a
-# clatter 15.1 -> 4.0 ms). Corpus: 3 calls moved, by 0.16-0.43 s, all to within 30 ms of the truth (bob's call 0.43 s after the start of the announcer's "Ten" Vosk had merged into it, now a
-# hit instead of a miss and a false call; cara after "Jack"; finn after a clatter); every other call's
+# the template's onset (since e1ea752 the energy rise there, as Vosk's onsets are found: finn after a
+# clatter 15.1 -> 4.0 ms). Corpus: 3 calls moved, by 0.16-0.43 s, all to within 30 ms of the truth
+# (bob's call 0.43 s after the start of the announcer's "Ten" Vosk had merged into it, now a hit
+# instead of a miss and a false call; cara after "Jack"; finn after a clatter); every other call's
 # template starts 0-40 ms *before* Vosk's refined onset, so any line from 0.05 to 0.15 s moves the same.
 LATE_ONSET = 0.05
 # s: on one mic, a Vosk call whose caller's template starts this much (up to EARLY_REACH) *earlier*
@@ -273,8 +274,7 @@ class CombinedSpotter:
             if ready and (tie or self._may_rescue(e, out + done)):
                 if not tie and self.enrolled.channels == 1:
                     # one mic: the energy rise Vosk's onsets are refined from (corpus, 6 rescued calls:
-                    # worst onset error 17.4 -> 8.8 ms, total 40 -> 20 ms); a tie's second onset is inside
-                    # the first caller's sound, where no rise tells it
+                    # worst onset error 17.4 -> 8.8 ms, total 40 -> 20 ms); a tie is placed by _tie_placed
                     e = replace(e, onset=self._energy_onset(e.onset, e.end))
                 done += [replace(t, engine=self.name, detected_at=max(t.detected_at or now, now)) for t in tie or [e]]
             elif unsure and now - e.end <= RESCUE_WAIT:
