@@ -203,6 +203,29 @@ def test_a_snap_pool_whose_pool_vosk_lost_in_noise_is_a_snap_pool(vosk_factory, 
 
 
 @pytest.mark.vosk_model
+def test_a_call_in_noise_goes_to_the_voice_the_encoder_vouches_for(vosk_factory, enrolled):
+    """Pink noise at 10 dB: emma's and alice's calls fit their templates and voiceprints too loosely
+    for the clean lines (template and voiceprint 1.05 > 1.00), but the speaker encoder on the
+    denoised word vouches for each voice: in noise that names them. Not enrolled, emma's call is
+    nobody's: the encoder does not vouch for a stranger."""
+    from voicesnap import encoder as E
+
+    if E.load_encoder() is None:
+        pytest.skip("no speaker encoder installed (voicesnap models download encoder, or VOICESNAP_ENCODER_MODEL)")
+    fx = C.load(CORPUS / "noisy_pink_10db.json")
+    callers = [s for s in fx.segments if s.speaker in ("emma", "alice")]
+    got = C.score(fx, [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS], words=WORDS)
+    named = {m.segment.speaker: m.detection.player for m in got.hits if m.segment in callers}
+    assert named == {"emma": "emma", "alice": "alice"}, got
+    assert all(m.detection.player in (m.segment.speaker, None) for m in got.hits), got.hits
+    others = [p for p in enrolled if p.name != "emma"]
+    got = C.score(fx, [d for d in _detect(_combined(vosk_factory, others), fx) if d.word in WORDS], words=WORDS)
+    emma = [m.detection.player for m in got.hits if m.segment.speaker == "emma"]
+    assert emma and emma == [None] * len(emma), got.hits
+    assert [m.detection.player for m in got.hits if m.segment.speaker == "alice"] == ["alice"], got.hits
+
+
+@pytest.mark.vosk_model
 def test_lone_calls_give_no_ties(vosk_factory, enrolled):
     """Each lone call of one player gives one caller, never a second player at the same moment."""
     fx = C.load(CORPUS / "clean_dev.json")

@@ -338,8 +338,12 @@ class EnrolledSpotter:
     def _embedding_scores(self, c: int, st: _Channel, f0: int, f1: int) -> dict[str, float] | None:
         """The speaker encoder's cosines for frames [f0, f1) of channel ``c`` (Voices.embedding_scores),
         with their level over the floor and the background before them."""
-        return self.voices.embedding_scores(self._samples(st, f0, f1), snr=self._level(c, f0, f1) - st.floor_db,
+        return self.voices.embedding_scores(self._samples(st, f0, f1), snr=self._snr(c, st, f0, f1),
                                             around=self._before(st, f0))
+
+    def _snr(self, c: int, st: _Channel, f0: int, f1: int) -> float:
+        """Level of frames [f0, f1) of channel ``c`` over its noise floor, dB."""
+        return self._level(c, f0, f1) - st.floor_db
 
     def _before(self, st: _Channel, f0: int) -> np.ndarray | None:
         """Up to AROUND frames of audio ending 3 frames before frame ``f0`` (never the stretch itself):
@@ -541,8 +545,9 @@ class EnrolledSpotter:
         # speaker encoder, when installed and the span is clear enough above the floor for it
         enc = self._embedding_scores(channel, st, v0, v1) if encoder else None
         # another engine already heard a call here: the question is only who,
-        # so the template may fit loosely as long as the voice fits
-        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc)
+        # so the template may fit loosely as long as the voice fits (in noise: is clearly the closest)
+        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc,
+                                 noisy_snr=self._snr(channel, st, v0, v1))
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason
