@@ -205,3 +205,33 @@ def test_combined_engine_names_every_single_call_of_the_scripted_mono_game(tmp_p
     # placed on the joint alignment's 10 ms frame grid: 15.0-15.1 ms off here (README, listening)
     for s, within in zip(tie, (0.005, 0.02)):
         assert [d.player for d in dets if abs(d.onset - s.onset) <= within] == [s.player], (s, dets)
+
+
+def test_the_tie_aligners_path_is_the_template_banks_best_placement():
+    """``voices._aligned`` repeats ``TemplateBank.match``'s dynamic programme for one template, keeping
+    the back-pointers the bank does not keep. The two must agree: on random inputs and templates the
+    path starts and ends where the bank's best placement does, and its cost (with the stay and skip
+    penalties) over its span is the bank's distance."""
+    rng = np.random.default_rng(5)
+    for case in range(200):
+        n, m = int(rng.integers(4, 60)), int(rng.integers(3, 30))
+        x = rng.normal(size=(n, 13)).astype(np.float32)
+        t = rng.normal(size=(m, 13)).astype(np.float32)
+        if case % 3 == 0:  # the template hidden in the input, so a clear best placement exists
+            at = int(rng.integers(0, max(1, n - m)))
+            x[at: at + m] = t[: n - at] + rng.normal(scale=0.1, size=x[at: at + m].shape)
+        bank = V.TemplateBank([("p", "snap", np.zeros((m, 40), np.float32))])
+        hit = bank.match(x, t)[0]
+        cost = V._cost(x, t)
+        path = V._aligned(cost)
+        if not np.isfinite(hit.distance) or hit.distance >= 1e8:
+            continue
+        assert (path[0][0], path[-1][0]) == (hit.start, hit.end), case
+        assert path[0][1] == 0 and path[-1][1] == m - 1, case
+        total = 0.0
+        for k, (i, j) in enumerate(path):
+            total += float(cost[i, j])
+            if k:
+                moved = j - path[k - 1][1]
+                total += {0: V.STAY_PENALTY, 1: 0.0, 2: V.SKIP_PENALTY}[moved]
+        assert total / (hit.end - hit.start + 1) == pytest.approx(hit.distance, rel=1e-4, abs=1e-4), case
