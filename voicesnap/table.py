@@ -26,6 +26,7 @@ can be resumed after a crash or replayed into the same state.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -166,6 +167,13 @@ class TableLoop:
     ``score()`` give the spoken answers to those commands.
     """
 
+    # A call from a voice that matches no enrolled player does not count. The caller must hear
+    # that, or a real call lost (in noise, or shouted past full scale: about 1 in 10 of the
+    # corpus calls) goes by in silence; at most once per UNKNOWN_REPEAT s of audio, so a
+    # bystander who keeps shouting does not talk over the game.
+    UNKNOWN_REPEAT = 30.0
+    UNKNOWN_TEXT = "'{word}' from a voice I do not know: not counted. If that was you, call clearly or enroll again"
+
     def __init__(
         self,
         referee: Referee,
@@ -210,6 +218,7 @@ class TableLoop:
         self.paused = False  # by the players' pause command
         self.held = False  # by the table itself: the input device is gone
         self._rearm_after: float | None = None
+        self._unknown_told = -math.inf  # when the players were last told of a call from an unknown voice
         self.stopped: Stop | None = None
         self.next_flip: float | None = start + first_flip_delay if pace else None
         self.last_said = ""
@@ -412,6 +421,9 @@ class TableLoop:
                 continue
             if det.player is None:
                 actions.append(Log(TableNote(det.onset, f"'{det.word}' heard from an unknown voice: ignored")))
+                if det.onset >= self._unknown_told + self.UNKNOWN_REPEAT:
+                    self._unknown_told = det.onset
+                    actions.append(Notice(self.UNKNOWN_TEXT.format(word=det.word)))
                 continue
             if det.player not in self.players:
                 actions.append(Log(TableNote(det.onset, f"'{det.word}' from {det.player}, who is not playing")))
