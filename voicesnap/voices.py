@@ -91,7 +91,7 @@ ENC_MIN_AROUND = 0.1
 ENC_WHAT_LIMIT = 1.0
 # In noise every fit worsens: the template, and the voiceprint that ENC_WHAT_LIMIT asks of
 # it, more than the encoder on the denoised word. So a call that another engine already
-# heard (``noisy_snr``: its level over the floor, dB, under ENC_MIN_SNR) goes to the closest
+# heard (``heard_snr``: its level over the floor, dB, under ENC_MIN_SNR) goes to the closest
 # voice when the encoder vouches for it (ratio <= 1) and the template is within the limit,
 # whatever the mean and the voiceprint say. Corpus calls at their true spans: right player
 # 85 -> 89 of 114 one-mic calls (none to a wrong player); near-miss words by enrolled
@@ -1096,7 +1096,7 @@ class Voices:
     def decide(self, best: dict[tuple[str, str], tuple[float, Hit]], voice: dict[str, float],
                accept: float = ACCEPT, r_limit: float = R_LIMIT,
                rank: dict[str, float] | None = None, enc: dict[str, float] | None = None,
-               noisy_snr: float | None = None) -> Attribution:
+               heard_snr: float | None = None) -> Attribution:
         """Turn template ratios and voice ratios into one attribution (or nobody).
 
         Who fits best is chosen with the ``rank`` voice ratios (the table's
@@ -1108,7 +1108,7 @@ class Voices:
         if enc:
             # what the voiceprint would decide: it may accept the player the encoder vouches for
             by_voiceprint = self.decide(best, voice, accept, r_limit, rank).player if voice else None
-            return self.decide_encoder(best, enc, accept, r_limit, by_voiceprint, voice, noisy_snr)
+            return self.decide_encoder(best, enc, accept, r_limit, by_voiceprint, voice, heard_snr)
         per_player: dict[str, tuple[float, str, Hit]] = {}
         rv = voice if rank is None else rank
         for (player, phrase), (r, h) in best.items():
@@ -1158,7 +1158,7 @@ class Voices:
     def decide_encoder(self, best: dict[tuple[str, str], tuple[float, Hit]], enc: dict[str, float],
                        accept: float = ACCEPT, r_limit: float = R_LIMIT,
                        by_voiceprint: str | None = None, voice: dict[str, float] | None = None,
-                       noisy_snr: float | None = None) -> Attribution:
+                       heard_snr: float | None = None) -> Attribution:
         """WHO by the speaker encoder and the templates together, accepted when both fit (see ENC_CAP).
 
         The same ``accept`` and ``r_limit`` as ``decide``: callers loosen them
@@ -1169,7 +1169,7 @@ class Voices:
         even if the mean is over the line: the encoder is then the stranger
         check and the voiceprint the fit (real same-word set: 88 -> 90/97 named,
         strangers unchanged 22/172; corpus calls +3; synthetic unchanged).
-        ``noisy_snr``: a call another engine heard, this many dB over the floor;
+        ``heard_snr``: a call another engine heard, this many dB over the floor;
         under ENC_MIN_SNR the encoder's word and the template limit suffice.
 
         WHO is chosen on the same mean as acceptance, not on the cosine alone:
@@ -1217,9 +1217,9 @@ class Voices:
             return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
                                f"{name}: voice {enc[name]:.2f} >= {thr:.2f}, and the voiceprint rule accepts "
                                f"(combined {comb[name]:.2f} > {accept:.2f})")
-        if why and noisy_snr is not None and noisy_snr < ENC_MIN_SNR and er[name] <= 1.0 and r <= r_limit:
+        if why and heard_snr is not None and heard_snr < ENC_MIN_SNR and er[name] <= 1.0 and r <= r_limit:
             return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
-                               f"{name}: voice {enc[name]:.2f} >= {thr:.2f} in noise ({noisy_snr:.0f} dB over "
+                               f"{name}: voice {enc[name]:.2f} >= {thr:.2f} in noise ({heard_snr:.0f} dB over "
                                f"the floor), where the other checks fail real calls")
         if why:
             return Attribution(None, scores[name], None, scores, h.start, h.end, details,

@@ -545,9 +545,9 @@ class EnrolledSpotter:
         # speaker encoder, when installed and the span is clear enough above the floor for it
         enc = self._embedding_scores(channel, st, v0, v1) if encoder else None
         # another engine already heard a call here: the question is only who,
-        # so the template may fit loosely as long as the voice fits (in noise: is clearly the closest)
+        # so the template may fit loosely as long as the voice fits (in noise the encoder's word suffices)
         att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc,
-                                 noisy_snr=self._snr(channel, st, v0, v1))
+                                 heard_snr=self._snr(channel, st, v0, v1))
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason
