@@ -889,6 +889,73 @@ def _joint_start(log_mel: np.ndarray, floor: np.ndarray | None, ta: np.ndarray, 
     return best, found
 
 
+# --------------------------------------------------------------------------
+# near misses: the closing sounds of the call
+#
+# A near-miss word ("snack" for "snap") differs from the call in one short stretch,
+# and the template's mean cost over the whole word hides it: the rest fits as
+# well as a real call. So the call's parts are compared one by one, with a
+# wider range of level than the match (the closing consonant lies at the edge
+# of the match's 30 dB), and the worst part of each half is set against the same
+# measure between the player's own takes (each take against the others): no word
+# list and no language, only the player's takes. A call is another word when its
+# second half fits far worse than that, while its first half fits like a call and
+# is not the worse half (a fit loose all through is left to the template's own
+# threshold: calls in babble, Animal Snap's held-out "meow"). Ratios to the lines
+# (second half; first half): the corpus's six clean "snack"s 2.25-2.88; 1.89-2.40,
+# second/first 1.02-1.53; every call heard on the corpus with its first half under
+# CODA_HEAD_MAX at most 2.09 (cara's clean "snap"); calls over CODA_LIMIT: finn's
+# "snap pool" in babble 4.43; 6.5, Animal Snap's "meow" 3.63; 3.50 and "moo" 2.69;
+# 4.04, a one-mic overlap's "snap" 2.24; 2.89 (second/first 0.78). Margins: 3-5% on
+# CODA_LIMIT, 4-7% on CODA_OVER_HEAD (0.91: a babble call misread), 17-20% on
+# CODA_HEAD_MAX, all on synthetic voices. Not caught: a "slap" (it differs at the
+# start), a "snack" in pink noise at 20 dB (its end is under the noise: 1.35).
+CODA_RANGE_DB = 50.0  # dB of level kept under the loudest band (the match keeps 30)
+CODA_PARTS = 8  # the template is cut into this many parts of equal length
+CODA_FROM = 0.5  # the "second half": parts from this fraction of the template on
+CODA_LIMIT = 2.15  # worst second-half part over the player's line: more is no call ...
+CODA_OVER_HEAD = 0.95  # ... when it is also this much worse than the worst first-half part (over its line)
+CODA_HEAD_MAX = 2.9  # ... and that first half fits like a call (over its line; more: the whole word is loose)
+
+
+def part_costs(log_mel: np.ndarray, floor: np.ndarray | None, templates: Sequence[np.ndarray]) -> np.ndarray:
+    """Mean cost per part (CODA_PARTS of each template) along each template's best placement in
+    ``log_mel`` (as ``TemplateBank.match``), the lowest over ``templates`` per part.
+
+    Cepstra as ``features.call_cepstra`` and ``_heard_cepstra``, but CODA_RANGE_DB deep.
+    """
+    rng = CODA_RANGE_DB * math.log(10.0) / 10.0
+    fl = np.full(F.N_MELS, float(log_mel.max()) - rng, np.float32)
+    if floor is not None:
+        fl = np.maximum(fl, floor + 0.9)
+    x = F.cmn(F.matmul(np.maximum(log_mel, fl[None, :]), F._dct().T).astype(np.float32))
+    peak = F.peak_level(log_mel)
+    best = np.full(CODA_PARTS, np.inf)
+    for t in templates:
+        heard = F.compensate(t, peak - F.peak_level(t), floor)
+        c = F.matmul(np.maximum(heard, fl[None, :]).astype(np.float32), F._dct().T)
+        cost = _cost(x, (c - c.mean(axis=0)).astype(np.float32))
+        path = np.array(_aligned(cost))
+        part = np.minimum(CODA_PARTS - 1, CODA_PARTS * path[:, 1] // len(t))
+        sums = np.bincount(part, weights=cost[path[:, 0], path[:, 1]], minlength=CODA_PARTS)
+        n = np.bincount(part, minlength=CODA_PARTS)
+        best = np.minimum(best, np.where(n > 0, sums / np.maximum(n, 1), np.inf))
+    return best
+
+
+def coda_costs(log_mel: np.ndarray, floor: np.ndarray | None, templates: Sequence[np.ndarray]) -> tuple[float, float]:
+    """(worst first-half part, worst second-half part) of ``part_costs``."""
+    parts = part_costs(log_mel, floor, templates)
+    k = int(round(CODA_FROM * CODA_PARTS))
+    return float(parts[:k].max()), float(parts[k:].max())
+
+
+def coda_line(templates: Sequence[np.ndarray]) -> tuple[float, float]:
+    """The player's own (first-half, second-half) line: the worst of each take against the others."""
+    pairs = [coda_costs(t, None, [u for j, u in enumerate(templates) if j != i]) for i, t in enumerate(templates)]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
 @dataclass(frozen=True)
 class Tie:
     """Two calls overlapping in one stretch: ``second`` started ``offset`` frames later.
@@ -956,6 +1023,7 @@ class Voices:
         self.channels = {p.channel: p.name for p in profiles if p.channel is not None}
         self._rank_models = self._pooled_voice_models(profiles)
         self.encoder, self._enc_models = self._encoder_models(profiles, every, encoder)
+        self._coda_lines: dict[tuple[str, str], tuple[float, float]] = {}  # near_miss's lines, on first use
 
     @staticmethod
     def _encoder_models(profiles: Sequence[Profile], every: Sequence[Profile], encoder: E.Encoder | None | str
@@ -1361,6 +1429,24 @@ class Voices:
             out.append(min(stand_in(TIE_NEAR_WARPS) / TIE_CLEAR,
                            0.5 * (own[k] + stand_in(TIE_FAR_WARPS)) / TIE_CALLER))
         return out[0], out[1]
+
+    def near_miss(self, player: str, phrase: str, log_mel: np.ndarray, floor: np.ndarray | None) -> str | None:
+        """Why the call of ``player``'s ``phrase`` found in ``log_mel`` is another word, or None.
+
+        Its closing sounds fit the player's takes far worse than the takes fit each
+        other, while its opening fits like a call (see CODA_LIMIT); the player's line is
+        worked out from the stored templates on first use, so profiles are unchanged.
+        """
+        prof = self.profiles[player]
+        key = (player, phrase)
+        if key not in self._coda_lines:
+            self._coda_lines[key] = coda_line(prof.templates[phrase])
+        (head_line, tail_line), (head, tail) = self._coda_lines[key], coda_costs(log_mel, floor, prof.templates[phrase])
+        tail_r, head_r = tail / max(tail_line, 1e-6), head / max(head_line, 1e-6)
+        if tail_r > CODA_LIMIT and tail_r > CODA_OVER_HEAD * head_r and head_r <= CODA_HEAD_MAX:
+            return (f"its end fits {player}'s takes {tail_r:.2f}x as badly as they fit each other "
+                    f"(> {CODA_LIMIT:.2f}), its start {head_r:.2f}x: another word")
+        return None
 
 
 def load_voices(option: str | None = None, announcer: bool = True) -> Voices:
