@@ -13,7 +13,10 @@ with their own onsets. Third, a call Vosk did not know (its final decode
 there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
 decode is final, or sooner when Vosk hears nothing but "[unk]" so far
 (``_rescued``, ``_early``), so that it can reach the table in time; where it
-fits no one player well but two players' calls mixed, as both calls.
+fits no one player well but two players' calls mixed, as both calls. Fourth,
+a call named to nobody that may be one half of two players' overlapping calls
+Vosk heard as two words waits for the enrolled engine's word on that stretch
+(``_split_half``, HOLD_TAIL).
 """
 
 from __future__ import annotations
