@@ -221,16 +221,14 @@ class CombinedSpotter:
     def _replace_held(self, second: list[Detection], out: list[Detection]) -> list[Detection]:
         """Held calls named to nobody that the enrolled engine now hears as two players' calls are those
         calls (appended to ``out``); the enrolled calls used so are taken out of ``second``."""
-        if not self._held:
-            return second
-        first = min(self._held, key=lambda h: h.onset)
-        named = [e for e in second if e.player is not None and e.word in self.vosk_words
-                 and first.onset - TWIN_WINDOW <= e.onset <= first.end + TWIN_WINDOW]
-        if len({e.player for e in named}) < 2:
+        named = [e for e in second if e.player is not None and e.word in self.vosk_words]
+        if not self._held or len({e.player for e in named}) < 2:
             return second
         lo = min(e.onset for e in named) - TWIN_WINDOW
         hi = max(e.end for e in named)
         caught = [h for h in self._held if lo <= h.onset <= hi]
+        if not caught:
+            return second
         self._held = [h for h in self._held if h not in caught]
         now = max(h.detected_at or 0.0 for h in caught)
         tie = self._tie_placed(named)
