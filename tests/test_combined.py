@@ -226,31 +226,6 @@ def test_a_call_in_noise_goes_to_the_voice_the_encoder_vouches_for(vosk_factory,
 
 
 @pytest.mark.vosk_model
-def test_two_calls_vosk_split_and_named_to_nobody_are_the_two_players(vosk_factory, enrolled):
-    """cara, then dev 200 ms later, on one mic: Vosk hears two "snap"s (0.80 and 1.29 s), each too
-    mixed to name, so play would have ignored both. They wait for the enrolled engine's word on
-    the stretch, which is the two players' calls: cara and dev at their onsets, no false call."""
-    fx = C.load(CORPUS / "overlap_200ms_cara_dev.json")
-    got = C.score(fx, [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS], words=WORDS)
-    assert not got.misses and not got.false, got
-    assert sorted((m.segment.speaker, m.detection.player) for m in got.hits) == [("cara", "cara"), ("dev", "dev")]
-    assert all(abs(m.onset_error) <= 0.010 for m in got.hits), got.hits
-
-
-@pytest.mark.vosk_model
-def test_a_lone_call_named_to_nobody_does_not_wait(vosk_factory, enrolled, monkeypatch):
-    """emma's first clean call fits her voice too loosely to be named. It is alone in its stretch of
-    speech, so it is reported exactly as without the wait for split calls (same call, same moment)."""
-    from voicesnap.spotters import combined
-
-    fx = C.load(CORPUS / "clean_emma.json")
-    got = [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS]
-    assert any(d.player is None for d in got), "no call of clean_emma is named to nobody any more"
-    monkeypatch.setattr(combined, "HOLD_SPAN", 0.0)  # no stretch is short enough: nothing waits
-    assert [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS] == got
-
-
-@pytest.mark.vosk_model
 def test_lone_calls_give_no_ties(vosk_factory, enrolled):
     """Each lone call of one player gives one caller, never a second player at the same moment."""
     fx = C.load(CORPUS / "clean_dev.json")

@@ -13,10 +13,7 @@ with their own onsets. Third, a call Vosk did not know (its final decode
 there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
 decode is final, or sooner when Vosk hears nothing but "[unk]" so far
 (``_rescued``, ``_early``), so that it can reach the table in time; where it
-fits no one player well but two players' calls mixed, as both calls. Fourth,
-a call named to nobody that may be one half of two players' overlapping calls
-Vosk heard as two words waits for the enrolled engine's word on that stretch
-(``_split_half``, HOLD_TAIL).
+fits no one player well but two players' calls mixed, as both calls.
 """
 
 from __future__ import annotations
@@ -78,18 +75,6 @@ EARLY_REACH = 0.2
 # stretches: moved 0.1-2.9 ms, except emma's call with finn at 0 ms (finn not heard), 18 ms -> 0.4 ms.
 TIE_SHIFT = 0.03
 POOL_TAIL = 0.7  # s after a Vosk "snap" searched for the rest of the player's "snap pool"
-# A Vosk call named to nobody in a stretch of speech that goes on HOLD_TAIL s or more after it (or
-# in the same stretch as such a call) may be one half of two players' overlapping calls that Vosk
-# split, each half too mixed to name (overlap_200ms_cara_dev: Vosk heard "snap" at 0.80 and 1.29 s,
-# both nobody's, so play ignored both calls; the stretch went on 0.38 s after the first). Such a
-# call waits, at most NOBODY_HOLD s after its end, for the enrolled engine's word on the stretch: if
-# that is two players' calls, they replace it. A call named to nobody does not count in play, so
-# the wait costs no ruling. A lone call does not wait: the corpus's other calls named to nobody
-# have at most 0.22 s of their stretch after Vosk's word end (its own tail: clean_emma 0.21, a
-# babble call 0.22); stretches longer than HOLD_SPAN s (chatter, babble) are not two calls.
-HOLD_TAIL = 0.3
-NOBODY_HOLD = 0.8
-HOLD_SPAN = 1.2
 
 
 def _vetoes(words: Iterable[str]) -> bool:
@@ -115,7 +100,6 @@ class CombinedSpotter:
         self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
         self._heard: list[Detection] = []  # recent enrolled calls (for their onsets)
         self._waiting: list[Detection] = []  # Vosk calls whose end is not yet buffered
-        self._held: list[Detection] = []  # Vosk calls named to nobody, waiting for the enrolled engine
 
     def set_pool_exists(self, value: bool) -> None:
         """Whether "snap pool" is possible now (both engines then decide "snap" sooner)."""
@@ -184,13 +168,8 @@ class CombinedSpotter:
                 _c, ext, _r = self.enrolled.attribute_span(d.onset, min(now, d.end + POOL_TAIL), None, channel)
                 if ext.phrase == SNAP_POOL and ext.player is not None:
                     word, att = SNAP_POOL, ext
-            call = replace(d, word=word, onset=onset, player=att.player, score=att.score, channel=channel,
-                           engine=self.name)
-            if att.player is None and not final and self._split_half(call):
-                self._held.append(call)
-                continue
-            out.append(call)
-        second = self._replace_held(second, out)
+            out.append(replace(d, word=word, onset=onset, player=att.player, score=att.score, channel=channel,
+                               engine=self.name))
         for e in second:
             if e.word not in self.vosk_words:
                 out.append(replace(e, engine=self.name))  # Animal Snap: words Vosk cannot know
@@ -200,50 +179,14 @@ class CombinedSpotter:
             if twin and all(c.player not in (e.player, None) for c in twin):
                 out.append(replace(e, word=twin[0].word, engine=self.name))  # a second voice: a tie
             elif not twin and self.rescue_score is not None and \
-                    not any(abs(w.onset - e.onset) <= TWIN_WINDOW for w in self._waiting + self._held):
+                    not any(abs(w.onset - e.onset) <= TWIN_WINDOW for w in self._waiting):
                 self._rescue.append(e)
-        out += self._released(now, final)
         rescued = self._rescued(now, final, out)
         self._rescued_at = (self._rescued_at + [(d.onset, d.player) for d in rescued])[-20:]
         out += rescued
         self._emitted = (self._emitted + out)[-20:]
         self._heard = (self._heard + second)[-20:]
         return sorted(out, key=lambda d: d.onset)
-
-    def _split_half(self, call: Detection) -> bool:
-        """Whether a call named to nobody lies in a stretch the enrolled engine has not judged yet that
-        goes on well after it, or that holds another such call (see HOLD_TAIL)."""
-        span = self.enrolled.unjudged()
-        if span is None or not (span[0] <= call.end and call.onset <= span[1]) or span[1] - span[0] > HOLD_SPAN:
-            return False
-        return span[1] >= call.end + HOLD_TAIL or any(span[0] <= h.onset for h in self._held)
-
-    def _replace_held(self, second: list[Detection], out: list[Detection]) -> list[Detection]:
-        """Held calls named to nobody that the enrolled engine now hears as two players' calls are those
-        calls (appended to ``out``); the enrolled calls used so are taken out of ``second``."""
-        named = [e for e in second if e.player is not None and e.word in self.vosk_words]
-        if not self._held or len({e.player for e in named}) < 2:
-            return second
-        lo = min(e.onset for e in named) - TWIN_WINDOW
-        hi = max(e.end for e in named)
-        caught = [h for h in self._held if lo <= h.onset <= hi]
-        if not caught:
-            return second
-        self._held = [h for h in self._held if h not in caught]
-        now = max(h.detected_at or 0.0 for h in caught)
-        tie = self._tie_placed(named)
-        out += [replace(e, word=caught[0].word, engine=self.name, detected_at=max(e.detected_at or now, now))
-                for e in tie]
-        return [e for e in second if e not in named]
-
-    def _released(self, now: float, final: bool) -> list[Detection]:
-        """Held calls whose stretch the enrolled engine has judged without naming two players (or that
-        waited NOBODY_HOLD s): reported as they were, named to nobody."""
-        span = self.enrolled.unjudged()
-        done = [h for h in self._held
-                if final or span is None or span[0] > h.end or now - h.end > NOBODY_HOLD]
-        self._held = [h for h in self._held if h not in done]
-        return [replace(h, detected_at=max(h.detected_at or now, now)) for h in done]
 
     def _energy_onset(self, approx: float, end: float) -> float:
         """The signal's energy rise near ``approx`` as Vosk finds its own onsets (``approx`` where none)."""

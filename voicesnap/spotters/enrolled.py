@@ -286,23 +286,6 @@ class EnrolledSpotter:
     def set_pool_exists(self, value: bool) -> None:
         self.pool_exists = value
 
-    def unjudged(self) -> tuple[float, float] | None:
-        """The earliest stretch of speech not judged yet, (start, end so far) in seconds, or None.
-
-        A stretch is unjudged while it is still open, or held for a "pool" that may
-        follow; another engine can wait for this one's word on it (CombinedSpotter).
-        """
-        spans = []
-        for st in self._channels:
-            if st.pending is not None:
-                spans.append((st.base + st.pending[0] * F.HOP, st.base + st.pending[1] * F.HOP))
-            if st.seg_start is not None:
-                spans.append((st.base + st.seg_start * F.HOP, st.base + (st.last_loud + 1) * F.HOP))
-        if not spans:
-            return None
-        a, b = min(spans)
-        return a / F.RATE, b / F.RATE
-
     def pool_possible(self) -> bool:
         """Whether "snap pool" can be called now (a claim is open)."""
         value = self.pool_exists
