@@ -134,15 +134,19 @@ def test_unknown_voices_and_strangers_are_logged_not_judged() -> None:
 
 
 def test_players_are_told_of_a_call_from_an_unknown_voice_once_per_half_minute() -> None:
-    """A call nobody's voice matches does not count; the table says so (printed and spoken), but at
-    most once every 30 s of audio, so a bystander shouting "snap" over and over does not drown the game."""
+    """A call nobody's voice matches does not count; the table says so, briefly and at information
+    priority (a card's announcement cuts it, no card waits for it), at most once every 30 s of audio,
+    so a bystander shouting "snap" over and over does not drown the game."""
+    from voicesnap.table import PRIORITY_INFO
+
     loop, _game = new_loop()
     told = []
     for t, dets in ((0.5, [snap(None, 0.2)]), (5.0, [snap(None, 4.7)]), (29.0, [snap(None, 28.9)]),
                     (31.0, [snap(None, 30.5)]), (33.0, [snap("Alice", 32.8)])):
-        told += [(t, a.text) for a in loop.step(t, dets) if isinstance(a, Notice)]
+        told += [(t, a) for a in loop.step(t, dets) if isinstance(a, (Say, Notice)) and "not known" in a.text]
     assert [t for t, _ in told] == [0.5, 31.0], told
-    assert all("'snap' from a voice I do not know: not counted" in text for _, text in told)
+    assert all(isinstance(a, Say) and a.priority == PRIORITY_INFO and a.text == "'snap' not counted: voice not known"
+               for _, a in told)
 
 
 def test_pause_stops_flips_and_resume_restarts_the_pace() -> None:

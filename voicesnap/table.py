@@ -169,10 +169,12 @@ class TableLoop:
 
     # A call from a voice that matches no enrolled player does not count. The caller must hear
     # that, or a real call lost (in noise, or shouted past full scale: about 1 in 10 of the
-    # corpus calls) goes by in silence; at most once per UNKNOWN_REPEAT s of audio, so a
-    # bystander who keeps shouting does not talk over the game.
+    # corpus calls) goes by in silence. Short, at information priority (the next card cuts it
+    # and never waits for it: a ruling-priority notice of 5 s could hold play that long) and
+    # at most once per UNKNOWN_REPEAT s of audio, so a bystander, or chatter heard as a call,
+    # does not talk over the game.
     UNKNOWN_REPEAT = 30.0
-    UNKNOWN_TEXT = "'{word}' from a voice I do not know: not counted. If that was you, call clearly or enroll again"
+    UNKNOWN_TEXT = "'{word}' not counted: voice not known"
 
     def __init__(
         self,
@@ -423,7 +425,7 @@ class TableLoop:
                 actions.append(Log(TableNote(det.onset, f"'{det.word}' heard from an unknown voice: ignored")))
                 if det.onset >= self._unknown_told + self.UNKNOWN_REPEAT:
                     self._unknown_told = det.onset
-                    actions.append(Notice(self.UNKNOWN_TEXT.format(word=det.word)))
+                    actions.append(Say(self.UNKNOWN_TEXT.format(word=det.word), PRIORITY_INFO))
                 continue
             if det.player not in self.players:
                 actions.append(Log(TableNote(det.onset, f"'{det.word}' from {det.player}, who is not playing")))
