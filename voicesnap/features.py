@@ -299,17 +299,19 @@ def noise_floor(log_mel: np.ndarray) -> np.ndarray:
     return np.percentile(log_mel, 10, axis=0).astype(np.float32)
 
 
-def call_cepstra(log_mel: np.ndarray, floor: np.ndarray | None = None) -> np.ndarray:
+def call_cepstra(log_mel: np.ndarray, floor: np.ndarray | None = None,
+                 range_nats: float = RANGE_NATS) -> np.ndarray:
     """Noise-robust, mean-normalised cepstra for matching calls.
 
-    Every band is floored at the larger of 30 dB below the loudest bin and 4 dB
-    above the background: quiet bins then look alike whether the take was
-    made in silence or the call came through table noise, which otherwise
-    dominates the distance on the fricative and the edges of the word.
+    Every band is floored at the larger of 30 dB (``range_nats``) below the
+    loudest bin and 4 dB above the background: quiet bins then look alike
+    whether the take was made in silence or the call came through table
+    noise, which otherwise dominates the distance on the fricative and the
+    edges of the word.
     """
     if len(log_mel) == 0:
         return np.zeros((0, N_MFCC), np.float32)
-    lo = float(log_mel.max()) - RANGE_NATS
+    lo = float(log_mel.max()) - range_nats
     fl = np.full(N_MELS, lo, np.float32)
     if floor is not None:
         fl = np.maximum(fl, floor + 0.9)

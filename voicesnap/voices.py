@@ -294,12 +294,13 @@ class Hit:
     end: int
 
 
-def _heard_cepstra(t: np.ndarray, gain: np.ndarray | float, top: float, floor: np.ndarray | None) -> np.ndarray:
+def _heard_cepstra(t: np.ndarray, gain: np.ndarray | float, top: float, floor: np.ndarray | None,
+                   range_nats: float = F.RANGE_NATS) -> np.ndarray:
     """Cepstra of log-mel template frames ``t`` at ``gain`` as heard over background ``floor`` (no mean
-    removed): ``F.compensate``, then the bands limited to F.RANGE_NATS under ``top`` (the input's
+    removed): ``F.compensate``, then the bands limited to ``range_nats`` under ``top`` (the input's
     loudest band) and just over the background, as ``F.call_cepstra`` does to the input."""
     t = F.compensate(t, gain, floor)
-    fl = np.full(F.N_MELS, top - F.RANGE_NATS, np.float32)
+    fl = np.full(F.N_MELS, top - range_nats, np.float32)
     if floor is not None:
         fl = np.maximum(fl, floor + 0.9)
     return F.matmul(np.maximum(t, fl[None, :]).astype(np.float32), F._dct().T)
@@ -925,15 +926,11 @@ def part_costs(log_mel: np.ndarray, floor: np.ndarray | None, templates: Sequenc
     Cepstra as ``features.call_cepstra`` and ``_heard_cepstra``, but CODA_RANGE_DB deep.
     """
     rng = CODA_RANGE_DB * math.log(10.0) / 10.0
-    fl = np.full(F.N_MELS, float(log_mel.max()) - rng, np.float32)
-    if floor is not None:
-        fl = np.maximum(fl, floor + 0.9)
-    x = F.cmn(F.matmul(np.maximum(log_mel, fl[None, :]), F._dct().T).astype(np.float32))
-    peak = F.peak_level(log_mel)
+    x = F.call_cepstra(log_mel, floor, rng)
+    peak, top = F.peak_level(log_mel), float(log_mel.max())
     best = np.full(CODA_PARTS, np.inf)
     for t in templates:
-        heard = F.compensate(t, peak - F.peak_level(t), floor)
-        c = F.matmul(np.maximum(heard, fl[None, :]).astype(np.float32), F._dct().T)
+        c = _heard_cepstra(t, peak - F.peak_level(t), top, floor, rng)
         cost = _cost(x, (c - c.mean(axis=0)).astype(np.float32))
         path = np.array(_aligned(cost))
         part = np.minimum(CODA_PARTS - 1, CODA_PARTS * path[:, 1] // len(t))
