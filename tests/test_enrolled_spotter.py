@@ -193,3 +193,26 @@ def test_near_miss_snack_is_refused_and_own_calls_still_heard(spotter_factory, n
     sc = C.score(clean, detect(spotter_factory(), clean), words=WORDS)
     assert not sc.misses and not sc.false, (sc.misses, sc.false)
     assert all(m.detection.player == name for m in sc.hits)
+
+
+def test_another_engines_span_is_judged_on_the_stream_clock_when_the_stream_starts_late(spotter_factory):
+    """Spans handed in by another engine (``attribute_span``, ``call_in_span``) are seconds on the
+    stream's clock. A stream whose first chunk is not at sample 0 (here 3 s) must give the same
+    answers as one that starts at 0; the spans used to be taken as if it did (every call nobody's)."""
+    fx = C.load(PLAYERS_DIR.parent / "corpus" / "snap_vs_pool_1.json")
+    answers = {}
+    for start in (0, 3 * fx.rate):
+        sp = spotter_factory()
+        t0 = start / fx.rate
+        todo = [(s.onset / fx.rate + t0, s.end / fx.rate + t0, s.text) for s in fx.segments]
+        named, found = [], []
+        for ch in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320, start=start):
+            sp.accept(ch)
+            while todo and todo[0][1] + 0.15 <= sp.position:  # asked as the combined engine asks
+                a, b, word = todo.pop(0)
+                named.append(sp.attribute_span(a, b, word)[1].player)
+                d = sp.call_in_span(a - 0.3, b + 0.3)
+                found.append((d.player, round(d.onset - t0, 4)) if d else None)
+        answers[start] = (named, found)
+    assert answers[0] == answers[3 * fx.rate], answers
+    assert sum(p is not None for p in answers[0][0]) >= 6, answers  # the check says something

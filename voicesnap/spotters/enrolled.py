@@ -494,8 +494,9 @@ class EnrolledSpotter:
         """
         if not self._channels:
             return None
-        s = int(onset * F.RATE) // F.HOP
-        e = int(end * F.RATE) // F.HOP + 1
+        base = self._channels[0].base  # every channel starts with the stream's first chunk
+        s = (int(onset * F.RATE) - base) // F.HOP
+        e = (int(end * F.RATE) - base) // F.HOP + 1
         if channel is None:
             channel = max(range(len(self._channels)), key=lambda c: self._level(c, s, e))
         st = self._channels[channel]
@@ -585,8 +586,8 @@ class EnrolledSpotter:
         channel, att, _rival = self.attribute_span(onset, end, None, win[0], encoder=False)
         if att.end <= att.start:
             return None
-        lo = win[4]
-        a, b = (lo + att.start) * F.HOP / F.RATE, (lo + att.end + 1) * F.HOP / F.RATE
+        base, lo = win[1].base, win[4]
+        a, b = (base + (lo + att.start) * F.HOP) / F.RATE, (base + (lo + att.end + 1) * F.HOP) / F.RATE
         win = self._span_window(a, b, channel)
         channel, att, rival = self.attribute_span(a, b, None, channel, encoder=False)
         if win is None or att.player is None or att.phrase is None or rival:
