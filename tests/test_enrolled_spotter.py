@@ -199,7 +199,7 @@ def test_another_engines_span_is_judged_on_the_stream_clock_when_the_stream_star
     """Spans handed in by another engine (``attribute_span``, ``call_in_span``) are seconds on the
     stream's clock. A stream whose first chunk is not at sample 0 (here 3 s) must give the same
     answers as one that starts at 0; the spans used to be taken as if it did (every call nobody's)."""
-    fx = C.load(PLAYERS_DIR.parent / "corpus" / "snap_vs_pool_1.json")
+    fx = C.load(C.CORPUS_DIR / "snap_vs_pool_1.json")
     answers = {}
     for start in (0, 3 * fx.rate):
         sp = spotter_factory()

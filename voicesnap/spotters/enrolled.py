@@ -335,11 +335,10 @@ class EnrolledSpotter:
         b = max(0, st.base + f1 * F.HOP + F.FRAME - st.audio_start)
         return st.audio[a:b]
 
-    def _embedding_scores(self, c: int, st: _Channel, f0: int, f1: int) -> dict[str, float] | None:
-        """The speaker encoder's cosines for frames [f0, f1) of channel ``c`` (Voices.embedding_scores),
-        with their level over the floor and the background before them."""
-        return self.voices.embedding_scores(self._samples(st, f0, f1), snr=self._snr(c, st, f0, f1),
-                                            around=self._before(st, f0))
+    def _embedding_scores(self, st: _Channel, f0: int, f1: int, snr: float) -> dict[str, float] | None:
+        """The speaker encoder's cosines for frames [f0, f1) of channel state ``st`` (Voices.embedding_scores),
+        with their level over the floor (``_snr``) and the background before them."""
+        return self.voices.embedding_scores(self._samples(st, f0, f1), snr=snr, around=self._before(st, f0))
 
     def _snr(self, c: int, st: _Channel, f0: int, f1: int) -> float:
         """Level of frames [f0, f1) of channel ``c`` over its noise floor, dB."""
@@ -374,7 +373,7 @@ class EnrolledSpotter:
         # speaker encoder, when installed and the stretch is clear enough above the floor for it;
         # not where no player's template fits (no call whoever said it: most stretches of chatter)
         fits = any(r <= R_LIMIT for (p, _ph), (r, _h) in best.items() if p not in self.voices.rivals)
-        enc = self._embedding_scores(c, st, s, e) if fits else None
+        enc = self._embedding_scores(st, s, e, self._snr(c, st, s, e)) if fits else None
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
             # the mic names the caller: the voice only has to be plausibly theirs
@@ -548,11 +547,12 @@ class EnrolledSpotter:
         voice = {p: self.voices.voice_ratio(p, vp) for p in {k[0] for k in best}}
         rank = {p: self.voices.rank_ratio(p, vp) for p in voice}
         # speaker encoder, when installed and the span is clear enough above the floor for it
-        enc = self._embedding_scores(channel, st, v0, v1) if encoder else None
+        snr = self._snr(channel, st, v0, v1)
+        enc = self._embedding_scores(st, v0, v1, snr) if encoder else None
         # another engine already heard a call here: the question is only who,
         # so the template may fit loosely as long as the voice fits (in noise the encoder's word suffices)
         att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc,
-                                 heard_snr=self._snr(channel, st, v0, v1))
+                                 heard_snr=snr)
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason
