@@ -186,9 +186,16 @@ def test_near_miss_snack_is_refused_and_own_calls_still_heard(spotter_factory, n
     near = C.load(C.CORPUS_DIR / f"nearmiss_{name}.json")
     snacks = [s for s in near.segments if s.text == "snack"]
     assert snacks
-    dets = detect(spotter_factory(), near)
+    sp = spotter_factory()
+    dets = detect(sp, near)
     taken = [d for s in snacks for d in dets if d.word in WORDS and abs(d.onset - s.onset / near.rate) <= 0.25]
     assert taken == [], taken
+    # and each refusal is kept with its reason, so "why was that not a call?" has an answer
+    refused = sp.take_refusals()
+    for s in snacks:
+        assert any(r.player == name and r.word == "snap" and "its end fits" in r.reason
+                   and r.onset - 0.1 <= s.onset / near.rate <= r.end for r in refused), (s, refused)
+    assert sp.take_refusals() == []  # handed over once
     clean = C.load(C.CORPUS_DIR / f"clean_{name}.json")
     sc = C.score(clean, detect(spotter_factory(), clean), words=WORDS)
     assert not sc.misses and not sc.false, (sc.misses, sc.false)
@@ -216,3 +223,47 @@ def test_another_engines_span_is_judged_on_the_stream_clock_when_the_stream_star
         answers[start] = (named, found)
     assert answers[0] == answers[3 * fx.rate], answers
     assert sum(p is not None for p in answers[0][0]) >= 6, answers  # the check says something
+
+
+def test_listen_says_why_a_near_miss_was_not_a_call(tmp_path, capsys):
+    """`voicesnap listen` is how a player checks their set-up: a "snack" that looked like their
+    call is shown as not a call, with the reason, in text and as a typed JSON record."""
+    from voicesnap import events, voices
+    from voicesnap.cli import main
+    from voicesnap.spotters import Detection, Refusal
+
+    data = tmp_path / "data"
+    for n in NAMES:
+        voices.save_profile(profile(n), str(data))
+    wav = str(C.CORPUS_DIR / "nearmiss_cara.wav")
+    snacks = [s for s in C.load(C.CORPUS_DIR / "nearmiss_cara.json").segments if s.text == "snack"]
+    assert main(["--data-dir", str(data), "listen", "--engine", "enrolled", "--file", wav, "--json"]) == 0
+    records = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
+    refused = [r for r in records if isinstance(r, Refusal)]
+    assert len(refused) == len(snacks) and all(r.player == "cara" for r in refused), records
+    assert all(isinstance(r, (Detection, Refusal)) for r in records)
+    assert main(["--data-dir", str(data), "listen", "--engine", "enrolled", "--file", wav]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(not a call)")]
+    assert len(lines) == len(snacks) and all("like cara's 'snap' was taken for another word" in ln for ln in lines)
+
+
+def test_a_game_log_keeps_why_a_near_miss_was_not_a_call(tmp_path):
+    """In a game the refusal goes into the log, so that after the game "why was my 'snap' not
+    counted?" can be answered from it (nothing is said aloud: most near misses are chatter)."""
+    import json
+
+    from voicesnap import voices
+    from voicesnap.cli import main
+
+    data, folder = tmp_path / "data", tmp_path / "game"
+    for n in NAMES:
+        voices.save_profile(profile(n), str(data))
+    wav = str(C.CORPUS_DIR / "nearmiss_cara.wav")
+    snack = next(s for s in C.load(C.CORPUS_DIR / "nearmiss_cara.json").segments if s.text == "snack")
+    assert main(["--data-dir", str(data), "play", "--players", "cara,dev", "--engine", "enrolled",
+                 "--input-file", wav, "--quiet", "--text", "--no-keyboard", "--seed", "3",
+                 "--record", str(folder)]) == 0
+    notes = [r for r in map(json.loads, (folder / "log.jsonl").read_text().splitlines())
+             if r["type"] == "table-note" and "taken for another word" in r["text"]]
+    assert len(notes) == 1 and "cara's 'snap'" in notes[0]["text"], notes
+    assert abs(notes[0]["now"] - snack.onset / 16000) <= 0.1

@@ -38,7 +38,7 @@ import numpy as np
 from .audio import AudioChunk
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
 from .rules import CallError
-from .spotters import Detection
+from .spotters import Detection, Refusal, take_refusals
 from .tablelog import TableEnd, TableNote, TableResumed, TableSession, TableStart, TableStep
 from .vocabulary import COMMAND_PREFIX, command_phrases
 
@@ -556,6 +556,7 @@ class Heard:
     detections: tuple[Detection, ...] = ()
     problem: str = ""  # overflow, device lost / back
     bursts: tuple[SpeechBurst, ...] = ()  # speech starts/ends in that audio (BurstTracker)
+    refusals: tuple[Refusal, ...] = ()  # near misses the spotter judged another word (logged)
 
 
 class Table:
@@ -626,12 +627,13 @@ class Table:
                     self.tap(chunk)
                 found = tuple(self.spotter.accept(chunk)) if self.spotter is not None else ()
                 bursts = tuple(self.tracker.accept(chunk)) if self.tracker is not None else ()
-                self.put(Heard(chunk.end / chunk.rate, found, bursts=bursts))
+                self.put(Heard(chunk.end / chunk.rate, found, bursts=bursts,
+                               refusals=tuple(take_refusals(self.spotter))))
             else:
                 if self.spotter is not None and not self.stopping.is_set():
                     found = tuple(self.spotter.flush())
                     bursts = tuple(self.tracker.flush()) if self.tracker is not None else ()
-                    self.put(Heard(None, found, bursts=bursts))
+                    self.put(Heard(None, found, bursts=bursts, refusals=tuple(take_refusals(self.spotter))))
                 self.put(Heard(None, (), problem="end of audio"))
         except BaseException as exc:  # reported on the game loop, never lost
             self.errors.append(exc)
@@ -660,10 +662,12 @@ class Table:
                         break
                 detections: list[Detection] = []
                 bursts: list[SpeechBurst] = []
+                noted: list[Action] = []  # why a call-like sound was not a call: "why was I not heard?"
                 ended_audio = False
                 for heard in batch:
                     detections.extend(heard.detections)
                     bursts.extend(heard.bursts)
+                    noted += [Log(TableNote(r.onset, r.explain())) for r in heard.refusals]
                     if heard.until is not None:
                         self.heard = max(self.heard, heard.until)
                         self._heard_at = time.monotonic()
@@ -676,7 +680,7 @@ class Table:
                     elif heard.problem:
                         self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
                 now = self.heard if self.chunks is not None else self._wall()
-                actions = self.loop.step(now, detections, bursts)
+                actions = noted + self.loop.step(now, detections, bursts)
                 if self.hook is not None:
                     for record in self.hook():
                         actions.append(Log(record))

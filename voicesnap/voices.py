@@ -1442,7 +1442,7 @@ class Voices:
         tail_r, head_r = tail / max(tail_line, 1e-6), head / max(head_line, 1e-6)
         if tail_r > CODA_LIMIT and tail_r > CODA_OVER_HEAD * head_r and head_r <= CODA_HEAD_MAX:
             return (f"its end fits {player}'s takes {tail_r:.2f}x as badly as they fit each other "
-                    f"(> {CODA_LIMIT:.2f}), its start {head_r:.2f}x: another word")
+                    f"(over {CODA_LIMIT:.2f}; its start {head_r:.2f}x)")
         return None
 
 

@@ -25,7 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "call, the enrollment says who, and two players calling at once on one mic "
                         "are both shown (the engine 'voicesnap play' uses; needs both)")
     parser.add_argument("--file", metavar="WAV", help="listen to this recording instead of the microphone")
-    parser.add_argument("--json", action="store_true", help="one JSON detection record per line")
+    parser.add_argument("--json", action="store_true", help="one JSON record per line: each detection, "
+                        "and each call-like sound judged another word (type \"refusal\", with the reason)")
     parser.add_argument("--model", metavar="PATH", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL, "
                         "else the data dir's models/)")
     parser.add_argument("--device", help="input device number or name (see 'voicesnap devices')")
@@ -149,7 +150,7 @@ def _line(det: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     from .. import events
     from ..audio import FileSource, MicSource, RecordingTap
-    from ..spotters import Detection
+    from ..spotters import Detection, Refusal, take_refusals
 
     profiles = _profiles(args)
     if args.file:
@@ -191,6 +192,13 @@ def run(args: argparse.Namespace) -> int:
                                     det.engine, det.detected_at)
             print(events.dumps(det) if args.json else _line(det), flush=True)
 
+    def refused(items: list[Refusal]) -> None:
+        """Near misses the engine judged another word: why a call was not shown."""
+        for r in items:
+            if args.channel is not None and r.channel != args.channel:
+                continue
+            print(events.dumps(r) if args.json else f"{'(not a call)':<16} {r.explain()}", flush=True)
+
     heard = 0.0
     if mic is not None:
         mic.open()
@@ -206,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
             for spotter in spotters:
                 found += spotter.accept(chunk)
             show(found)
+            refused([r for spotter in spotters for r in take_refusals(spotter)])
             heard = chunk.end / chunk.rate
             if args.seconds is not None and heard >= args.seconds:
                 break
@@ -219,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
             tail += spotter.flush()
         try:
             show(tail)
+            refused([r for spotter in spotters for r in take_refusals(spotter)])
         except BrokenPipeError:
             sys.stdout = None  # type: ignore[assignment]  # nothing left to print to
         if recorder is not None:

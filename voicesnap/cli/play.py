@@ -270,6 +270,11 @@ class PoolAware:
     def flush(self) -> list[Any]:
         return self.spotter.flush()
 
+    def take_refusals(self) -> list[Any]:
+        from ..spotters import take_refusals
+
+        return take_refusals(self.spotter)
+
 
 def _voice_settings(args: argparse.Namespace) -> Any:
     """The announcer's voice from --voice/--rate/--volume (None: the defaults)."""

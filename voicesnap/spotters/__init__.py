@@ -35,6 +35,35 @@ class Detection:
     detected_at: float | None = None  # clock position when the engine emitted it (latency)
 
 
+@event("refusal")
+@dataclass(frozen=True)
+class Refusal:
+    """A sound that fit a player's call but was judged another word, and why.
+
+    Nothing is played on it; it is kept so that "why was my call not heard?"
+    has an answer (``voicesnap listen`` prints it, a game's log keeps it).
+    Times are seconds on the input stream's clock, as in ``Detection``.
+    """
+
+    word: str  # the call it resembled
+    onset: float
+    end: float
+    player: str  # whose call it resembled
+    reason: str
+    channel: int = 0
+    engine: str = ""
+
+    def explain(self) -> str:
+        return (f"a sound at {self.onset:.2f}-{self.end:.2f} s like {self.player}'s '{self.word}' "
+                f"was taken for another word: {self.reason}")
+
+
+def take_refusals(spotter: object) -> list[Refusal]:
+    """The refusals ``spotter`` made since last asked (engines that judge no near misses have none)."""
+    take = getattr(spotter, "take_refusals", None)
+    return list(take()) if callable(take) else []
+
+
 class Spotter(Protocol):
     """What every engine offers: feed chunks in clock order, collect detections.
 

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
 from ..voices import Profile
-from . import Detection, Spotter
+from . import Detection, Refusal, Spotter, take_refusals
 from .enrolled import EnrolledSpotter
 
 MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
@@ -107,6 +107,10 @@ class CombinedSpotter:
             setter = getattr(engine, "set_pool_exists", None)
             if callable(setter):
                 setter(value)
+
+    def take_refusals(self) -> list[Refusal]:
+        """The enrolled engine's near misses (Vosk judges words by its grammar's decoys instead)."""
+        return take_refusals(self.enrolled)
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:
         second = self.enrolled.accept(chunk)  # first: its buffer must hold this chunk

@@ -30,7 +30,7 @@ from .. import features as F
 from ..audio import AudioChunk, Resampler
 from ..voices import (ENC_MIN_AROUND, POOL_SUFFIX, R_LIMIT, Attribution, Profile, Tie, Voices, announcer_profile,
                       ratio_to_score, voiceprint)
-from . import Detection
+from . import Detection, Refusal
 
 HANGOVER = 15  # frames of quiet that end a stretch (150 ms): bridges "snap ... pool"
 MIN_FRAMES = 8  # 80 ms: shorter bursts are clicks, not calls
@@ -179,6 +179,7 @@ class EnrolledSpotter:
         self._channels: list[_Channel] = []
         self._resampler: Resampler | None = None
         self._position = 0  # samples seen (16 kHz clock)
+        self._refusals: list[Refusal] = []  # near misses since take_refusals last ran
 
     # -- streaming -----------------------------------------------------------
 
@@ -282,6 +283,16 @@ class EnrolledSpotter:
     def channels(self) -> int:
         """Input channels seen so far (0 before any audio)."""
         return len(self._channels)
+
+    REFUSALS_KEPT = 50  # a caller that never asks (bench, tests) holds only the latest
+
+    def _refuse(self, refusal: Refusal) -> None:
+        self._refusals = self._refusals[-(self.REFUSALS_KEPT - 1):] + [refusal]
+
+    def take_refusals(self) -> list[Refusal]:
+        """Sounds judged another word than the call they resembled since last asked, with the reason."""
+        out, self._refusals = self._refusals, []
+        return out
 
     def set_pool_exists(self, value: bool) -> None:
         self.pool_exists = value
@@ -395,9 +406,13 @@ class EnrolledSpotter:
         # a near-miss word ("snack") fits the whole template, but not at its end (Voices.near_miss);
         # not on a player's own mic, where a neighbour's crosstalk over the call's end is what
         # fits badly (bench_voices ties, per-mic calls: 17/18 right -> 15/18 with the check there)
-        if att.player is not None and att.phrase is not None and (
-                mapped is not None or self.voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel) is None):
-            found.append((att.player, att.phrase, best[(att.player, att.phrase)][1]))
+        if att.player is not None and att.phrase is not None:
+            why = None if mapped is not None else self.voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel)
+            if why is None:
+                found.append((att.player, att.phrase, best[(att.player, att.phrase)][1]))
+            else:
+                self._refuse(Refusal(att.phrase, (st.base + s * F.HOP) / F.RATE, (st.base + e * F.HOP) / F.RATE,
+                                     att.player, why, c, self.name))
         thr_db = self._threshold_db(st)
         for player, phrase, hit in found:
             r = best[(player, phrase)][0]
