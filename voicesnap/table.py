@@ -38,7 +38,7 @@ import numpy as np
 from .audio import AudioChunk
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
 from .rules import CallError
-from .spotters import Detection, Refusal, take_refusals
+from .spotters import Detection, Refusal, take_refusals, undecided_from
 from .tablelog import TableEnd, TableNote, TableResumed, TableSession, TableStart, TableStep
 from .vocabulary import COMMAND_PREFIX, command_phrases
 
@@ -389,12 +389,13 @@ class TableLoop:
 
     # -- the step ----------------------------------------------------------------
     def step(self, now: float, detections: Iterable[Detection] = (),
-             bursts: Iterable[SpeechBurst] = ()) -> list[Action]:
+             bursts: Iterable[SpeechBurst] = (), undecided: float | None = None) -> list[Action]:
         """Take what was heard up to ``now`` (audio clock) and return what to do.
 
         Detections may come late and out of order; calls go to the referee with
         their own onsets, so arrival order never matters to the ruling.
-        ``bursts``: speech starts and ends seen on the inputs up to ``now`` (for ``rivals``).
+        ``bursts``: speech starts and ends seen on the inputs up to ``now`` (for ``rivals``);
+        ``undecided``: the onset of a call the spotter has begun to hear and not yet reported.
         """
         actions: list[Action] = []
         if self.stopped is not None:
@@ -402,7 +403,7 @@ class TableLoop:
         self.now = max(self.now, now)
         detections = list(detections)
         if self.rivals is not None:
-            self.rivals.heard(bursts, [d for d in detections if d.engine != "keyboard"])
+            self.rivals.heard(bursts, [d for d in detections if d.engine != "keyboard"], undecided)
         if self._rearm_after is not None and self.now > self._rearm_after:
             self._rearm_after = None
             if self.pace:
@@ -557,6 +558,7 @@ class Heard:
     problem: str = ""  # overflow, device lost / back
     bursts: tuple[SpeechBurst, ...] = ()  # speech starts/ends in that audio (BurstTracker)
     refusals: tuple[Refusal, ...] = ()  # near misses the spotter judged another word (logged)
+    undecided: float | None = None  # onset of a call the spotter has begun to hear (spotters.undecided_from)
 
 
 class Table:
@@ -598,6 +600,7 @@ class Table:
         self.clock = clock or self._key_clock
         self.errors: list[BaseException] = []
         self._threads: list[threading.Thread] = []
+        self._undecided: float | None = None  # the spotter's undecided call onset, as last heard
 
     # keyboard presses: stamped on the audio clock when there is one
     def _key_clock(self) -> float:
@@ -628,7 +631,7 @@ class Table:
                 found = tuple(self.spotter.accept(chunk)) if self.spotter is not None else ()
                 bursts = tuple(self.tracker.accept(chunk)) if self.tracker is not None else ()
                 self.put(Heard(chunk.end / chunk.rate, found, bursts=bursts,
-                               refusals=tuple(take_refusals(self.spotter))))
+                               refusals=tuple(take_refusals(self.spotter)), undecided=undecided_from(self.spotter)))
             else:
                 if self.spotter is not None and not self.stopping.is_set():
                     found = tuple(self.spotter.flush())
@@ -667,6 +670,8 @@ class Table:
                 for heard in batch:
                     detections.extend(heard.detections)
                     bursts.extend(heard.bursts)
+                    if heard.until is not None:  # (a key press says nothing about the spotter)
+                        self._undecided = heard.undecided
                     noted += [Log(TableNote(r.onset, r.explain())) for r in heard.refusals]
                     if heard.until is not None:
                         self.heard = max(self.heard, heard.until)
@@ -680,7 +685,7 @@ class Table:
                     elif heard.problem:
                         self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
                 now = self.heard if self.chunks is not None else self._wall()
-                actions = noted + self.loop.step(now, detections, bursts)
+                actions = noted + self.loop.step(now, detections, bursts, self._undecided)
                 if self.hook is not None:
                     for record in self.hook():
                         actions.append(Log(record))

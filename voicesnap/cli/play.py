@@ -275,6 +275,11 @@ class PoolAware:
 
         return take_refusals(self.spotter)
 
+    def undecided(self) -> float | None:
+        from ..spotters import undecided_from
+
+        return undecided_from(self.spotter)
+
 
 def _voice_settings(args: argparse.Namespace) -> Any:
     """The announcer's voice from --voice/--rate/--volume (None: the defaults)."""

@@ -64,6 +64,17 @@ def take_refusals(spotter: object) -> list[Refusal]:
     return list(take()) if callable(take) else []
 
 
+def undecided_from(spotter: object) -> float | None:
+    """The earliest onset (s) of a call ``spotter`` has begun to hear but not yet reported, or None.
+
+    The table's RivalWatch holds its "every call before here is in" line at it:
+    a call still being decided (Vosk's partial text already says "snap"; a call
+    waiting to be rescued) must not be ruled out by a later caller's quicker one.
+    """
+    get = getattr(spotter, "undecided", None)
+    return get() if callable(get) else None
+
+
 class Spotter(Protocol):
     """What every engine offers: feed chunks in clock order, collect detections.
 

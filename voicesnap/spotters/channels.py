@@ -196,6 +196,15 @@ class ChannelSpotters:
         self._pending = waiting
         return out
 
+    def undecided(self) -> float | None:
+        """The earliest call begun on any mic and not yet passed on (spotters.undecided_from),
+        a crosstalk copy waiting to be moved to its loud mic included."""
+        from . import undecided_from
+
+        onsets = [t for t in map(undecided_from, self.spotters.values()) if t is not None]
+        onsets += [d.onset for d, _loud, _at in self._pending]
+        return min(onsets) if onsets else None
+
     def accept(self, chunk: AudioChunk) -> list[Any]:
         self.levels.accept(chunk)
         now = chunk.end / chunk.rate

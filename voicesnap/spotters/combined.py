@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
 from ..voices import Profile
-from . import Detection, Refusal, Spotter, take_refusals
+from . import Detection, Refusal, Spotter, take_refusals, undecided_from
 from .enrolled import EnrolledSpotter
 
 MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
@@ -111,6 +111,18 @@ class CombinedSpotter:
     def take_refusals(self) -> list[Refusal]:
         """The enrolled engine's near misses (Vosk judges words by its grammar's decoys instead)."""
         return take_refusals(self.enrolled)
+
+    def undecided(self) -> float | None:
+        """The earliest call begun but not reported: Vosk's, one waiting for its caller's whole word
+        to be buffered, or an enrolled call waiting for Vosk's final decode to be rescued."""
+        onsets = [d.onset for d in self._waiting]
+        onsets += [e.onset for e in self._rescue
+                   if not any(abs(c.onset - e.onset) <= TWIN_WINDOW for c in self._emitted)]
+        for engine in (self.vosk, self.enrolled):
+            t = undecided_from(engine)
+            if t is not None:
+                onsets.append(t)
+        return min(onsets) if onsets else None
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:
         second = self.enrolled.accept(chunk)  # first: its buffer must hold this chunk

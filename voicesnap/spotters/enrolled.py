@@ -284,6 +284,11 @@ class EnrolledSpotter:
         """Input channels seen so far (0 before any audio)."""
         return len(self._channels)
 
+    def undecided(self) -> float | None:
+        """The start of a call held for a possible "pool" (see spotters.undecided_from), or None."""
+        held = [(st.base + st.pending[0] * F.HOP) / F.RATE for st in self._channels if st.pending is not None]
+        return min(held) if held else None
+
     REFUSALS_KEPT = 50  # a caller that never asks (bench, tests) holds only the latest
 
     def _refuse(self, refusal: Refusal) -> None:

@@ -216,6 +216,12 @@ class SpeechGate:
             return self._now
         return float(self._time(inner))
 
+    def undecided(self) -> float | None:
+        """The inner spotter's ``undecided`` on the stream's clock."""
+        from . import undecided_from
+
+        return self._time(undecided_from(self.inner)) if self.inner is not None else None
+
     @property
     def pending(self) -> list[str] | None:
         """The inner spotter's ``pending`` words (no times: the utterance in progress); None if it cannot say."""

@@ -473,6 +473,18 @@ class VoskSpotter:
         """
         return list(self._partial)
 
+    def undecided(self) -> float | None:
+        """Where a call the decoder already shows, not yet emitted, may start (see spotters.undecided_from).
+
+        A "snap" in the partial text not yet emitted: the utterance's start (partial text has no
+        times); a final "snap" held for a possible "pool": its start.
+        """
+        held = [w.start for w in self._words if w.word == "snap" or w.word in self.calls and w.word != "pool"]
+        if any((tok == "snap" or tok in self.calls and tok != "pool") and i not in self._partial_done
+               for i, tok in enumerate(self._partial)):
+            held.append(self._utt_start)
+        return min(held) if held else None
+
     @property
     def final_until(self) -> float:
         """Seconds on the clock up to which the decoder's results are final (where the
