@@ -391,3 +391,52 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def settle_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray],
+                area: str = "listening") -> list[Row]:
+    """How the table's RivalWatch line (voicesnap.bursts) fares on this engine's calls, no claim open.
+
+    A call that reaches the table after its onset is behind the line (by more than the tie window)
+    would be refused as late if a later caller's call were ruled first. Two lines are kept in one
+    pass: with the spotter's ``undecided`` (as `voicesnap play` feeds it) and without. Ruling-ready:
+    from the end of a named call's word to when the line (with) passes its onset + tie window.
+    """
+    from voicesnap.bursts import BurstTracker, RivalWatch
+    from voicesnap.spotters import undecided_from
+
+    late = {"with": 0, "without": 0}
+    total = 0
+    ready: list[float] = []
+    for fx in fixtures:
+        if fx.channels != 1:
+            continue
+        spotter = factory()
+        spotter.set_pool_exists(False)
+        tracker = BurstTracker()
+        watches = {"with": RivalWatch(0.3), "without": RivalWatch(0.3)}
+        line = {k: float("-inf") for k in watches}
+        waiting: list[Detection] = []
+        for chunk in ArraySource(audio[fx.name], fx.rate, chunk_frames=fx.rate * CHUNK_MS // 1000):
+            dets = [d for d in spotter.accept(chunk) if d.word in CALL_WORDS]
+            bursts = tracker.accept(chunk)
+            now = chunk.end / chunk.rate
+            total += len(dets)
+            for key, watch in watches.items():
+                late[key] += sum(d.onset < line[key] - watch.tie_window for d in dets)
+                watch.heard(bursts, dets, undecided_from(spotter) if key == "with" else None)
+                s = watch.settled(now)
+                if s is not None:
+                    line[key] = max(line[key], s)
+            waiting += [d for d in dets if d.player is not None]
+            for d in [d for d in waiting if line["with"] >= d.onset + watches["with"].tie_window]:
+                ready.append((now - d.end) * 1000)
+                waiting.remove(d)
+    return [
+        Row(area, "calls reaching the table behind its settled line, with / without the spotter's undecided",
+            f"{late['with']} / {late['without']}", f"of {total}", "0",
+            f"{name}, one mic, no claim open: each would be refused as late if a later call were ruled first"),
+        Row(area, "ruling-ready after word end (settled line with undecided), median / p95",
+            f"{percentile(ready, 50):.0f} / {percentile(ready, 95):.0f}", "ms", "",
+            f"{name}: {len(ready)} named calls; the referee may rule a call once the line passes it"),
+    ]
