@@ -389,54 +389,64 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def settle_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray],
                 area: str = "listening") -> list[Row]:
-    """How the table's RivalWatch line (voicesnap.bursts) fares on this engine's calls, no claim open.
+    """How the table's line (voicesnap.bursts.RivalWatch, with the fallback lag) fares on this engine's
+    named calls, with no claim open and with one open.
 
-    A call that reaches the table after its onset is behind the line (by more than the tie window)
-    would be refused as late if a later caller's call were ruled first. Two lines are kept in one
-    pass: with the spotter's ``undecided`` (as `voicesnap play` feeds it) and without. Ruling-ready:
-    from the end of a named call's word to when the line (with) passes its onset + tie window.
+    A named call that reaches the table after the line passed its onset (by more than the tie
+    window) would be refused as late if a later caller's call were ruled first. Two lines are kept
+    in one pass: with the spotter's ``undecided`` (as `voicesnap play` feeds it) and without.
+    Ruling-ready: from the end of the call's word to when the line passes its onset + tie window.
     """
     from voicesnap.bursts import BurstTracker, RivalWatch
     from voicesnap.spotters import undecided_from
+    from voicesnap.table import POOL_WAIT, SPOTTER_LATENCY, VOICE_LAG, VOICE_POOL_LAG
 
-    late = {"with": 0, "without": 0}
-    total = 0
-    ready: list[float] = []
-    for fx in fixtures:
-        if fx.channels != 1:
-            continue
-        spotter = factory()
-        spotter.set_pool_exists(False)
-        tracker = BurstTracker()
-        watches = {"with": RivalWatch(0.3), "without": RivalWatch(0.3)}
-        line = {k: float("-inf") for k in watches}
-        waiting: list[Detection] = []
-        for chunk in ArraySource(audio[fx.name], fx.rate, chunk_frames=fx.rate * CHUNK_MS // 1000):
-            dets = [d for d in spotter.accept(chunk) if d.word in CALL_WORDS]
-            bursts = tracker.accept(chunk)
-            now = chunk.end / chunk.rate
-            total += len(dets)
-            for key, watch in watches.items():
-                late[key] += sum(d.onset < line[key] - watch.tie_window for d in dets)
-                watch.heard(bursts, dets, undecided_from(spotter) if key == "with" else None)
-                s = watch.settled(now)
-                if s is not None:
-                    line[key] = max(line[key], s)
-            waiting += [d for d in dets if d.player is not None]
-            for d in [d for d in waiting if line["with"] >= d.onset + watches["with"].tie_window]:
-                ready.append((now - d.end) * 1000)
-                waiting.remove(d)
-    return [
-        Row(area, "calls reaching the table behind its settled line, with / without the spotter's undecided",
-            f"{late['with']} / {late['without']}", f"of {total}", "0",
-            f"{name}, one mic, no claim open: each would be refused as late if a later call were ruled first"),
-        Row(area, "ruling-ready after word end (settled line with undecided), median / p95",
-            f"{percentile(ready, 50):.0f} / {percentile(ready, 95):.0f}", "ms", "",
-            f"{name}: {len(ready)} named calls; the referee may rule a call once the line passes it"),
-    ]
+    rows = []
+    for mode, pool, latency, lag in (("no claim open", False, SPOTTER_LATENCY, VOICE_LAG),
+                                      ("claim open", True, POOL_WAIT, VOICE_POOL_LAG)):
+        late = {"with": 0, "without": 0}
+        ready: dict[str, list[float]] = {"with": [], "without": []}
+        total = 0
+        for fx in fixtures:
+            if fx.channels != 1:
+                continue
+            spotter = factory()
+            spotter.set_pool_exists(pool)
+            tracker = BurstTracker()
+            watches = {"with": RivalWatch(latency), "without": RivalWatch(latency)}
+            line = {k: float("-inf") for k in watches}
+            waiting: dict[str, list[Detection]] = {k: [] for k in watches}
+            for chunk in ArraySource(audio[fx.name], fx.rate, chunk_frames=fx.rate * CHUNK_MS // 1000):
+                dets = [d for d in spotter.accept(chunk) if d.word in CALL_WORDS and d.player is not None]
+                bursts = tracker.accept(chunk)
+                now = chunk.end / chunk.rate
+                total += len(dets)
+                for key, watch in watches.items():
+                    late[key] += sum(d.onset < line[key] for d in dets)
+                    watch.heard(bursts, dets, undecided_from(spotter) if key == "with" else None)
+                    settled = watch.settled(now)
+                    # the table's horizon: the rivals' line, never behind its fallback lag
+                    fallback = now - lag - watch.decision_window
+                    line[key] = max(line[key], fallback,
+                                    settled - watch.tie_window if settled is not None else fallback)
+                    waiting[key] += dets
+                    for d in [d for d in waiting[key] if line[key] >= d.onset]:
+                        ready[key].append((now - d.end) * 1000)
+                        waiting[key].remove(d)
+        rows += [
+            Row(area, f"named calls reaching the table behind its line, {mode}, with / without the spotter's undecided",
+                f"{late['with']} / {late['without']}", f"of {total}", "0",
+                f"{name}, one mic: each would be refused as late if a later call were ruled first"),
+            Row(area, f"ruling-ready after word end, {mode}, median / p95, with (without) undecided",
+                f"{percentile(ready['with'], 50):.0f} / {percentile(ready['with'], 95):.0f} "
+                f"({percentile(ready['without'], 50):.0f} / {percentile(ready['without'], 95):.0f})", "ms", "",
+                f"{name}: when the table's line lets the referee rule the call"),
+        ]
+    return rows
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

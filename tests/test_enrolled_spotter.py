@@ -263,7 +263,9 @@ def test_a_game_log_keeps_why_a_near_miss_was_not_a_call(tmp_path):
     assert main(["--data-dir", str(data), "play", "--players", "cara,dev", "--engine", "enrolled",
                  "--input-file", wav, "--quiet", "--text", "--no-keyboard", "--seed", "3",
                  "--record", str(folder)]) == 0
-    notes = [r for r in map(json.loads, (folder / "log.jsonl").read_text().splitlines())
-             if r["type"] == "table-note" and "taken for another word" in r["text"]]
-    assert len(notes) == 1 and "cara's 'snap'" in notes[0]["text"], notes
-    assert abs(notes[0]["now"] - snack.onset / 16000) <= 0.1
+    log = [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
+    notes = [i for i, r in enumerate(log) if r["type"] == "table-note" and "taken for another word" in r["text"]]
+    assert len(notes) == 1 and "cara's 'snap'" in log[notes[0]]["text"], notes
+    assert abs(log[notes[0]]["now"] - snack.onset / 16000) <= 0.1
+    # logged as the game went on (before the next card), not only when the audio ended
+    assert any(r["type"] == "flipped" and r["t"] > snack.end / 16000 for r in log[notes[0]:]), log[notes[0]:]

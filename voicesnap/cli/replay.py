@@ -119,6 +119,16 @@ class _Keys:
             (Detection(k.word or "", k.onset or 0.0, k.onset or 0.0, 1.0, player=k.player, engine="keyboard")
              for k in keys), key=lambda d: d.onset)
 
+    def undecided(self) -> float | None:  # as the live table had it (spotters.undecided_from)
+        from ..spotters import undecided_from
+
+        return undecided_from(self.inner)
+
+    def take_refusals(self) -> list[Any]:
+        from ..spotters import take_refusals
+
+        return take_refusals(self.inner)
+
     def accept(self, chunk: Any) -> list[Any]:
         out = list(self.inner.accept(chunk)) if self.inner is not None else []
         now = chunk.end / chunk.rate

@@ -201,8 +201,13 @@ class ChannelSpotters:
         a crosstalk copy waiting to be moved to its loud mic included."""
         from . import undecided_from
 
-        onsets = [t for t in map(undecided_from, self.spotters.values()) if t is not None]
-        onsets += [d.onset for d, _loud, _at in self._pending]
+        now = self.levels.clock
+        onsets = [d.onset for d, _loud, _at in self._pending]
+        for ch, spotter in self.spotters.items():
+            t = undecided_from(spotter)
+            # a neighbour's call heard faintly here: that mic's own spotter holds the line for it
+            if t is not None and self._louder(Detection("snap", t, max(now, t), 0.0, ch), ch) is None:
+                onsets.append(t)
         return min(onsets) if onsets else None
 
     def accept(self, chunk: AudioChunk) -> list[Any]:

@@ -100,6 +100,7 @@ class CombinedSpotter:
         self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
         self._heard: list[Detection] = []  # recent enrolled calls (for their onsets)
         self._waiting: list[Detection] = []  # Vosk calls whose end is not yet buffered
+        self._refused: list[Refusal] = []  # the enrollment's near misses, until Vosk's decode over them is final
 
     def set_pool_exists(self, value: bool) -> None:
         """Whether "snap pool" is possible now (both engines then decide "snap" sooner)."""
@@ -109,19 +110,35 @@ class CombinedSpotter:
                 setter(value)
 
     def take_refusals(self) -> list[Refusal]:
-        """The enrolled engine's near misses (Vosk judges words by its grammar's decoys instead)."""
-        return take_refusals(self.enrolled)
+        """The enrolled engine's near misses where no call was reported after all.
+
+        Here Vosk decides the word: a sound the enrollment refused may still be a call Vosk
+        heard (and reported), so each refusal waits until Vosk's decode over it is final (or
+        RESCUE_WAIT has passed) and is dropped if a call was reported over it.
+        """
+        self._refused += take_refusals(self.enrolled)
+        now = self.enrolled.position
+        final_until = getattr(self.vosk, "final_until", now)
+        out, keep = [], []
+        for r in self._refused:
+            if final_until < r.end and now - r.end <= RESCUE_WAIT:
+                keep.append(r)
+            elif not any(c.word in self.vosk_words and c.onset < r.end and r.onset < c.end
+                         for c in self._emitted + self._waiting):
+                out.append(r)
+        self._refused = keep
+        return out
 
     def undecided(self) -> float | None:
         """The earliest call begun but not reported: Vosk's, one waiting for its caller's whole word
         to be buffered, or an enrolled call waiting for Vosk's final decode to be rescued."""
         onsets = [d.onset for d in self._waiting]
-        onsets += [e.onset for e in self._rescue
-                   if not any(abs(c.onset - e.onset) <= TWIN_WINDOW for c in self._emitted)]
-        for engine in (self.vosk, self.enrolled):
-            t = undecided_from(engine)
-            if t is not None:
-                onsets.append(t)
+        # enrolled calls not reported (by Vosk or a rescue) yet: waiting to be rescued, or held for "pool"
+        onsets += [e.onset for e in self._rescue + self.enrolled.held_calls()
+                   if not any(abs(c.onset - e.onset) <= TWIN_WINDOW for c in self._emitted + self._waiting)]
+        t = undecided_from(self.vosk)
+        if t is not None:
+            onsets.append(t)
         return min(onsets) if onsets else None
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:

@@ -284,15 +284,20 @@ class EnrolledSpotter:
         """Input channels seen so far (0 before any audio)."""
         return len(self._channels)
 
+    def held_calls(self) -> list[Detection]:
+        """Calls found but held back for a possible "pool" (not stretches held unmatched: chatter)."""
+        return [d for st in self._channels if st.pending is not None for d in st.pending[2]]
+
     def undecided(self) -> float | None:
-        """The start of a call held for a possible "pool" (see spotters.undecided_from), or None."""
-        held = [(st.base + st.pending[0] * F.HOP) / F.RATE for st in self._channels if st.pending is not None]
+        """The onset of the earliest call held for a possible "pool" (see spotters.undecided_from), or None."""
+        held = [d.onset for d in self.held_calls()]
         return min(held) if held else None
 
     REFUSALS_KEPT = 50  # a caller that never asks (bench, tests) holds only the latest
 
     def _refuse(self, refusal: Refusal) -> None:
-        self._refusals = self._refusals[-(self.REFUSALS_KEPT - 1):] + [refusal]
+        self._refusals.append(refusal)
+        del self._refusals[:-self.REFUSALS_KEPT]
 
     def take_refusals(self) -> list[Refusal]:
         """Sounds judged another word than the call they resembled since last asked, with the reason."""
