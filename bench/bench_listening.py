@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import Row
-from .spotting import claim_open_row, claim_rows, corpus, run_engine, settle_rows, summarize
+from .spotting import claim_open_row, claim_rows, corpus, run_engine, settle_rows, summarize, tail_noise_rows
 
 AREA = "listening"
 # Where CI and this project's machines keep the small English model when no
@@ -137,6 +137,8 @@ def run(quick: bool) -> list[Row]:
                     rows += claim_rows(name, factory, fixtures, audio, AREA, modes=("none", "mix"))
                 if name == "combined":  # the engine play uses on one mic: does the table's line wait for it?
                     rows += settle_rows(name, factory, fixtures, audio, AREA)
+                if name in ("enrolled", "combined"):  # the near-miss check judges a call by its end
+                    rows += tail_noise_rows(name, factory, fixtures, AREA)
             from .echo_rows import echo_rows  # the same engines behind the echo canceller
 
             rows += echo_rows(fixtures, audio, engines, plain)

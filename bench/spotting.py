@@ -389,6 +389,43 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def tail_noise_rows(name: str, factory: Factory, fixtures: list[Fixture], area: str = "listening") -> list[Row]:
+    """Is a call still heard with a noise over its end (a chair, a hand on the table)? And does
+    the near-miss check (``Voices.near_miss``, which judges a call by its end) refuse it? White
+    noise over the last 80 or 150 ms of each clean "snap" and 200 ms after it, at 30, 20 and 10 dB
+    under the call's peak, one call at a time."""
+    heard = {db: 0 for db in (-30, -20, -10)}
+    refused = dict(heard)
+    tried = 0
+    for fx in fixtures:
+        if not fx.name.startswith("clean_") or fx.channels != 1:
+            continue
+        x = fx.read()[:, :1].astype(np.float64)
+        for seg in fx.segments:
+            if seg.text != SNAP:
+                continue
+            peak = float(np.abs(x[seg.onset:seg.end]).max())
+            for db in heard:
+                for tail_ms in (80, 150):
+                    y = x.copy()
+                    a, b = seg.end - tail_ms * fx.rate // 1000, min(len(y), seg.end + fx.rate // 5)
+                    y[a:b, 0] += np.random.default_rng(tried).normal(0.0, peak * 10 ** (db / 20), b - a)
+                    spotter = factory()
+                    dets, _cpu = feed(spotter, np.clip(y, -32768, 32767).astype(np.int16), fx.rate,
+                                      fx.rate * CHUNK_MS // 1000)
+                    tried += 1
+                    heard[db] += any(d.word == SNAP and abs(d.onset * fx.rate - seg.onset) <= 0.1 * fx.rate
+                                     for d in dets)
+                    take = getattr(spotter, "take_refusals", None)
+                    refused[db] += any(r.onset * fx.rate < seg.end and seg.onset < r.end * fx.rate
+                                       for r in (take() if callable(take) else []))
+    each = tried // len(heard)
+    return [Row(area, "calls with noise over their end, heard at 30 / 20 / 10 dB under the peak",
+                " / ".join(str(heard[db]) for db in heard), f"of {each} each", "",
+                f"{name}: clean calls, white noise over the last 80 or 150 ms and 200 ms after; "
+                f"refused as near misses {' / '.join(str(refused[db]) for db in refused)}")]
+
+
 def settle_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray],
                 area: str = "listening") -> list[Row]:
     """How the table's line (voicesnap.bursts.RivalWatch, with the fallback lag) fares on this engine's
