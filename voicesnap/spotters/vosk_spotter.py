@@ -473,15 +473,18 @@ class VoskSpotter:
         """
         return list(self._partial)
 
+    def _call_token(self, tok: str) -> bool:
+        """Whether a decoded word starts a call ("snap", which may become "snap pool", or another call word)."""
+        return tok == "snap" or tok in self.calls and tok != "pool"
+
     def undecided(self) -> float | None:
         """Where a call the decoder already shows, not yet emitted, may start (see spotters.undecided_from).
 
         A "snap" in the partial text not yet emitted: the utterance's start (partial text has no
         times); a final "snap" held for a possible "pool": its start.
         """
-        held = [w.start for w in self._words if w.word == "snap" or w.word in self.calls and w.word != "pool"]
-        if any((tok == "snap" or tok in self.calls and tok != "pool") and i not in self._partial_done
-               for i, tok in enumerate(self._partial)):
+        held = [w.start for w in self._words if self._call_token(w.word)]
+        if any(self._call_token(tok) and i not in self._partial_done for i, tok in enumerate(self._partial)):
             held.append(self._utt_start)
         return min(held) if held else None
 
@@ -531,7 +534,7 @@ class VoskSpotter:
         tokens = text.split()
         found: list[Detection] = []
         for i, tok in enumerate(tokens):
-            if tok != "snap" and not (tok in self.calls and tok != "pool"):
+            if not self._call_token(tok):
                 continue
             if i in self._partial_done:
                 continue
