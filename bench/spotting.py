@@ -37,7 +37,7 @@ import numpy as np
 
 from voicesnap.audio import ArraySource
 from voicesnap.corpus import Fixture, Score, load_corpus, merge, percentile, score
-from voicesnap.spotters import Detection, Spotter
+from voicesnap.spotters import Detection, Spotter, take_refusals
 from voicesnap.vocabulary import SNAP, SNAP_POOL, command_phrases
 
 from . import Row
@@ -416,9 +416,8 @@ def tail_noise_rows(name: str, factory: Factory, fixtures: list[Fixture], area: 
                     tried += 1
                     heard[db] += any(d.word == SNAP and abs(d.onset * fx.rate - seg.onset) <= 0.1 * fx.rate
                                      for d in dets)
-                    take = getattr(spotter, "take_refusals", None)
                     refused[db] += any(r.onset * fx.rate < seg.end and seg.onset < r.end * fx.rate
-                                       for r in (take() if callable(take) else []))
+                                       for r in take_refusals(spotter))
     each = tried // len(heard)
     return [Row(area, "calls with noise over their end, heard at 30 / 20 / 10 dB under the peak",
                 " / ".join(str(heard[db]) for db in heard), f"of {each} each", "",

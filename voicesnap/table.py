@@ -670,10 +670,9 @@ class Table:
                 for heard in batch:
                     detections.extend(heard.detections)
                     bursts.extend(heard.bursts)
+                    noted += [Log(TableNote(r.onset, r.explain())) for r in heard.refusals]
                     if heard.until is not None:  # (a key press says nothing about the spotter)
                         self._undecided = heard.undecided
-                    noted += [Log(TableNote(r.onset, r.explain())) for r in heard.refusals]
-                    if heard.until is not None:
                         self.heard = max(self.heard, heard.until)
                         self._heard_at = time.monotonic()
                     if heard.problem == "end of audio":
