@@ -447,7 +447,7 @@ def test_a_call_being_decided_holds_the_tables_settled_line(vosk_factory, enroll
     assert late["held"] == [], late
 
 
-def test_a_refusal_is_not_reported_where_the_combined_engine_reported_a_call(vosk_factory, enrolled):
+def test_a_refusal_is_not_reported_where_the_combined_engine_reported_a_call(vosk_factory, enrolled, monkeypatch):
     """Here Vosk decides the word: where the enrollment refused a sound as another word but Vosk
     heard the call (and it was reported), a "not a call" line would contradict the call. Such a
     refusal is dropped once Vosk's decode over it is final; the others are passed on."""
@@ -462,18 +462,15 @@ def test_a_refusal_is_not_reported_where_the_combined_engine_reported_a_call(vos
         seen.extend(got)
         return got
 
-    EnrolledSpotter.take_refusals = spy
-    try:
-        sp = _combined(vosk_factory, enrolled, gated=True)  # as play builds it
-        sp.set_pool_exists(False)  # no claim open, the usual case
-        calls, refused = [], []
-        for chunk in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
-            calls += sp.accept(chunk)
-            refused += sp.take_refusals()
-        calls += sp.flush()
+    monkeypatch.setattr(EnrolledSpotter, "take_refusals", spy)
+    sp = _combined(vosk_factory, enrolled, gated=True)  # as play builds it
+    sp.set_pool_exists(False)  # no claim open, the usual case
+    calls, refused = [], []
+    for chunk in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
+        calls += sp.accept(chunk)
         refused += sp.take_refusals()
-    finally:
-        EnrolledSpotter.take_refusals = original
+    calls += sp.flush()
+    refused += sp.take_refusals()
     overlaps = lambda r: [c for c in calls if c.word in ("snap", "snap pool") and c.onset < r.end and r.onset < c.end]
     assert any(overlaps(r) for r in seen), (seen, calls)  # the enrollment refused a sound Vosk took as a call
     assert refused == [r for r in seen if not overlaps(r)]

@@ -225,16 +225,25 @@ def test_another_engines_span_is_judged_on_the_stream_clock_when_the_stream_star
     assert sum(p is not None for p in answers[0][0]) >= 6, answers  # the check says something
 
 
-def test_listen_says_why_a_near_miss_was_not_a_call(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def saved_players(tmp_path_factory):
+    """A data dir with the six fixture players' profiles saved, as `voicesnap enroll` leaves it."""
+    from voicesnap import voices
+
+    data = tmp_path_factory.mktemp("data")
+    for n in NAMES:
+        voices.save_profile(profile(n), str(data))
+    return data
+
+
+def test_listen_says_why_a_near_miss_was_not_a_call(saved_players, capsys):
     """`voicesnap listen` is how a player checks their set-up: a "snack" that looked like their
     call is shown as not a call, with the reason, in text and as a typed JSON record."""
-    from voicesnap import events, voices
+    from voicesnap import events
     from voicesnap.cli import main
     from voicesnap.spotters import Detection, Refusal
 
-    data = tmp_path / "data"
-    for n in NAMES:
-        voices.save_profile(profile(n), str(data))
+    data = saved_players
     wav = str(C.CORPUS_DIR / "nearmiss_cara.wav")
     snacks = [s for s in C.load(C.CORPUS_DIR / "nearmiss_cara.json").segments if s.text == "snack"]
     assert main(["--data-dir", str(data), "listen", "--engine", "enrolled", "--file", wav, "--json"]) == 0
@@ -247,17 +256,14 @@ def test_listen_says_why_a_near_miss_was_not_a_call(tmp_path, capsys):
     assert len(lines) == len(snacks) and all("like cara's 'snap' was taken for another word" in ln for ln in lines)
 
 
-def test_a_game_log_keeps_why_a_near_miss_was_not_a_call(tmp_path):
+def test_a_game_log_keeps_why_a_near_miss_was_not_a_call(saved_players, tmp_path):
     """In a game the refusal goes into the log, so that after the game "why was my 'snap' not
     counted?" can be answered from it (nothing is said aloud: most near misses are chatter)."""
     import json
 
-    from voicesnap import voices
     from voicesnap.cli import main
 
-    data, folder = tmp_path / "data", tmp_path / "game"
-    for n in NAMES:
-        voices.save_profile(profile(n), str(data))
+    data, folder = saved_players, tmp_path / "game"
     wav = str(C.CORPUS_DIR / "nearmiss_cara.wav")
     snack = next(s for s in C.load(C.CORPUS_DIR / "nearmiss_cara.json").segments if s.text == "snack")
     assert main(["--data-dir", str(data), "play", "--players", "cara,dev", "--engine", "enrolled",
