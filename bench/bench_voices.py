@@ -51,6 +51,14 @@ def _profiles():
     return {n: profile(n) for n in NAMES}
 
 
+def _takes(name: str):
+    """The fixture player's checked enrollment takes (voicefixtures.takes_of)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from voicefixtures import takes_of
+
+    return takes_of(name, "enroll")
+
+
 def _calls():
     """(speaker, audio) for every held-out and unknown call, cut with 250 ms context."""
     from voicesnap.corpus import load
@@ -97,14 +105,47 @@ def at_line(trials: list[Trial], k: int, line: float, higher_closer: bool) -> tu
     return right, sum(inside(sc) for sc in fa), len(fa)
 
 
-def synthetic(quick: bool, encoder: object = "auto") -> list[Row]:
-    """``encoder``: Voices' default (the installed speaker encoder, if any), or None for the voiceprint only."""
+# What fixture players "say" for enroll's speech sample, rendered in their espeak voice: table
+# talk, about 20 s each, and each player other sentences (free speech differs from person to
+# person; one text for all made the espeak voices' samples more alike than people's).
+SPEECH_SENTENCES = (
+    "Hello, I am glad to be playing tonight.", "We usually meet on Fridays after work.",
+    "My favourite game is still snap, because it is quick and everyone shouts at once.",
+    "Last week my brother won almost every round, so this time I have been practising.",
+    "Shall we deal the cards and start now?", "I had a long day at the office and the train was late again.",
+    "The weather has been cold and wet all week, but the garden looks lovely.",
+    "Could somebody pass me a glass of water, please?", "I think the kitchen light needs a new bulb.",
+    "My grandmother taught me this game when I was about seven years old.",
+    "We should order some food before the shop closes.", "Remember to shuffle the deck properly this time.",
+)
+
+
+def synthetic_speech(name: str) -> np.ndarray:
+    """A fixture player's free-speech sample: five of SPEECH_SENTENCES, in turn, in their espeak voice."""
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "audio"))
+    from generate_players import PLAYERS as VOICES_OF
+    from generate_players import speak
+
+    first = 2 * NAMES.index(name)
+    text = " ".join(SPEECH_SENTENCES[(first + i) % len(SPEECH_SENTENCES)] for i in range(5))
+    return speak(text, VOICES_OF[name])
+
+
+def synthetic(quick: bool, encoder: object = "auto", speech: bool = False) -> list[Row]:
+    """``encoder``: Voices' default (the installed speaker encoder, if any), or None for the voiceprint only.
+
+    ``speech``: the players also enroll a free-speech sample (``synthetic_speech``).
+    """
     from voicesnap import encoder as E
     from voicesnap import voices as V
 
     enc = E.load_encoder() if encoder == "auto" else encoder
     how = " with the speaker encoder" if enc is not None else ", voiceprint only"
     profiles = _profiles()
+    if speech:
+        how += " and speech samples"
+        profiles = {n: V.build_profile(n, p.word, _takes(n), encoder=enc, speech=synthetic_speech(n))
+                    for n, p in profiles.items()}
     rival = V.announcer_profile("snap")
     calls = _calls()
     rows = []
@@ -150,7 +191,7 @@ def synthetic_both(quick: bool) -> list[Row]:
 
     rows = synthetic(quick)
     if not quick and E.load_encoder() is not None:
-        rows += synthetic(quick, encoder=None)
+        rows += synthetic(quick, speech=True) + synthetic(quick, encoder=None)
     return rows
 
 
@@ -458,8 +499,11 @@ def real_words_takes(word: str) -> dict[str, list[tuple[np.ndarray, dict]]]:
     return out
 
 
-def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]]]):
-    """Profiles of every speaker with enough takes (the first ENROLL_TAKES), and how many takes enrollment would refuse."""
+def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]]], speech: bool = False):
+    """Profiles of every speaker with enough takes (the first ENROLL_TAKES), and how many takes enrollment would refuse.
+
+    ``speech``: each also enrolls SPEECH_SECONDS of free speech (``real_words_speech``).
+    """
     from voicesnap import voices as V
 
     profiles, refused = {}, 0
@@ -471,8 +515,31 @@ def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]
             y, problems = V.check_take(x, phrase=word)
             refused += bool(problems)
             enroll.append(V.Take(word, y if len(y) else x))
-        profiles[spk] = V.build_profile(spk, word, enroll)
+        profiles[spk] = V.build_profile(spk, word, enroll,
+                                        speech=real_words_speech(spk, items[ENROLL_TAKES:]) if speech else None)
     return profiles, refused
+
+
+LIBRISPEECH = ROOT.parent / "shared" / "speech" / "librispeech"
+SPEECH_SECONDS = 20.0  # of free speech per player: what enroll asks for (cli/enroll.SPEECH_SECONDS)
+
+
+def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]]) -> np.ndarray | None:
+    """SPEECH_SECONDS of the speaker's LibriSpeech sentences, none that a held-out take was cut from.
+
+    Stands in for enroll's "talk for a while" step (the same person, recorded
+    in the same sitting as the takes). None when ../shared/speech is absent.
+    """
+    from voicesnap import features as F
+    from voicesnap.audio import read_wav
+
+    folder = LIBRISPEECH / speaker
+    if not folder.is_dir():
+        return None
+    held = {meta["source"] for _x, meta in held_out}
+    parts = [F.to_float(read_wav(f, expect_rate=F.RATE)[0][:, 0]) for f in sorted(folder.glob("*.wav"))
+             if f"librispeech/{speaker}/{f.name}" not in held]
+    return np.concatenate(parts)[: int(SPEECH_SECONDS * F.RATE)] if parts else None
 
 
 REAL_LABEL = "real, text-dependent (LibriSpeech words)"
@@ -586,7 +653,9 @@ def real_words_encoder(quick: bool) -> list[Row]:
                     note="skipped: no speaker encoder installed (voicesnap models download --kind encoder, "
                     "or VOICESNAP_ENCODER_MODEL)")]
     words = sorted(p.name for p in REAL_WORDS.iterdir() if p.is_dir())
-    kinds = ("voiceprint", "encoder alone", "encoder + templates")
+    kinds = ("voiceprint", "encoder alone", "encoder + templates", "with speech sample")
+    if not LIBRISPEECH.is_dir():
+        kinds = kinds[:3]
     tally = {(kind, k): [0, 0, 0, 0] for kind in kinds for k in (2, 4)}  # right, known, accepted unknown, unknown
     scores: dict[str, tuple[list[float], list[float]]] = {kind: ([], []) for kind in kinds}
     times: list[float] = []
@@ -596,12 +665,14 @@ def real_words_encoder(quick: bool) -> list[Row]:
         profiles, _refused = real_words_profiles(word, takes)
         if len(profiles) < 2:
             continue
+        spoken = real_words_profiles(word, takes, speech=True)[0] if len(kinds) > 3 else {}
         rival = V.announcer_profile(word)
         trimmed = {spk: [V.trim(x)[0] for x, _m in items] for spk, items in takes.items()}
         for k in (2, 4):
             for combo in itertools.combinations(sorted(profiles), k):
                 old = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=None)
                 new = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=enc)
+                talk = V.Voices([spoken[n] for n in combo], [rival] if rival else [], encoder=enc) if spoken else None
                 assert new.encoder is not None, "profiles enrolled without the encoder"
                 every = len(combo) == len(profiles)
                 for spk, items in takes.items():
@@ -617,7 +688,9 @@ def real_words_encoder(quick: bool) -> list[Row]:
                                  and new.encoder_ratio(who, cos[who]) <= 1.0 else None)
                         if who is not None:
                             trials.append((k, spk in combo, who == spk, cos[who] if who not in new.rivals else -1.0))
-                        for kind, got in zip(kinds, (att_old.player, alone, att_new.player)):
+                        att_talk = talk.attribute(x) if talk is not None else None
+                        for kind, got in zip(kinds, (att_old.player, alone, att_new.player,
+                                                     att_talk.player if att_talk else None)):
                             t = tally[(kind, k)]
                             if spk in combo:
                                 t[0] += got == spk
@@ -627,7 +700,8 @@ def real_words_encoder(quick: bool) -> list[Row]:
                                 t[3] += 1
                         if every:
                             for kind, sc in (("voiceprint", att_old.scores), ("encoder + templates", att_new.scores),
-                                             ("encoder alone", {n: c for n, c in cos.items() if n in combo})):
+                                             ("encoder alone", {n: c for n, c in cos.items() if n in combo}),
+                                             ("with speech sample", att_talk.scores if att_talk else {})):
                                 for name, v in sc.items():
                                     scores[kind][0 if name == spk else 1].append(v)
     rows = []

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from voicefixtures import PLAYERS_DIR
+from voicesnap.audio import write_wav
 
 pytestmark = pytest.mark.audio_device
 
@@ -141,6 +142,13 @@ def test_output_names_the_speaker_the_announcer_plays_on(devices: dict, tmp_path
     assert _loud_seconds(elsewhere) == 0.0  # and nothing on the default speaker
 
 
+def voices_encoder_installed() -> bool:
+    """Whether `voicesnap enroll` (run with this environment) will ask for the speech sample."""
+    from voicesnap import encoder
+
+    return encoder.load_encoder() is not None
+
+
 def _beeps(samples: np.ndarray, start: int) -> list[int]:
     """Sample indices (from ``start``) where the enrollment's 880 Hz beep begins."""
     frame = RATE // 50
@@ -163,6 +171,13 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     enroll(data, ("dev",))  # dev has a profile already; finn has none
     takes = ([PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav" for k in range(1, 6)]
              + [PLAYERS_DIR / "enroll" / f"finn_snappool_{k}.wav" for k in range(1, 4)])
+    with_encoder = voices_encoder_installed()
+    if with_encoder:  # then enroll ends with the speech sample: finn talks for 20 s after a ninth beep
+        from bench.bench_voices import synthetic_speech
+
+        talk = tmp_path / "finn_speech.wav"
+        write_wav(talk, np.round(synthetic_speech("finn") * 32767).astype(np.int16)[:, None], RATE)
+        takes.append(talk)
     speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
     folder = tmp_path / "session"
     master, slave = pty.openpty()  # a terminal: play asks only a person at one
@@ -182,7 +197,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
         os.write(master, b"y\n")
         # the player: after each beep from the speaker, say the next take into the microphone
         done = 0
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 60 + 40 * with_encoder
         while done < len(takes) and time.monotonic() < deadline and game.poll() is None:
             time.sleep(0.05)
             heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
@@ -190,7 +205,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
                 time.sleep(0.3)  # the recording opens once the beep has played
                 said.append(subprocess.Popen(["paplay", f"--device={MIC}", str(takes[done])], env=devices))
                 done += 1
-        flips = _wait_for_flips(folder / "log.jsonl", game, 1, 20)
+        flips = _wait_for_flips(folder / "log.jsonl", game, 1, 20 + 35 * with_encoder)  # speech: a 25 s recording
         game.send_signal(signal.SIGINT)
         game.wait(timeout=30)
     finally:
@@ -204,5 +219,8 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     text = b"".join(output).decode(errors="replace")
     assert game.returncode == 0, text
     assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool'" in text, text
+    if with_encoder:
+        assert "s of speech; profile" in text, text
+        assert voices.load_profile("finn", str(data)).extra["speech"]["seconds"] >= voices.SPEECH_MIN_SECONDS
     assert voices.load_profile("finn", str(data)).extra["takes"] == {"snap": 5, "snap pool": 3}
     assert "calls by enrolled" in text and flips >= 1, text  # and the game started

@@ -71,6 +71,13 @@ VOICE_RANGE_DB = 18.0
 # within R_LIMIT. It replaces the voiceprint, which cannot tell real people apart on one
 # short word. Measured with bench_voices (real same-word speakers, synthetic players: README).
 ENC_CAP = 0.84  # a player's cosine threshold: the median leave-one-out cosine of their takes, at most this
+# With a free-speech sample (enroll's "talk for a while" step, Encoder.embed_speech), each
+# centroid mixes the takes' direction with the speech's: the takes carry the word, the speech
+# the voice. Real same-word set, 20 s of each speaker's other sentences: strangers accepted at
+# a fixed cosine line of 0.80 fell from 13% to about 2% with 97% of the players' own takes named
+# (scratch measurement; bench_voices encoder has the figures in Voices). Thresholds from the
+# takes alone run 0.84-0.87 there and let more strangers in than this fixed line.
+ENC_SPEECH_CAP = 0.80
 # Below this SNR (call level over the noise floor, dB) the encoder is not asked: in 5-20 dB
 # babble or pink noise a player's call is as alike to another player's takes as to their own
 # (cosine 0.67-0.82 both; corpus), while templates and voiceprint, noise-compensated, still
@@ -210,6 +217,30 @@ def check_take(x: np.ndarray, rate: int = F.RATE, phrase: str = "snap") -> tuple
         problems.append(TakeProblem("long", f"that take was too long ({dur:.1f} s): "
                                     f"say just '{phrase}', once"))
     return y, problems
+
+
+SPEECH_MIN_SECONDS = 8.0  # of voice in a speech sample (enroll asks for 20 s of talking)
+
+
+def check_speech(x: np.ndarray) -> str | None:
+    """What is wrong with a free-speech sample (16 kHz float), as a reason to say, or None."""
+    raw = F.to_float(x)
+    if int((np.abs(raw) >= 0.999).sum()) >= 0.001 * max(len(raw), 1) + 3:
+        return "it was too loud and clipped: move back from the microphone or speak a little softer"
+    feats = F.analyse(raw)
+    if len(feats) == 0 or float(feats.energy_db.max()) < -55.0:
+        return "nothing was heard: check the microphone and talk after the beep"
+    thr = F.vad_threshold(feats.energy_db)
+    loud = feats.energy_db >= thr
+    voiced = float(loud.sum()) * F.HOP / F.RATE
+    if not loud.any():  # one steady level: a hum or noise, no pauses between words
+        return "no talking was heard, only a steady sound: talk after the beep, away from the noise"
+    if float(np.percentile(feats.energy_db[loud], 90)) < -40.0:
+        return "it was too quiet: speak up or move closer to the microphone"
+    if voiced < SPEECH_MIN_SECONDS:
+        return (f"only {voiced:.0f} seconds of talking were heard, {SPEECH_MIN_SECONDS:.0f} are needed: "
+                "keep talking until the recording ends")
+    return None
 
 
 def take_templates(y: np.ndarray) -> np.ndarray:
@@ -493,6 +524,7 @@ class Profile:
                 extra=dict(data.get("extra") or {}),
             )
             profile_embeddings(prof)  # the speaker embeddings, when there, must be whole
+            profile_speech(prof)
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"voice profile {where} is damaged ({type(exc).__name__}: {exc}); {way_out}") from exc
         if (not prof.word or prof.word not in prof.templates or any(len(t) < 2 for ts in prof.templates.values() for t in ts)
@@ -503,11 +535,13 @@ class Profile:
 
 
 def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | None = None,
-                  encoder: E.Encoder | None | str = "auto") -> Profile:
+                  encoder: E.Encoder | None | str = "auto", speech: np.ndarray | None = None) -> Profile:
     """A profile from checked, trimmed takes (at least 2 per phrase; enroll asks for more).
 
     With a speaker encoder (``"auto"``: the installed one, if any) each take's
     embedding is kept in ``extra["embeddings"]``; profiles without them keep working.
+    ``speech``: some seconds of the player talking freely (16 kHz float), kept
+    as one embedding in ``extra["speech"]`` (see ENC_SPEECH_CAP); needs the encoder.
     """
     check_name(name)
     by_phrase: dict[str, list[np.ndarray]] = {}
@@ -538,6 +572,12 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
     if isinstance(enc, E.Encoder):
         extra["encoder"] = enc.fingerprint
         extra["embeddings"] = [[t.phrase, [round(float(v), 5) for v in enc.embed(t.audio)]] for t in takes]
+        if speech is not None:
+            try:
+                e, seconds = enc.embed_speech(speech)
+            except ValueError as exc:
+                raise UserError(f"the speech sample of {name} cannot be used: {exc}") from exc
+            extra["speech"] = {"seconds": round(seconds, 1), "embedding": [round(float(v), 5) for v in e]}
     return Profile(
         name=name, word=word, templates=templates, thresholds=thresholds,
         voiceprint=center.astype(np.float32), voice_scale=scale, voice_threshold=voice_thr,
@@ -571,25 +611,46 @@ def profile_embeddings(prof: Profile) -> tuple[str, dict[str, np.ndarray]] | Non
     return fp, {ph: np.stack(vs) for ph, vs in by.items()}
 
 
-def _encoder_model(embs: dict[str, np.ndarray]) -> tuple[np.ndarray, float] | None:
+def profile_speech(prof: Profile) -> np.ndarray | None:
+    """The embedding of a profile's free-speech sample, if it has one (ValueError when malformed)."""
+    raw = prof.extra.get("speech")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("seconds"), (int, float)):
+        raise ValueError("the speech sample is not {seconds, embedding}")
+    v = np.asarray(raw.get("embedding"), np.float32)
+    if v.shape != (E.HIDDEN,) or not np.isfinite(v).all() or not np.linalg.norm(v) > 0:
+        raise ValueError(f"the speech sample's embedding has shape {v.shape}, not ({E.HIDDEN},)")
+    return v / np.linalg.norm(v)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(float(np.linalg.norm(v)), 1e-9)
+
+
+def _encoder_model(embs: dict[str, np.ndarray], speech: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, float] | None:
     """(unit centroid per phrase, cosine threshold) from a player's takes' embeddings.
 
     Takes made in one sitting agree more closely than calls in a game (the
     synthetic players' leave-one-out cosines are 0.87-0.98, their held-out
     noisy calls 0.83-0.94), so the threshold is capped at ENC_CAP.
+    With a free-speech sample each centroid is the mean of the takes' and the
+    speech's directions, and the cap is ENC_SPEECH_CAP.
     """
+    def centroid(m: np.ndarray) -> np.ndarray:
+        c = _unit(m.mean(axis=0))
+        return c if speech is None else _unit(c + speech)
+
     cents, loo = [], []
     for m in embs.values():
         if len(m) < 2:
             continue
-        c = m.mean(axis=0)
-        cents.append(c / np.linalg.norm(c))
-        for i in range(len(m)):
-            rest = np.delete(m, i, axis=0).mean(axis=0)
-            loo.append(float(m[i] @ rest) / max(float(np.linalg.norm(rest) * np.linalg.norm(m[i])), 1e-9))
+        cents.append(centroid(m))
+        loo += [float(_unit(m[i]) @ centroid(np.delete(m, i, axis=0))) for i in range(len(m))]
     if not cents:
         return None
-    return np.stack(cents).astype(np.float32), min(float(np.median(loo)), ENC_CAP)
+    return np.stack(cents).astype(np.float32), min(float(np.median(loo)), ENC_CAP if speech is None else ENC_SPEECH_CAP)
 
 
 def check_name(name: str) -> str:
@@ -1033,6 +1094,7 @@ class Voices:
         Rivals without embeddings simply do not compete on the encoder.
         """
         embs = {p.name: profile_embeddings(p) for p in every}
+        speech = {p.name: profile_speech(p) for p in every}
         if not profiles or any(embs[p.name] is None for p in profiles):
             return None, {}
         enc = E.load_encoder() if encoder == "auto" else encoder
@@ -1042,7 +1104,7 @@ class Voices:
         for name, got in embs.items():
             if got is None or got[0] != enc.fingerprint:
                 continue
-            model = _encoder_model(got[1])
+            model = _encoder_model(got[1], speech.get(name))
             if model is not None:
                 models[name] = model
         if any(p.name not in models for p in profiles):

@@ -6,6 +6,11 @@ the reason and asked for again. Run it again for the same NAME to re-enroll.
 --from-files does the same from recordings, without a microphone: a file may
 hold one take or several separated by silence; files whose name contains
 "pool" (or whose NAME.json sidecar says so) are "snap pool" takes.
+
+With the speaker encoder installed, enrollment ends with a speech sample:
+the player talks freely for about 20 seconds (files whose name contains
+"speech"). One short call word says little about a voice; the sample lets
+the game tell a stranger saying "snap" from the player (voices.ENC_SPEECH_CAP).
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ from ..errors import UserError
 
 RECORD_SECONDS = 2.5
 MAX_RETRIES = 4
+SPEECH_SECONDS = 20.0  # the speech sample asked for (live recording: this plus SPEECH_SPARE)
+SPEECH_SPARE = 5.0
+SPEECH_TRIES = 2  # live tries of the speech sample before enrolling without it
+SPEECH_PROMPT = ("Now talk for about twenty seconds, in your normal voice, after the beep: say your name, "
+                 "and tell us about your day, or anything you like.")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="takes of '<word> pool' (at least 3; 0 with --no-pool)")
     parser.add_argument("--no-pool", action="store_true",
                         help="do not enroll '<word> pool' (e.g. Animal Snap has no pool call)")
+    parser.add_argument("--no-speech", action="store_true",
+                        help="skip the 20 s speech sample (strangers are then told apart less well)")
     parser.add_argument("--silent", action="store_true", help="no spoken prompts, text only")
     parser.add_argument("--device", help="input device (name or index) for live enrollment")
 
@@ -54,20 +66,31 @@ def _phrase_for(path: Path, word: str, pool: str) -> str | None:
     return pool if "pool" in path.stem.lower() else None
 
 
+def _mono(path: Path, channel: int | None) -> tuple[np.ndarray, int]:
+    """A recording's samples (int16) on the player's channel, or mixed to mono."""
+    from ..audio import read_wav
+
+    samples, rate = read_wav(path)
+    if channel is not None and samples.shape[1] > 1:
+        if channel >= samples.shape[1]:
+            raise UserError(f"{path}: has {samples.shape[1]} channels, --channel {channel} "
+                            "does not exist (channels count from 0)")
+        return samples[:, channel], rate
+    return (samples.mean(axis=1).astype(np.int16) if samples.shape[1] > 1 else samples[:, 0]), rate
+
+
+def _is_speech(path: Path) -> bool:
+    return "speech" in path.stem.lower()
+
+
 def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
     from .. import voices as V
-    from ..audio import read_wav
 
     raw: list[tuple[str, np.ndarray, str]] = []
     for path in args.from_files:
-        samples, rate = read_wav(path)
-        if args.channel is not None and samples.shape[1] > 1:
-            if args.channel >= samples.shape[1]:
-                raise UserError(f"{path}: has {samples.shape[1]} channels, --channel {args.channel} "
-                                "does not exist (channels count from 0)")
-            mono = samples[:, args.channel]
-        else:
-            mono = samples.mean(axis=1).astype(np.int16) if samples.shape[1] > 1 else samples[:, 0]
+        if _is_speech(path):
+            continue  # the speech sample (_speech_from_files)
+        mono, rate = _mono(path, args.channel)
         phrase = _phrase_for(path, word, pool or "\0") or word
         if phrase != word and pool is None:
             print(f"  {path.name}: a pool take, skipped (--no-pool)")
@@ -87,6 +110,51 @@ def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
             continue
         takes.append(V.Take(phrase, y, src))
     return takes
+
+
+def _speech_from_files(args: argparse.Namespace) -> np.ndarray | None:
+    """The speech sample from the files named "*speech*", joined; None when there are none."""
+    from .. import voices as V
+    from ..features import resample
+
+    parts = []
+    for path in args.from_files:
+        if _is_speech(path):
+            mono, rate = _mono(path, args.channel)
+            parts.append(resample(mono, rate))
+    if not parts:
+        return None
+    x = np.concatenate(parts)
+    problem = V.check_speech(x)
+    if problem:
+        raise UserError(f"the speech sample ({', '.join(p.name for p in args.from_files if _is_speech(p))}) "
+                        f"cannot be used: {problem}; give a longer or clearer recording, or leave it out "
+                        "(--no-speech)")
+    return x
+
+
+def _speech_live(args: argparse.Namespace, beep: np.ndarray) -> np.ndarray | None:
+    """The live speech sample, or None after SPEECH_TRIES failed tries (the takes are kept either way)."""
+    import sounddevice as sd
+
+    from .. import voices as V
+    from ..features import to_float
+
+    _say(SPEECH_PROMPT, args.silent)
+    problem = ""
+    for _try in range(SPEECH_TRIES):
+        sd.play(beep, 16000, blocking=True)
+        print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s ...", flush=True)
+        rec = sd.rec(int((SPEECH_SECONDS + SPEECH_SPARE) * 16000), samplerate=16000, channels=1, dtype="int16",
+                     device=args.device, blocking=True)
+        x = to_float(rec[:, 0])
+        problem = V.check_speech(x)
+        if not problem:
+            print("  speech sample ok")
+            return x
+        _say(f"Again please: {problem}.", args.silent)
+    print(f"  no usable speech sample ({problem}); enrolling without it. Enroll again later to add one")
+    return None
 
 
 def _say(text: str, silent: bool) -> None:
@@ -140,7 +208,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None) -> list:
             got += 1
             takes.append(V.Take(phrase, y, f"take {got}"))
             print(f"  take {got} of {count} ok")
-    return takes
+    return takes, beep
 
 
 def run(args: argparse.Namespace) -> int:
@@ -158,7 +226,18 @@ def run(args: argparse.Namespace) -> int:
     if args.channel is not None and args.channel < 0:
         raise UserError("--channel counts from 0")
     print(f"Enrolling {name} (call: '{word}'{f', pool call: {pool!r}' if pool else ''})")
-    takes = _from_files(args, word, pool) if args.from_files else _live(args, word, pool)
+    from .. import encoder as E
+
+    with_speech = not args.no_speech and E.load_encoder() is not None
+    if args.from_files:
+        takes = _from_files(args, word, pool)
+        speech = _speech_from_files(args) if with_speech else None
+        if any(_is_speech(p) for p in args.from_files) and not with_speech:
+            print("  the speech sample is not used: " + ("--no-speech" if args.no_speech else
+                  "no speaker encoder is installed (voicesnap models download encoder, then enroll again)"))
+    else:
+        takes, beep = _live(args, word, pool)
+        speech = _speech_live(args, beep) if with_speech else None
 
     # takes unlike the others of the same phrase are refused (a different word, a cough)
     kept = []
@@ -178,10 +257,15 @@ def run(args: argparse.Namespace) -> int:
                     else "run the enrollment again")
             raise UserError(f"only {have} good take(s) of '{phrase}', {count} needed; {hint}")
     existed = V.profile_path(name, args.data_dir).exists()
-    profile = V.build_profile(name, word, kept, channel=args.channel)
+    profile = V.build_profile(name, word, kept, channel=args.channel, speech=speech)
     path = V.save_profile(profile, args.data_dir)
     counts = ", ".join(f"{n} of '{ph}'" for ph, n in profile.extra["takes"].items())
+    if "speech" in profile.extra:
+        counts += f", {profile.extra['speech']['seconds']:.0f} s of speech"
     print(f"{'Re-enrolled' if existed else 'Enrolled'} {name}: {counts}; profile {path}")
+    if with_speech and speech is None:
+        print("  no speech sample (files named *speech*): strangers saying the call word are told apart "
+              "from this player less well")
     if sys.stdout.isatty() and not args.silent and not args.from_files:
         _say(f"Thank you, {name}. You are enrolled.", args.silent)
     return 0

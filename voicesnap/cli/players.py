@@ -53,6 +53,9 @@ def _list(args: argparse.Namespace) -> int:
         if enc is not None and not with_enc:
             without.append(p.name)
         mark = "  speaker encoder: " + ("yes" if with_enc else "no") if enc is not None else ""
+        if with_enc:
+            sp = p.extra.get("speech")
+            mark += f", speech sample {sp['seconds']:.0f} s" if isinstance(sp, dict) else ", no speech sample"
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
     if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
         print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
