@@ -781,6 +781,7 @@ def real_words_noise(quick: bool) -> list[Row]:
             profiles, _refused = real_words_profiles(word, takes)
             if len(profiles) < 2:
                 continue
+            spoken = real_words_profiles(word, takes, speech=True)[0] if LIBRISPEECH.is_dir() else None
             rival = V.announcer_profile(word)
             noisy: dict[str, list[np.ndarray]] = {}
             for spk, items in takes.items():
@@ -793,14 +794,17 @@ def real_words_noise(quick: bool) -> list[Row]:
                         n = sum(bab[o: o + len(x)] for o in rng.integers(0, len(bab) - len(x), 3))
                         n = n / np.sqrt(np.mean(n ** 2))
                     noisy.setdefault(spk, []).append((x + n * level * 10 ** (-NOISE_SNR / 20)).astype(np.float32))
-            for setting, floor in (("before", float("inf")), ("now", V.ENC_DENOISED_MIN_SNR)):
+            settings = [("before", float("inf"), profiles), ("now", V.ENC_DENOISED_MIN_SNR, profiles)]
+            if spoken:
+                settings.append(("speech", V.ENC_DENOISED_MIN_SNR, spoken))
+            for setting, floor, profs in settings:
                 saved = V.ENC_DENOISED_MIN_SNR
                 V.ENC_DENOISED_MIN_SNR = floor
                 try:
                     for k in (2, 4):
                         t = tally.setdefault((setting, k), [0, 0, 0, 0, 0])
-                        for combo in itertools.combinations(sorted(profiles), k):
-                            vs = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=enc)
+                        for combo in itertools.combinations(sorted(profs), k):
+                            vs = V.Voices([profs[n] for n in combo], [rival] if rival else [], encoder=enc)
                             for spk, xs in noisy.items():
                                 for x in xs[ENROLL_TAKES if spk in combo else 0:]:
                                     got = vs.attribute(x).player
@@ -815,12 +819,15 @@ def real_words_noise(quick: bool) -> list[Row]:
                     V.ENC_DENOISED_MIN_SNR = saved
         for k in (2, 4):
             b, n = tally[("before", k)], tally[("now", k)]
+            sp = tally.get(("speech", k))
             rows.append(Row(AREA, f"{NOISE_LABEL}: named right, {k} players ({kind} {NOISE_SNR:g} dB)",
                             n[0] / n[2] if n[2] else float("nan"), "", "",
-                            f"now {n[0]}/{n[2]} (wrong player {n[1]}); before {b[0]}/{b[2]} (wrong player {b[1]})"))
+                            f"now {n[0]}/{n[2]} (wrong player {n[1]}); before {b[0]}/{b[2]} (wrong player {b[1]})"
+                            + (f"; with speech samples {sp[0]}/{sp[2]} (wrong player {sp[1]})" if sp else "")))
             rows.append(Row(AREA, f"{NOISE_LABEL}: strangers accepted, {k} players ({kind} {NOISE_SNR:g} dB)",
                             n[3] / n[4] if n[4] else float("nan"), "", "<= 0.02",
-                            f"now {n[3]}/{n[4]}; before {b[3]}/{b[4]} (the voiceprint deciding below 20 dB)"))
+                            f"now {n[3]}/{n[4]}; before {b[3]}/{b[4]} (the voiceprint deciding below 20 dB)"
+                            + (f"; with speech samples {sp[3]}/{sp[4]}" if sp else "")))
     return rows
 
 

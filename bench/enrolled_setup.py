@@ -17,14 +17,32 @@ ENROLL = ROOT / "tests" / "fixtures" / "audio" / "players" / "enroll"
 NAMES = ("alice", "bob", "cara", "dev", "emma", "finn")
 
 
-def fixture_profiles(tmpdir: str | Path) -> list:
-    """The six fixture players enrolled from their files into ``tmpdir``."""
+def fixture_profiles(tmpdir: str | Path, speech: bool | None = None) -> list:
+    """The six fixture players enrolled from their files into ``tmpdir``.
+
+    ``speech`` (default: $VOICESNAP_BENCH_SPEECH=1): each also gives enroll a
+    speech sample (bench_voices.synthetic_speech), as a live enrollment with the
+    speaker encoder installed asks for.
+    """
+    import os
+
+    import numpy as np
+
     from voicesnap import voices as V
+    from voicesnap.audio import write_wav
     from voicesnap.cli import main
 
+    if speech is None:
+        speech = os.environ.get("VOICESNAP_BENCH_SPEECH") == "1"
     for name in NAMES:
         files = [str(ENROLL / f"{name}_snap_{k}.wav") for k in range(1, 6)]
         files += [str(ENROLL / f"{name}_snappool_{k}.wav") for k in range(1, 4)]
+        if speech:
+            from .bench_voices import synthetic_speech
+
+            talk = Path(tmpdir) / f"{name}_speech.wav"
+            write_wav(talk, np.round(synthetic_speech(name) * 32767).astype(np.int16)[:, None], 16000)
+            files.append(str(talk))
         rc = main(["--data-dir", str(tmpdir), "enroll", name, "--from-files", *files])
         if rc:
             raise RuntimeError(f"enrolling fixture player {name} failed ({rc})")
