@@ -128,7 +128,8 @@ def synthetic_speech(name: str) -> np.ndarray:
 
     first = 2 * NAMES.index(name)
     text = " ".join(SPEECH_SENTENCES[(first + i) % len(SPEECH_SENTENCES)] for i in range(5))
-    return speak(text, VOICES_OF[name])
+    x = speak(text, VOICES_OF[name])
+    return (x * (0.5 / float(np.max(np.abs(x))))).astype(np.float32)  # peak 0.5: safe to write as int16
 
 
 def synthetic(quick: bool, encoder: object = "auto", speech: bool = False) -> list[Row]:

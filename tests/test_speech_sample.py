@@ -11,6 +11,7 @@ real `voicesnap enroll` on espeak-ng speech; they skip without the encoder.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -72,13 +73,11 @@ def test_a_speech_sample_keeps_strangers_saying_the_same_word_out():
     assert named_after >= named_before >= 17, result
 
 
-def _speech_file(tmp_path, name: str, seconds: float | None = None):
-    import sys
-
-    sys.path.insert(0, str(LIBRI.parents[1]))
+def _speech_file(tmp_path, name: str, seconds: float | None = None, voice: str | None = None):
+    """A speech sample file: the fixture player ``voice`` (default: ``name``) talking, in espeak-ng."""
     from bench.bench_voices import synthetic_speech
 
-    x = synthetic_speech(name)
+    x = synthetic_speech(voice or name)
     if seconds is not None:
         x = x[: int(seconds * F.RATE)]
     path = tmp_path / f"{name}_speech.wav"
@@ -103,7 +102,7 @@ def test_enroll_from_files_keeps_the_speech_sample_and_players_shows_it(tmp_path
     plain = takes.mean(axis=0) / np.linalg.norm(takes.mean(axis=0))
     assert float(cents[0] @ V.profile_speech(prof)) > float(plain @ V.profile_speech(prof))
     assert main(["players", "list"]) == 0
-    assert "speech sample" in capsys.readouterr().out
+    assert re.search(r"speech sample \d+ s", capsys.readouterr().out)
 
     # --no-speech leaves it out, and says so
     assert main(["enroll", "alice", "--no-speech", "--from-files", *enroll_files("alice"), str(speech)]) == 0
@@ -118,6 +117,31 @@ def test_a_too_short_speech_sample_is_refused_with_the_way_out(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "bob_speech.wav" in err and "seconds of talking" in err and "--no-speech" in err, err
     assert not V.profile_path("bob").exists()  # nothing half-saved
+
+
+def test_someone_elses_speech_sample_is_refused(tmp_path, capsys):
+    """alice's takes with bob talking as her speech sample: the voices do not match, nothing is saved."""
+    encoder_or_skip()
+    speech = _speech_file(tmp_path, "alice", voice="bob")
+    assert main(["enroll", "alice", "--from-files", *enroll_files("alice"), str(speech)]) == 2
+    err = capsys.readouterr().err
+    assert "does not sound like the voice of the calls" in err and "--no-speech" in err, err
+    assert not V.profile_path("alice").exists()
+
+
+def test_pauses_in_the_speech_sample_are_cut_before_it_is_embedded():
+    """A sample with pauses gives the same voice as without: pauses pulled it towards everyone's."""
+    enc = encoder_or_skip()
+    takes = real_words_takes("the")
+    x = libri_speech("1998", takes["1998"][ENROLL_TAKES:])
+    rng = np.random.default_rng(3)
+    pieces = np.array_split(x, 8)
+    paused = np.concatenate([np.concatenate([p, np.zeros(F.RATE, np.float32)]) for p in pieces])
+    paused = (paused + rng.normal(0, 10 ** (-60 / 20), len(paused))).astype(np.float32)
+    e0, s0 = enc.embed_speech(x)
+    e1, s1 = enc.embed_speech(paused)
+    assert s1 < len(paused) / F.RATE - 7  # the 8 s of pauses are not counted as voice
+    assert float(e0 @ e1) > 0.99
 
 
 def test_a_damaged_speech_sample_in_a_profile_is_a_clear_error(tmp_path):
@@ -136,7 +160,9 @@ def test_check_speech_reasons():
     x = np.random.default_rng(0).normal(0, 0.1, 20 * F.RATE).astype(np.float32)
     assert V.check_speech(np.zeros(20 * F.RATE, np.float32)).startswith("nothing was heard")
     assert "clipped" in V.check_speech(np.clip(x * 50, -1, 1))
-    assert V.check_speech(x).startswith("no talking")  # steady noise has no pauses between words
+    assert V.check_speech(x).startswith("only a steady sound")  # noise has no pauses between words
     words = x * np.repeat(np.arange(40) % 4 != 3, F.RATE // 2)  # 0.5 s "words", every fourth a pause
+    words = words + np.random.default_rng(1).normal(0, 1e-4, len(words)).astype(np.float32)
     assert V.check_speech(words) is None
-    assert V.check_speech(words[: 8 * F.RATE]).startswith("only 6 seconds")
+    assert re.match(r"only 7\.\d seconds of talking", V.check_speech(words[: 10 * F.RATE]))
+    assert V.check_speech(words * 0.02).startswith("it was too quiet")

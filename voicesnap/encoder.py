@@ -78,8 +78,6 @@ LAYERS = 3
 PARTIAL_FRAMES = 160  # 1.6 s: Resemblyzer's partial utterance
 NORM_DBFS = -30.0
 SPEECH_WINDOW = 1.0  # s: pieces of free speech embedded one by one (Encoder.embed_speech)
-SPEECH_RANGE_DB = 25.0  # pieces this far under the loudest are pauses
-SPEECH_MIN_DBFS = -60.0  # and never a piece quieter than this
 INT16_MAX = 2 ** 15 - 1
 
 PARAMS = tuple([f"lstm.{w}_l{i}" for i in range(LAYERS) for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
@@ -486,22 +484,19 @@ class Encoder:
         One short call word carries little of a voice: five takes of it leave
         strangers saying the same word as alike as the player (real same-word
         set: 22 of 172 accepted). Some seconds of the player talking fix the
-        voice itself. It is embedded in SPEECH_WINDOW pieces, near the length
-        of a call, so that it is compared on the same footing as one (whole
-        utterances of 1.6 s partials agreed less with calls: README "Voices").
-        Pieces more than SPEECH_RANGE_DB under the loudest are pauses, skipped.
+        voice itself. Its voiced parts (pauses cut: ``features.voiced_speech``)
+        are embedded in SPEECH_WINDOW pieces, near the length of a call, so
+        that it is compared on the same footing as one (whole utterances in
+        1.6 s partials agreed less with calls: README "Voices").
         """
-        x = np.asarray(wav, np.float32)
+        from .features import voiced_speech
+
+        x, _snr = voiced_speech(np.asarray(wav, np.float32))
         n, hop = int(SPEECH_WINDOW * RATE), int(SPEECH_WINDOW * RATE) // 2
-        starts = list(range(0, max(len(x) - n, 0) + 1, hop)) if len(x) >= n else []
-        if not starts:
-            raise ValueError(f"need at least {SPEECH_WINDOW:.1f} s of speech, got {len(x) / RATE:.1f} s")
-        level = np.array([10 * np.log10(float(np.mean(x[s:s + n] ** 2)) + 1e-12) for s in starts])
-        keep = [s for s, db in zip(starts, level) if db >= max(level.max() - SPEECH_RANGE_DB, SPEECH_MIN_DBFS)]
-        if not keep:
-            raise ValueError("no speech was heard (too quiet)")
-        mean = np.mean([self.embed(x[s:s + n]) for s in keep], axis=0)
-        return (mean / np.linalg.norm(mean)).astype(np.float32), (len(keep) + 1) * hop / RATE
+        if len(x) < n:
+            raise ValueError(f"need at least {SPEECH_WINDOW:g} s of voice, heard {len(x) / RATE:.1f} s")
+        mean = np.mean([self.embed(x[s:s + n]) for s in range(0, len(x) - n + 1, hop)], axis=0)
+        return (mean / np.linalg.norm(mean)).astype(np.float32), len(x) / RATE
 
     def embed_utterance(self, wav: np.ndarray, rate: float = 1.3, min_coverage: float = 0.75) -> np.ndarray:
         """Resemblyzer's ``embed_utterance`` for long speech: 1.6 s partials, their mean, normalised."""

@@ -217,6 +217,30 @@ def voiced_segments(
     return [(s, e) for s, e in runs if e - s >= min_frames]
 
 
+SPEECH_RANGE_DB = 20.0  # free speech: frames this far under its loud frames (p95) are pauses or breath
+SPEECH_GAP = 15  # frames: shorter quiet inside speech is kept (the stops between sounds)
+
+
+def voiced_speech(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """(the voiced parts of a stretch of free speech joined, its background's distance under the speech in dB).
+
+    A person talking pauses; pauses and breath embedded with the voice pulled
+    a speaker's sample towards everyone's (real same-word strangers accepted
+    4 -> 16 of 172 with 0.7 s pauses every 3 s: README "Speech sample").
+    Kept: stretches over both the VAD threshold and SPEECH_RANGE_DB under the
+    loud frames, 30 ms each side.
+    """
+    x = np.asarray(x, np.float32)
+    e = frame_energy_db(frames(x))
+    if len(e) == 0:
+        return x[:0], 0.0
+    loud = float(np.percentile(e, 95))
+    thr = max(vad_threshold(e), loud - SPEECH_RANGE_DB)
+    segs = voiced_segments(e, thr, min_frames=5, gap_frames=SPEECH_GAP)
+    parts = [x[max(s - 3, 0) * HOP: min(len(x), (end + 3) * HOP)] for s, end in segs]
+    return (np.concatenate(parts) if parts else x[:0]), loud - float(np.percentile(e, 10))
+
+
 def refine_onset(x: np.ndarray, frame_start: int, threshold_db: float, back_db: float = 6.0, hold: int = 1) -> int:
     """Sample index where speech starts near frame ``frame_start``.
 

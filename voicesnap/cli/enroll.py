@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -30,7 +31,8 @@ SPEECH_SECONDS = 20.0  # the speech sample asked for (live recording: this plus 
 SPEECH_SPARE = 5.0
 SPEECH_TRIES = 2  # live tries of the speech sample before enrolling without it
 SPEECH_PROMPT = ("Now talk for about twenty seconds, in your normal voice, after the beep: say your name, "
-                 "and tell us about your day, or anything you like.")
+                 "and tell us about your day, or anything you like. Everyone else, please stay quiet.")
+SPEECH_FILE_SECONDS = 60.0  # of speech files used: more adds time, not accuracy
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -112,48 +114,47 @@ def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
     return takes
 
 
-def _speech_from_files(args: argparse.Namespace) -> np.ndarray | None:
-    """The speech sample from the files named "*speech*", joined; None when there are none."""
-    from .. import voices as V
+def _speech_from_files(args: argparse.Namespace, problem: Callable[[np.ndarray], str | None]) -> np.ndarray | None:
+    """The speech sample from the files named "*speech*", joined (at most SPEECH_FILE_SECONDS); None without any."""
     from ..features import resample
 
-    parts = []
-    for path in args.from_files:
-        if _is_speech(path):
-            mono, rate = _mono(path, args.channel)
-            parts.append(resample(mono, rate))
-    if not parts:
+    paths = [p for p in args.from_files if _is_speech(p)]
+    if not paths:
         return None
-    x = np.concatenate(parts)
-    problem = V.check_speech(x)
-    if problem:
-        raise UserError(f"the speech sample ({', '.join(p.name for p in args.from_files if _is_speech(p))}) "
-                        f"cannot be used: {problem}; give a longer or clearer recording, or leave it out "
-                        "(--no-speech)")
+    x = np.concatenate([resample(*_mono(p, args.channel)) for p in paths])[: int(SPEECH_FILE_SECONDS * 16000)]
+    why = problem(x)
+    if why:
+        raise UserError(f"the speech sample ({', '.join(p.name for p in paths)}) cannot be used: {why}; give "
+                        "another recording, or leave it out (--no-speech)")
     return x
 
 
-def _speech_live(args: argparse.Namespace, beep: np.ndarray) -> np.ndarray | None:
-    """The live speech sample, or None after SPEECH_TRIES failed tries (the takes are kept either way)."""
+def _speech_live(args: argparse.Namespace, beep: np.ndarray,
+                 problem: Callable[[np.ndarray], str | None]) -> np.ndarray | None:
+    """The live speech sample, or None when skipped (Ctrl-C) or after SPEECH_TRIES failed tries: the takes are kept."""
     import sounddevice as sd
 
-    from .. import voices as V
     from ..features import to_float
 
-    _say(SPEECH_PROMPT, args.silent)
-    problem = ""
-    for _try in range(SPEECH_TRIES):
-        sd.play(beep, 16000, blocking=True)
-        print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s ...", flush=True)
-        rec = sd.rec(int((SPEECH_SECONDS + SPEECH_SPARE) * 16000), samplerate=16000, channels=1, dtype="int16",
-                     device=args.device, blocking=True)
-        x = to_float(rec[:, 0])
-        problem = V.check_speech(x)
-        if not problem:
-            print("  speech sample ok")
-            return x
-        _say(f"Again please: {problem}.", args.silent)
-    print(f"  no usable speech sample ({problem}); enrolling without it. Enroll again later to add one")
+    why = ""
+    try:
+        _say(SPEECH_PROMPT, args.silent)
+        for _try in range(SPEECH_TRIES):
+            sd.play(beep, 16000, blocking=True)
+            print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s (Ctrl-C skips it) ...", flush=True)
+            rec = sd.rec(int((SPEECH_SECONDS + SPEECH_SPARE) * 16000), samplerate=16000, channels=1,
+                         dtype="int16", device=args.device, blocking=True)
+            x = to_float(rec[:, 0])
+            why = problem(x)
+            if not why:
+                print("  speech sample ok")
+                return x
+            _say(f"Again please: {why}.", args.silent)
+    except KeyboardInterrupt:
+        sd.stop()
+        print("\n  speech sample skipped; enrolling with the takes alone")
+        return None
+    print(f"  no usable speech sample ({why}); enrolling with the takes alone. Enroll again later to add one")
     return None
 
 
@@ -228,16 +229,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"Enrolling {name} (call: '{word}'{f', pool call: {pool!r}' if pool else ''})")
     from .. import encoder as E
 
-    with_speech = not args.no_speech and E.load_encoder() is not None
+    enc = None if args.no_speech else E.load_encoder()
     if args.from_files:
         takes = _from_files(args, word, pool)
-        speech = _speech_from_files(args) if with_speech else None
-        if any(_is_speech(p) for p in args.from_files) and not with_speech:
+        if any(_is_speech(p) for p in args.from_files) and enc is None:
             print("  the speech sample is not used: " + ("--no-speech" if args.no_speech else
                   "no speaker encoder is installed (voicesnap models download encoder, then enroll again)"))
     else:
         takes, beep = _live(args, word, pool)
-        speech = _speech_live(args, beep) if with_speech else None
 
     # takes unlike the others of the same phrase are refused (a different word, a cough)
     kept = []
@@ -256,6 +255,19 @@ def run(args: argparse.Namespace) -> int:
             hint = ("give more recordings with --from-files" if args.from_files
                     else "run the enrollment again")
             raise UserError(f"only {have} good take(s) of '{phrase}', {count} needed; {hint}")
+    # the speech sample comes once the takes are good: it must sound like the person who said them
+    speech = None
+    if enc is not None:
+        def problem(x: np.ndarray) -> str | None:
+            return V.check_speech(x) or V.speech_mismatch(enc, [t.audio for t in kept if t.phrase == word], x)
+
+        if args.from_files:
+            speech = _speech_from_files(args, problem)
+            if speech is None:
+                print("  no speech sample: give a recording of the player talking (about 20 s) with 'speech' in "
+                      "its file name, so that strangers saying the call word are told apart better")
+        else:
+            speech = _speech_live(args, beep, problem)
     existed = V.profile_path(name, args.data_dir).exists()
     profile = V.build_profile(name, word, kept, channel=args.channel, speech=speech)
     path = V.save_profile(profile, args.data_dir)
@@ -263,9 +275,6 @@ def run(args: argparse.Namespace) -> int:
     if "speech" in profile.extra:
         counts += f", {profile.extra['speech']['seconds']:.0f} s of speech"
     print(f"{'Re-enrolled' if existed else 'Enrolled'} {name}: {counts}; profile {path}")
-    if with_speech and speech is None:
-        print("  no speech sample (files named *speech*): strangers saying the call word are told apart "
-              "from this player less well")
     if sys.stdout.isatty() and not args.silent and not args.from_files:
         _say(f"Thank you, {name}. You are enrolled.", args.silent)
     return 0

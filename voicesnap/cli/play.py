@@ -244,7 +244,7 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[st
 
     still = []
     for name in missing:
-        answer = input(f"{name} has no voice profile. Enroll now (about a minute)? [Y/n] ").strip().lower()
+        answer = input(f"{name} has no voice profile. Enroll now (about two minutes)? [Y/n] ").strip().lower()
         if answer in ("", "y", "yes"):
             cli_main(["--data-dir", str(root), "enroll", name])
         if name not in set(voices.list_players(str(root))):
