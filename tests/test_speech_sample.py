@@ -144,6 +144,28 @@ def test_pauses_in_the_speech_sample_are_cut_before_it_is_embedded():
     assert float(e0 @ e1) > 0.99
 
 
+def test_a_speech_sample_is_added_to_an_enrolled_player_keeping_the_takes(tmp_path, capsys):
+    encoder_or_skip()
+    assert main(["enroll", "dev", "--no-speech", "--from-files", *enroll_files("dev")]) == 0
+    before = V.load_profile("dev")
+    assert "speech" not in before.extra
+    capsys.readouterr()
+    assert main(["players", "list"]) == 0
+    assert "voicesnap enroll dev --speech-only" in capsys.readouterr().err  # the way to add it
+    # the sample must be dev's: emma's talk is refused and the profile stays as it was
+    assert main(["enroll", "dev", "--speech-only", "--from-files", str(_speech_file(tmp_path, "dev", voice="emma"))]) == 2
+    assert "does not sound like the voice of the calls" in capsys.readouterr().err
+    assert "speech" not in V.load_profile("dev").extra
+    assert main(["enroll", "dev", "--speech-only", "--from-files", str(_speech_file(tmp_path, "dev"))]) == 0
+    assert "Added" in capsys.readouterr().out
+    after = V.load_profile("dev")
+    assert after.extra["speech"]["seconds"] >= V.SPEECH_MIN_SECONDS
+    assert after.extra["embeddings"] == before.extra["embeddings"] and after.thresholds == before.thresholds
+    # nothing to add it to: a clear message
+    assert main(["enroll", "nobody", "--speech-only", "--from-files", str(_speech_file(tmp_path, "dev"))]) == 2
+    assert "no voice profile for 'nobody'" in capsys.readouterr().err
+
+
 def test_a_damaged_speech_sample_in_a_profile_is_a_clear_error(tmp_path):
     encoder_or_skip()
     assert main(["enroll", "cara", "--from-files", *enroll_files("cara"),

@@ -248,16 +248,16 @@ def check_speech(x: np.ndarray) -> str | None:
 SPEECH_MIN_COSINE = 0.65  # a speech sample's embedding to the player's call takes' centroid, at least
 
 
-def speech_mismatch(enc: E.Encoder, calls: Sequence[np.ndarray], speech: np.ndarray) -> str | None:
-    """Why a speech sample seems not to be the voice of these call takes (someone else talking, noise), or None.
+def speech_mismatch(enc: E.Encoder, calls: np.ndarray, speech: np.ndarray) -> str | None:
+    """Why a speech sample seems not to be the voice of these call takes' embeddings (someone else, noise), or None.
 
     A guard against gross mistakes, not a proof: on the real and fixture
     speakers a player's own sample sits at 0.69-0.82 to their takes, other
     people's at 0.46-0.76, on-off noise at 0.61-0.68 (README "Speech sample").
     """
-    if not calls:
+    if not len(calls):
         return None
-    c = np.mean([enc.embed(y) for y in calls], axis=0)
+    c = np.mean(calls, axis=0)
     try:
         e, _seconds = enc.embed_speech(speech)
     except ValueError as exc:
@@ -267,6 +267,15 @@ def speech_mismatch(enc: E.Encoder, calls: Sequence[np.ndarray], speech: np.ndar
         return (f"it does not sound like the voice of the calls (likeness {cos:.2f} < {SPEECH_MIN_COSINE:.2f}): "
                 "was someone else talking, or a noise? Only the player should talk")
     return None
+
+
+def speech_extra(enc: E.Encoder, name: str, speech: np.ndarray) -> dict:
+    """The profile's ``extra["speech"]`` for a checked speech sample (see ENC_SPEECH_CAP)."""
+    try:
+        e, seconds = enc.embed_speech(speech)
+    except ValueError as exc:
+        raise UserError(f"the speech sample of {name} cannot be used: {exc}") from exc
+    return {"seconds": round(seconds, 1), "embedding": [round(float(v), 5) for v in e]}
 
 
 def take_templates(y: np.ndarray) -> np.ndarray:
@@ -599,11 +608,7 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
         extra["encoder"] = enc.fingerprint
         extra["embeddings"] = [[t.phrase, [round(float(v), 5) for v in enc.embed(t.audio)]] for t in takes]
         if speech is not None:
-            try:
-                e, seconds = enc.embed_speech(speech)
-            except ValueError as exc:
-                raise UserError(f"the speech sample of {name} cannot be used: {exc}") from exc
-            extra["speech"] = {"seconds": round(seconds, 1), "embedding": [round(float(v), 5) for v in e]}
+            extra["speech"] = speech_extra(enc, name, speech)
     return Profile(
         name=name, word=word, templates=templates, thresholds=thresholds,
         voiceprint=center.astype(np.float32), voice_scale=scale, voice_threshold=voice_thr,

@@ -50,6 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="do not enroll '<word> pool' (e.g. Animal Snap has no pool call)")
     parser.add_argument("--no-speech", action="store_true",
                         help="skip the 20 s speech sample (strangers are then told apart less well)")
+    parser.add_argument("--speech-only", action="store_true",
+                        help="add or replace the speech sample of an enrolled player, keeping their takes")
     parser.add_argument("--silent", action="store_true", help="no spoken prompts, text only")
     parser.add_argument("--device", help="input device (name or index) for live enrollment")
 
@@ -174,9 +176,8 @@ def _say(text: str, silent: bool) -> None:
         pass
 
 
-def _live(args: argparse.Namespace, word: str, pool: str | None) -> list:
-    from .. import voices as V
-
+def _microphone(args: argparse.Namespace) -> np.ndarray:
+    """Check that the microphone can record; the beep that cues each take."""
     try:
         import sounddevice as sd
     except (ImportError, OSError) as exc:
@@ -187,7 +188,15 @@ def _live(args: argparse.Namespace, word: str, pool: str | None) -> list:
     except Exception as exc:
         raise UserError(f"cannot record from the microphone ({exc}); check `voicesnap devices`, "
                         "or enroll from recordings with --from-files WAV...") from exc
-    beep = (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
+    return (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
+
+
+def _live(args: argparse.Namespace, word: str, pool: str | None) -> list:
+    beep = _microphone(args)  # first: its message when sounddevice or the device is missing
+    import sounddevice as sd
+
+    from .. import voices as V
+
     plan = [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
     takes = []
     for phrase, count in plan:
@@ -212,10 +221,50 @@ def _live(args: argparse.Namespace, word: str, pool: str | None) -> list:
     return takes, beep
 
 
+def _speech_only(args: argparse.Namespace, name: str) -> int:
+    """Add or replace an enrolled player's speech sample, keeping their takes."""
+    from .. import encoder as E
+    from .. import voices as V
+
+    if args.no_speech:
+        raise UserError("--speech-only records a speech sample; --no-speech leaves it out: give one of them")
+    prof = V.load_profile(name, args.data_dir)
+    enc = E.load_encoder()
+    if enc is None:
+        raise UserError("a speech sample needs the speaker encoder: voicesnap models download encoder, "
+                        f"then voicesnap enroll {name}")
+    got = V.profile_embeddings(prof)
+    if got is None or got[0] != enc.fingerprint or prof.word not in got[1]:
+        raise UserError(f"{name} was enrolled without the installed speaker encoder, so the sample cannot be "
+                        f"compared with their takes: enroll again in full: voicesnap enroll {name}")
+    calls = got[1][prof.word]
+
+    def problem(x: np.ndarray) -> str | None:
+        return V.check_speech(x) or V.speech_mismatch(enc, calls, x)
+
+    print(f"Adding a speech sample to {name}'s profile (their takes are kept)")
+    if args.from_files:
+        speech = _speech_from_files(args, problem)
+        if speech is None:
+            raise UserError("--speech-only --from-files needs a recording of the player talking (about 20 s) "
+                            "with 'speech' in its file name")
+    else:
+        speech = _speech_live(args, _microphone(args), problem)
+        if speech is None:
+            print(f"{name}'s profile is unchanged")
+            return 1
+    prof.extra["speech"] = V.speech_extra(enc, name, speech)
+    path = V.save_profile(prof, args.data_dir)
+    print(f"Added {prof.extra['speech']['seconds']:.0f} s of speech to {name}; profile {path}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import voices as V
 
     name = V.check_name(args.name)
+    if args.speech_only:
+        return _speech_only(args, name)
     word = " ".join(str(args.word).split()).lower()
     if not word:
         raise UserError("--word must not be empty")
@@ -259,7 +308,9 @@ def run(args: argparse.Namespace) -> int:
     speech = None
     if enc is not None:
         def problem(x: np.ndarray) -> str | None:
-            return V.check_speech(x) or V.speech_mismatch(enc, [t.audio for t in kept if t.phrase == word], x)
+            return V.check_speech(x) or V.speech_mismatch(enc, calls, x)
+
+        calls = np.stack([enc.embed(t.audio) for t in kept if t.phrase == word])
 
         if args.from_files:
             speech = _speech_from_files(args, problem)

@@ -40,6 +40,7 @@ def _list(args: argparse.Namespace) -> int:
 
     enc = E.load_encoder(data=args.data_dir)
     without = []
+    mute = []  # enrolled with the encoder but no speech sample
     for name in names:
         try:
             p = V.load_profile(name, args.data_dir)
@@ -56,7 +57,12 @@ def _list(args: argparse.Namespace) -> int:
         if with_enc:
             sp = p.extra.get("speech")
             mark += f", speech sample {sp['seconds']:.0f} s" if isinstance(sp, dict) else ", no speech sample"
+            if not isinstance(sp, dict):
+                mute.append(p.name)
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
+    if mute:
+        print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
+              "taken for them: " + "; ".join(f"voicesnap enroll {n} --speech-only" for n in mute), file=sys.stderr)
     if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
         print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
               "apart by the older voiceprint (weak on real voices) until they enroll again: "
