@@ -638,7 +638,9 @@ def real_words_encoder(quick: bool) -> list[Row]:
     - voiceprint: Voices without the encoder (templates + voiceprint: what play did before);
     - encoder alone: WHO = the most alike enrolled embeddings (cosine), accepted when it clears the
       player's threshold (median leave-one-out cosine of their takes, capped at voices.ENC_CAP);
-    - encoder + templates: what Voices does with the encoder installed (Voices.decide_encoder).
+    - encoder + templates: what Voices does with the encoder installed (Voices.decide_encoder);
+    - with speech sample: the same, each player also enrolled with SPEECH_SECONDS of their other
+      sentences (``real_words_speech``; needs ../shared/speech/librispeech).
     Strangers: every take of the speakers not enrolled (same word). 6 players: the set has 5 speakers,
     and only "the" has 4 with enough takes, so 2 and 4 only. EER from all scores of the trials with
     every enrollable speaker of the word enrolled.
@@ -707,7 +709,7 @@ def real_words_encoder(quick: bool) -> list[Row]:
                                     scores[kind][0 if name == spk else 1].append(v)
     rows = []
     for kind in kinds:
-        wired = " (WIRED into Voices)" if kind == "encoder + templates" else ""
+        wired = " (WIRED into Voices)" if kind in ("encoder + templates", "with speech sample") else ""
         for k in (2, 4):
             right, known, fa, unknown = tally[(kind, k)]
             rows.append(Row(AREA, f"{kind}: accuracy, {k} players ({ENC_LABEL}){wired}",

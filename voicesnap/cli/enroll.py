@@ -191,7 +191,7 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
     return (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
 
 
-def _live(args: argparse.Namespace, word: str, pool: str | None) -> list:
+def _live(args: argparse.Namespace, word: str, pool: str | None) -> tuple[list, np.ndarray]:
     beep = _microphone(args)  # first: its message when sounddevice or the device is missing
     import sounddevice as sd
 
@@ -307,10 +307,10 @@ def run(args: argparse.Namespace) -> int:
     # the speech sample comes once the takes are good: it must sound like the person who said them
     speech = None
     if enc is not None:
+        calls = np.stack([enc.embed(t.audio) for t in kept if t.phrase == word])
+
         def problem(x: np.ndarray) -> str | None:
             return V.check_speech(x) or V.speech_mismatch(enc, calls, x)
-
-        calls = np.stack([enc.embed(t.audio) for t in kept if t.phrase == word])
 
         if args.from_files:
             speech = _speech_from_files(args, problem)
