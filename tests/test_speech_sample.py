@@ -152,6 +152,11 @@ def test_a_speech_sample_is_added_to_an_enrolled_player_keeping_the_takes(tmp_pa
     capsys.readouterr()
     assert main(["players", "list"]) == 0
     assert "voicesnap enroll dev --speech-only" in capsys.readouterr().err  # the way to add it
+    from voicesnap.cli import doctor
+    from voicesnap.files import data_dir
+
+    check = doctor.check_profiles(data_dir(None))
+    assert not check.ok and not check.needed and "voicesnap enroll dev --speech-only" in check.fix, check
     # the sample must be dev's: emma's talk is refused and the profile stays as it was
     assert main(["enroll", "dev", "--speech-only", "--from-files", str(_speech_file(tmp_path, "dev", voice="emma"))]) == 2
     assert "does not sound like the voice of the calls" in capsys.readouterr().err
@@ -161,6 +166,7 @@ def test_a_speech_sample_is_added_to_an_enrolled_player_keeping_the_takes(tmp_pa
     after = V.load_profile("dev")
     assert after.extra["speech"]["seconds"] >= V.SPEECH_MIN_SECONDS
     assert after.extra["embeddings"] == before.extra["embeddings"] and after.thresholds == before.thresholds
+    assert doctor.check_profiles(data_dir(None)).ok
     # nothing to add it to: a clear message
     assert main(["enroll", "nobody", "--speech-only", "--from-files", str(_speech_file(tmp_path, "dev"))]) == 2
     assert "no voice profile for 'nobody'" in capsys.readouterr().err

@@ -161,17 +161,21 @@ def check_profiles(root: Path) -> Check:
     except Exception as exc:
         return Check("profiles", False, f"cannot read the profiles in {root}: {exc}",
                      "run: voicesnap players   (it names the bad profile and how to re-enroll it)", needed=False)
-    bad = []
+    bad, mute = [], []
     for entry in names:
         name = getattr(entry, "name", entry)
         if loader is None or not isinstance(name, str):
             continue
         try:
-            loader(name, str(root))
+            prof = loader(name, str(root))
         except TypeError:
             break  # a different signature: listing worked, that is enough
         except Exception as exc:
             bad.append(f"{name} ({exc})")
+            continue
+        extra = getattr(prof, "extra", None) or {}
+        if "embeddings" in extra and "speech" not in extra:  # enrolled with the encoder, no speech sample
+            mute.append(name)
     if bad:
         first = bad[0].split(" ")[0]
         return Check("profiles", False, "unreadable profile(s): " + "; ".join(bad),
@@ -182,6 +186,11 @@ def check_profiles(root: Path) -> Check:
                      "enroll each player once: voicesnap enroll NAME (or play; it offers enrollment)",
                      needed=False)
     shown = ", ".join(str(getattr(n, "name", n)) for n in names)
+    if mute:
+        return Check("profiles", False, f"{len(names)} enrolled: {shown}; without a speech sample: {', '.join(mute)} "
+                     "(a stranger saying the call word is more often taken for them)",
+                     "; ".join(f"voicesnap enroll {n} --speech-only" for n in mute) + "   (20 s of talking each)",
+                     needed=False)
     return Check("profiles", True, f"{len(names)} enrolled: {shown}", needed=False)
 
 
