@@ -500,10 +500,10 @@ def real_words_takes(word: str) -> dict[str, list[tuple[np.ndarray, dict]]]:
     return out
 
 
-def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]]], speech: bool = False):
+def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]]], speech: bool | str = False):
     """Profiles of every speaker with enough takes (the first ENROLL_TAKES), and how many takes enrollment would refuse.
 
-    ``speech``: each also enrolls SPEECH_SECONDS of free speech (``real_words_speech``).
+    ``speech``: each also enrolls SPEECH_SECONDS of free speech (``real_words_speech``; "paused": with pauses).
     """
     from voicesnap import voices as V
 
@@ -516,8 +516,8 @@ def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]
             y, problems = V.check_take(x, phrase=word)
             refused += bool(problems)
             enroll.append(V.Take(word, y if len(y) else x))
-        profiles[spk] = V.build_profile(spk, word, enroll,
-                                        speech=real_words_speech(spk, items[ENROLL_TAKES:]) if speech else None)
+        talk = real_words_speech(spk, items[ENROLL_TAKES:], paused=speech == "paused") if speech else None
+        profiles[spk] = V.build_profile(spk, word, enroll, speech=talk)
     return profiles, refused
 
 
@@ -525,11 +525,18 @@ LIBRISPEECH = ROOT.parent / "shared" / "speech" / "librispeech"
 SPEECH_SECONDS = 20.0  # of free speech per player: what enroll asks for (cli/enroll.SPEECH_SECONDS)
 
 
-def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]]) -> np.ndarray | None:
+PAUSE_EVERY, PAUSE = 3.0, 0.7  # s: a talking person's pauses, put at the quietest point near each mark
+
+
+def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]],
+                      paused: bool = False) -> np.ndarray | None:
     """SPEECH_SECONDS of the speaker's LibriSpeech sentences, none that a held-out take was cut from.
 
     Stands in for enroll's "talk for a while" step (the same person, recorded
     in the same sitting as the takes). None when ../shared/speech is absent.
+    ``paused``: read sentences flow on; people talking pause. PAUSE s of room
+    tone (-60 dBFS, over the whole sample) every PAUSE_EVERY s, at the
+    quietest 10 ms within 0.5 s of each mark (between words, not inside one).
     """
     from voicesnap import features as F
     from voicesnap.audio import read_wav
@@ -540,7 +547,21 @@ def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]]) -> 
     held = {meta["source"] for _x, meta in held_out}
     parts = [F.to_float(read_wav(f, expect_rate=F.RATE)[0][:, 0]) for f in sorted(folder.glob("*.wav"))
              if f"librispeech/{speaker}/{f.name}" not in held]
-    return np.concatenate(parts)[: int(SPEECH_SECONDS * F.RATE)] if parts else None
+    if not parts:
+        return None
+    x = np.concatenate(parts)[: int(SPEECH_SECONDS * F.RATE)]
+    if not paused:
+        return x
+    power = np.array([np.mean(x[i:i + 320] ** 2) for i in range(0, len(x) - 320, F.HOP)])
+    cuts, mark = [0], int(PAUSE_EVERY * F.RATE)
+    while mark < len(x) - F.RATE // 2:
+        lo, hi = (mark - F.RATE // 2) // F.HOP, min(len(power), (mark + F.RATE // 2) // F.HOP)
+        cuts.append((lo + int(np.argmin(power[lo:hi])) + 1) * F.HOP)
+        mark = cuts[-1] + int(PAUSE_EVERY * F.RATE)
+    gap = np.zeros(int(PAUSE * F.RATE), np.float32)
+    y = np.concatenate([piece for a, b in zip(cuts, [*cuts[1:], len(x)]) for piece in (x[a:b], gap)])
+    room = np.random.default_rng(int(speaker)).normal(0.0, 10 ** (-60 / 20), len(y))
+    return (y + room).astype(np.float32)
 
 
 REAL_LABEL = "real, text-dependent (LibriSpeech words)"
@@ -656,7 +677,7 @@ def real_words_encoder(quick: bool) -> list[Row]:
                     note="skipped: no speaker encoder installed (voicesnap models download --kind encoder, "
                     "or VOICESNAP_ENCODER_MODEL)")]
     words = sorted(p.name for p in REAL_WORDS.iterdir() if p.is_dir())
-    kinds = ("voiceprint", "encoder alone", "encoder + templates", "with speech sample")
+    kinds = ("voiceprint", "encoder alone", "encoder + templates", "with speech sample", "speech sample with pauses")
     if not LIBRISPEECH.is_dir():
         kinds = kinds[:3]
     tally = {(kind, k): [0, 0, 0, 0] for kind in kinds for k in (2, 4)}  # right, known, accepted unknown, unknown
@@ -668,14 +689,16 @@ def real_words_encoder(quick: bool) -> list[Row]:
         profiles, _refused = real_words_profiles(word, takes)
         if len(profiles) < 2:
             continue
-        spoken = real_words_profiles(word, takes, speech=True)[0] if len(kinds) > 3 else {}
+        spoken = {kind: real_words_profiles(word, takes, speech=how)[0]
+                  for kind, how in zip(kinds[3:], (True, "paused"))}
         rival = V.announcer_profile(word)
         trimmed = {spk: [V.trim(x)[0] for x, _m in items] for spk, items in takes.items()}
         for k in (2, 4):
             for combo in itertools.combinations(sorted(profiles), k):
                 old = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=None)
                 new = V.Voices([profiles[n] for n in combo], [rival] if rival else [], encoder=enc)
-                talk = V.Voices([spoken[n] for n in combo], [rival] if rival else [], encoder=enc) if spoken else None
+                talk = {kind: V.Voices([ps[n] for n in combo], [rival] if rival else [], encoder=enc)
+                        for kind, ps in spoken.items()}
                 assert new.encoder is not None, "profiles enrolled without the encoder"
                 every = len(combo) == len(profiles)
                 for spk, items in takes.items():
@@ -691,9 +714,9 @@ def real_words_encoder(quick: bool) -> list[Row]:
                                  and new.encoder_ratio(who, cos[who]) <= 1.0 else None)
                         if who is not None:
                             trials.append((k, spk in combo, who == spk, cos[who] if who not in new.rivals else -1.0))
-                        att_talk = talk.attribute(x) if talk is not None else None
+                        att_talk = {kind: vs.attribute(x) for kind, vs in talk.items()}
                         for kind, got in zip(kinds, (att_old.player, alone, att_new.player,
-                                                     att_talk.player if att_talk else None)):
+                                                     *(att_talk[kind].player for kind in kinds[3:]))):
                             t = tally[(kind, k)]
                             if spk in combo:
                                 t[0] += got == spk
@@ -704,12 +727,12 @@ def real_words_encoder(quick: bool) -> list[Row]:
                         if every:
                             for kind, sc in (("voiceprint", att_old.scores), ("encoder + templates", att_new.scores),
                                              ("encoder alone", {n: c for n, c in cos.items() if n in combo}),
-                                             ("with speech sample", att_talk.scores if att_talk else {})):
+                                             *((kind, att_talk[kind].scores) for kind in kinds[3:])):
                                 for name, v in sc.items():
                                     scores[kind][0 if name == spk else 1].append(v)
     rows = []
     for kind in kinds:
-        wired = " (WIRED into Voices)" if kind in ("encoder + templates", "with speech sample") else ""
+        wired = " (WIRED into Voices)" if kind in ("encoder + templates", *kinds[3:]) else ""
         for k in (2, 4):
             right, known, fa, unknown = tally[(kind, k)]
             rows.append(Row(AREA, f"{kind}: accuracy, {k} players ({ENC_LABEL}){wired}",
