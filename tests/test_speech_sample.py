@@ -146,7 +146,7 @@ def test_pauses_in_the_speech_sample_are_cut_before_it_is_embedded():
 
 def test_a_speech_sample_is_added_to_an_enrolled_player_keeping_the_takes(tmp_path, capsys):
     encoder_or_skip()
-    assert main(["enroll", "dev", "--no-speech", "--from-files", *enroll_files("dev")]) == 0
+    assert main(["enroll", "dev", "--channel", "0", "--no-speech", "--from-files", *enroll_files("dev")]) == 0
     before = V.load_profile("dev")
     assert "speech" not in before.extra
     capsys.readouterr()
@@ -165,7 +165,13 @@ def test_a_speech_sample_is_added_to_an_enrolled_player_keeping_the_takes(tmp_pa
     assert "Added" in capsys.readouterr().out
     after = V.load_profile("dev")
     assert after.extra["speech"]["seconds"] >= V.SPEECH_MIN_SECONDS
-    assert after.extra["embeddings"] == before.extra["embeddings"] and after.thresholds == before.thresholds
+    kept = json.loads(after.to_json())
+    del kept["extra"]["speech"]
+    assert kept == json.loads(before.to_json())  # everything else as it was: takes, channel, date
+    # options about the takes would change nothing: said, not ignored
+    assert main(["enroll", "dev", "--speech-only", "--word", "woof", "--from-files",
+                 str(_speech_file(tmp_path, "dev"))]) == 2
+    assert "--word would change nothing" in capsys.readouterr().err
     assert doctor.check_profiles(data_dir(None)).ok
     # nothing to add it to: a clear message
     assert main(["enroll", "nobody", "--speech-only", "--from-files", str(_speech_file(tmp_path, "dev"))]) == 2

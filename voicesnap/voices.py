@@ -220,7 +220,7 @@ def check_take(x: np.ndarray, rate: int = F.RATE, phrase: str = "snap") -> tuple
 
 
 SPEECH_MIN_SECONDS = 8.0  # of voice in a speech sample (enroll asks for 20 s of talking)
-SPEECH_MIN_SNR = 15.0  # dB between a speech sample's loud frames and its quietest: less is noise, not talk
+SPEECH_MIN_SPAN = 12.0  # dB between a speech sample's loudest frames and its quiet ones: less is a steady sound
 
 
 def check_speech(x: np.ndarray) -> str | None:
@@ -231,10 +231,10 @@ def check_speech(x: np.ndarray) -> str | None:
     feats = F.analyse(raw)
     if len(feats) == 0 or float(feats.energy_db.max()) < -55.0:
         return "nothing was heard: check the microphone and talk after the beep"
-    voiced, snr = F.voiced_speech(raw)
-    if snr < SPEECH_MIN_SNR:
-        return ("only a steady sound was heard, or too much background noise: talk after the beep, "
-                "somewhere quieter")
+    voiced, span = F.voiced_speech(raw)
+    if span < SPEECH_MIN_SPAN:
+        return ("only a steady sound was heard, no talking: talk after the beep, away from any hum, fan or "
+                "hiss near the microphone")
     level = float(np.percentile(feats.energy_db, 95))
     if level < -40.0:
         return f"it was too quiet ({level:.0f} dBFS): speak up or move closer to the microphone"

@@ -161,6 +161,12 @@ def check_profiles(root: Path) -> Check:
     except Exception as exc:
         return Check("profiles", False, f"cannot read the profiles in {root}: {exc}",
                      "run: voicesnap players   (it names the bad profile and how to re-enroll it)", needed=False)
+    try:
+        from .. import encoder
+
+        enc = encoder.load_encoder(data=root)
+    except Exception:  # damaged weights: check_encoder reports them
+        enc = None
     bad, mute = [], []
     for entry in names:
         name = getattr(entry, "name", entry)
@@ -174,8 +180,8 @@ def check_profiles(root: Path) -> Check:
             bad.append(f"{name} ({exc})")
             continue
         extra = getattr(prof, "extra", None) or {}
-        if "embeddings" in extra and "speech" not in extra:  # enrolled with the encoder, no speech sample
-            mute.append(name)
+        if enc is not None and extra.get("encoder") == enc.fingerprint and "speech" not in extra:
+            mute.append(name)  # enrolled with the installed encoder: `enroll --speech-only` can add one
     if bad:
         first = bad[0].split(" ")[0]
         return Check("profiles", False, "unreadable profile(s): " + "; ".join(bad),

@@ -123,7 +123,11 @@ def _speech_from_files(args: argparse.Namespace, problem: Callable[[np.ndarray],
     paths = [p for p in args.from_files if _is_speech(p)]
     if not paths:
         return None
-    x = np.concatenate([resample(*_mono(p, args.channel)) for p in paths])[: int(SPEECH_FILE_SECONDS * 16000)]
+    parts = []
+    for p in paths:
+        mono, rate = _mono(p, args.channel)
+        parts.append(resample(mono[: int(SPEECH_FILE_SECONDS * rate)], rate))  # cut before the work
+    x = np.concatenate(parts)[: int(SPEECH_FILE_SECONDS * 16000)]
     why = problem(x)
     if why:
         raise UserError(f"the speech sample ({', '.join(p.name for p in paths)}) cannot be used: {why}; give "
@@ -228,7 +232,15 @@ def _speech_only(args: argparse.Namespace, name: str) -> int:
 
     if args.no_speech:
         raise UserError("--speech-only records a speech sample; --no-speech leaves it out: give one of them")
+    takes_options = [opt for opt, given in (("--word", args.word != "snap"), ("--takes", args.takes != 5),
+                                            ("--pool-takes", args.pool_takes != 3), ("--no-pool", args.no_pool))
+                     if given]
+    if takes_options:
+        raise UserError(f"--speech-only keeps the takes, so {', '.join(takes_options)} would change nothing: "
+                        f"leave them out, or enroll again in full: voicesnap enroll {name} ...")
     prof = V.load_profile(name, args.data_dir)
+    if args.channel is None:
+        args.channel = prof.channel  # the player's own mic in a multichannel recording
     enc = E.load_encoder()
     if enc is None:
         raise UserError("a speech sample needs the speaker encoder: voicesnap models download encoder, "
@@ -263,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
     from .. import voices as V
 
     name = V.check_name(args.name)
+    if args.channel is not None and args.channel < 0:
+        raise UserError("--channel counts from 0")
     if args.speech_only:
         return _speech_only(args, name)
     word = " ".join(str(args.word).split()).lower()
@@ -273,8 +287,6 @@ def run(args: argparse.Namespace) -> int:
     pool = None if args.no_pool or args.pool_takes == 0 else V.pool_phrase(word)
     if pool and args.pool_takes < V.MIN_POOL_TAKES:
         raise UserError(f"--pool-takes must be at least {V.MIN_POOL_TAKES}, or 0 with --no-pool")
-    if args.channel is not None and args.channel < 0:
-        raise UserError("--channel counts from 0")
     print(f"Enrolling {name} (call: '{word}'{f', pool call: {pool!r}' if pool else ''})")
     from .. import encoder as E
 
