@@ -116,11 +116,13 @@ def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
     return takes
 
 
-def _speech_from_files(args: argparse.Namespace, problem: Callable[[np.ndarray], str | None]) -> np.ndarray | None:
-    """The speech sample from the files named "*speech*", joined (at most SPEECH_FILE_SECONDS); None without any."""
+def _speech_from_files(args: argparse.Namespace, problem: Callable[[np.ndarray], str | None],
+                       every: bool = False) -> np.ndarray | None:
+    """The speech sample from the files named "*speech*" (``every``: all files), joined (at most
+    SPEECH_FILE_SECONDS); None without any."""
     from ..features import resample
 
-    paths = [p for p in args.from_files if _is_speech(p)]
+    paths = [p for p in args.from_files if every or _is_speech(p)]
     if not paths:
         return None
     parts = []
@@ -256,10 +258,7 @@ def _speech_only(args: argparse.Namespace, name: str) -> int:
 
     print(f"Adding a speech sample to {name}'s profile (their takes are kept)")
     if args.from_files:
-        speech = _speech_from_files(args, problem)
-        if speech is None:
-            raise UserError("--speech-only --from-files needs a recording of the player talking (about 20 s) "
-                            "with 'speech' in its file name")
+        speech = _speech_from_files(args, problem, every=True)  # no takes here: every file is talk
     else:
         speech = _speech_live(args, _microphone(args), problem)
         if speech is None:
