@@ -201,3 +201,31 @@ def test_check_speech_reasons():
     assert V.check_speech(words) is None
     assert re.match(r"only 7\.\d seconds of talking", V.check_speech(words[: 10 * F.RATE]))
     assert V.check_speech(words * 0.02).startswith("it was too quiet")
+
+
+def test_fixture_players_with_speech_samples_are_still_named_and_strangers_refused():
+    """Four espeak players enrolled with their takes and a speech sample each; every held-out call and unknown voice.
+
+    Their held-out calls (pink noise 15-25 dB) are all named right. Of the unknown
+    voices (two strangers, the announcer, emma and finn not enrolled) only emma's
+    "snap pool" is taken for alice, as the bench shows: two female variants of one
+    synthesizer (bench_voices synthetic: 3/260 with speech samples, 0 without).
+    """
+    enc = encoder_or_skip()
+    from bench.bench_voices import _calls, _takes, synthetic_speech
+
+    table = ("alice", "bob", "cara", "dev")
+    profiles = [V.build_profile(n, "snap", _takes(n), encoder=enc, speech=synthetic_speech(n)) for n in table]
+    rival = V.announcer_profile("snap")
+    vs = V.Voices(profiles, [rival] if rival else [], encoder=enc)
+    named = known = 0
+    taken: list[tuple[str, str]] = []
+    for speaker, audio in _calls():
+        who = vs.attribute(audio).player
+        if speaker in table:
+            known += 1
+            named += who == speaker
+        elif who is not None:
+            taken.append((speaker, who))
+    assert named == known and known >= 30, (named, known)
+    assert len(taken) <= 3 and all(t == ("emma", "alice") for t in taken), taken
