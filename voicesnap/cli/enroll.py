@@ -11,6 +11,7 @@ With the speaker encoder installed, enrollment ends with a speech sample:
 the player talks freely for about 20 seconds (files whose name contains
 "speech"). One short call word says little about a voice; the sample lets
 the game tell a stranger saying "snap" from the player (voices.ENC_SPEECH_CAP).
+--speech-only adds or replaces it for an enrolled player, keeping the takes.
 """
 
 from __future__ import annotations
