@@ -228,14 +228,14 @@ def check_speech(x: np.ndarray) -> str | None:
     raw = F.to_float(x)
     if int((np.abs(raw) >= 0.999).sum()) >= 0.001 * max(len(raw), 1) + 3:
         return "it was too loud and clipped: move back from the microphone or speak a little softer"
-    feats = F.analyse(raw)
-    if len(feats) == 0 or float(feats.energy_db.max()) < -55.0:
+    energy = F.frame_energy_db(F.frames(raw))
+    if len(energy) == 0 or float(energy.max()) < -55.0:
         return "nothing was heard: check the microphone and talk after the beep"
     voiced, span = F.voiced_speech(raw)
     if span < SPEECH_MIN_SPAN:
         return ("only a steady sound was heard, no talking: talk after the beep, away from any hum, fan or "
                 "hiss near the microphone")
-    level = float(np.percentile(feats.energy_db, 95))
+    level = float(np.percentile(energy, 95))
     if level < -40.0:
         return f"it was too quiet ({level:.0f} dBFS): speak up or move closer to the microphone"
     seconds = len(voiced) / F.RATE
@@ -248,8 +248,9 @@ def check_speech(x: np.ndarray) -> str | None:
 SPEECH_MIN_COSINE = 0.65  # a speech sample's embedding to the player's call takes' centroid, at least
 
 
-def speech_mismatch(enc: E.Encoder, calls: np.ndarray, speech: np.ndarray) -> str | None:
-    """Why a speech sample seems not to be the voice of these call takes' embeddings (someone else, noise), or None.
+def speech_mismatch(calls: np.ndarray, sample: dict) -> str | None:
+    """Why a speech sample (``speech_extra``) seems not to be the voice of these call takes' embeddings
+    (someone else, noise), or None.
 
     A guard against gross mistakes, not a proof: on the real and fixture
     speakers a player's own sample sits at 0.69-0.82 to their takes, other
@@ -257,12 +258,7 @@ def speech_mismatch(enc: E.Encoder, calls: np.ndarray, speech: np.ndarray) -> st
     """
     if not len(calls):
         return None
-    c = np.mean(calls, axis=0)
-    try:
-        e, _seconds = enc.embed_speech(speech)
-    except ValueError as exc:
-        return str(exc)
-    cos = float(e @ c) / max(float(np.linalg.norm(c)), 1e-9)
+    cos = float(_unit(np.mean(calls, axis=0)) @ np.asarray(sample["embedding"], np.float32))
     if cos < SPEECH_MIN_COSINE:
         return (f"it does not sound like the voice of the calls (likeness {cos:.2f} < {SPEECH_MIN_COSINE:.2f}): "
                 "was someone else talking, or a noise? Only the player should talk")
@@ -276,6 +272,11 @@ def speech_extra(enc: E.Encoder, name: str, speech: np.ndarray) -> dict:
     except ValueError as exc:
         raise UserError(f"the speech sample of {name} cannot be used: {exc}") from exc
     return {"seconds": round(seconds, 1), "embedding": [round(float(v), 5) for v in e]}
+
+
+def missing_speech(prof: Profile, enc: E.Encoder | None) -> bool:
+    """Enrolled with this encoder but without a speech sample: ``voicesnap enroll NAME --speech-only`` can add one."""
+    return enc is not None and prof.extra.get("encoder") == enc.fingerprint and "speech" not in prof.extra
 
 
 def take_templates(y: np.ndarray) -> np.ndarray:

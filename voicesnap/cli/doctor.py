@@ -179,9 +179,8 @@ def check_profiles(root: Path) -> Check:
         except Exception as exc:
             bad.append(f"{name} ({exc})")
             continue
-        extra = getattr(prof, "extra", None) or {}
-        if enc is not None and extra.get("encoder") == enc.fingerprint and "speech" not in extra:
-            mute.append(name)  # enrolled with the installed encoder: `enroll --speech-only` can add one
+        if voices.missing_speech(prof, enc):
+            mute.append(name)
     if bad:
         first = bad[0].split(" ")[0]
         return Check("profiles", False, "unreadable profile(s): " + "; ".join(bad),

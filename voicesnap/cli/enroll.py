@@ -20,11 +20,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..errors import UserError
+
+if TYPE_CHECKING:  # heavy modules are imported where they are used
+    from ..encoder import Encoder
+    from ..voices import Profile
 
 RECORD_SECONDS = 2.5
 MAX_RETRIES = 4
@@ -117,10 +121,12 @@ def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
     return takes
 
 
-def _speech_from_files(args: argparse.Namespace, problem: Callable[[np.ndarray], str | None],
-                       every: bool = False) -> np.ndarray | None:
+Judge = Callable[[np.ndarray], tuple[dict | None, str | None]]  # audio -> (extra["speech"] record, why not)
+
+
+def _speech_from_files(args: argparse.Namespace, judge: Judge, every: bool = False) -> dict | None:
     """The speech sample from the files named "*speech*" (``every``: all files), joined (at most
-    SPEECH_FILE_SECONDS); None without any."""
+    SPEECH_FILE_SECONDS), as the profile's record; None without any."""
     from ..features import resample
 
     paths = [p for p in args.from_files if every or _is_speech(p)]
@@ -130,17 +136,16 @@ def _speech_from_files(args: argparse.Namespace, problem: Callable[[np.ndarray],
     for p in paths:
         mono, rate = _mono(p, args.channel)
         parts.append(resample(mono[: int(SPEECH_FILE_SECONDS * rate)], rate))  # cut before the work
-    x = np.concatenate(parts)[: int(SPEECH_FILE_SECONDS * 16000)]
-    why = problem(x)
+    sample, why = judge(np.concatenate(parts)[: int(SPEECH_FILE_SECONDS * 16000)])
     if why:
         raise UserError(f"the speech sample ({', '.join(p.name for p in paths)}) cannot be used: {why}; give "
                         "another recording, or leave it out (--no-speech)")
-    return x
+    return sample
 
 
-def _speech_live(args: argparse.Namespace, beep: np.ndarray,
-                 problem: Callable[[np.ndarray], str | None]) -> np.ndarray | None:
-    """The live speech sample, or None when skipped (Ctrl-C) or after SPEECH_TRIES failed tries: the takes are kept."""
+def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> dict | None:
+    """The live speech sample's record, or None when skipped (Ctrl-C) or after SPEECH_TRIES failed tries:
+    the takes are kept."""
     import sounddevice as sd
 
     from ..features import to_float
@@ -153,11 +158,10 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray,
             print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s (Ctrl-C skips it) ...", flush=True)
             rec = sd.rec(int((SPEECH_SECONDS + SPEECH_SPARE) * 16000), samplerate=16000, channels=1,
                          dtype="int16", device=args.device, blocking=True)
-            x = to_float(rec[:, 0])
-            why = problem(x)
+            sample, why = judge(to_float(rec[:, 0]))
             if not why:
                 print("  speech sample ok")
-                return x
+                return sample
             _say(f"Again please: {why}.", args.silent)
     except KeyboardInterrupt:
         sd.stop()
@@ -165,6 +169,25 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray,
         return None
     print(f"  no usable speech sample ({why}); enrolling with the takes alone. Enroll again later to add one")
     return None
+
+
+def _speech_sample(args: argparse.Namespace, prof: Profile, enc: Encoder, beep: np.ndarray | None,
+                   every: bool = False) -> dict | None:
+    """The speech sample for ``prof`` (live after ``beep``, or from files), checked against its takes'
+    embeddings (made by ``enc``): its ``extra["speech"]`` record, or None when there is none."""
+    from .. import voices as V
+
+    got = V.profile_embeddings(prof)
+    calls = got[1][prof.word] if got is not None else np.zeros((0, 0), np.float32)
+
+    def judge(x: np.ndarray) -> tuple[dict | None, str | None]:
+        why = V.check_speech(x)
+        if why:
+            return None, why
+        sample = V.speech_extra(enc, prof.name, x)
+        return sample, V.speech_mismatch(calls, sample)
+
+    return _speech_from_files(args, judge, every) if args.from_files else _speech_live(args, beep, judge)
 
 
 def _say(text: str, silent: bool) -> None:
@@ -252,20 +275,13 @@ def _speech_only(args: argparse.Namespace, name: str) -> int:
     if got is None or got[0] != enc.fingerprint or prof.word not in got[1]:
         raise UserError(f"{name} was enrolled without the installed speaker encoder, so the sample cannot be "
                         f"compared with their takes: enroll again in full: voicesnap enroll {name}")
-    calls = got[1][prof.word]
-
-    def problem(x: np.ndarray) -> str | None:
-        return V.check_speech(x) or V.speech_mismatch(enc, calls, x)
-
     print(f"Adding a speech sample to {name}'s profile (their takes are kept)")
-    if args.from_files:
-        speech = _speech_from_files(args, problem, every=True)  # no takes here: every file is talk
-    else:
-        speech = _speech_live(args, _microphone(args), problem)
-        if speech is None:
-            print(f"{name}'s profile is unchanged")
-            return 1
-    prof.extra["speech"] = V.speech_extra(enc, name, speech)
+    # from files, no takes are given here: every file is talk
+    sample = _speech_sample(args, prof, enc, None if args.from_files else _microphone(args), every=True)
+    if sample is None:
+        print(f"{name}'s profile is unchanged")
+        return 1
+    prof.extra["speech"] = sample
     path = V.save_profile(prof, args.data_dir)
     print(f"Added {prof.extra['speech']['seconds']:.0f} s of speech to {name}; profile {path}")
     return 0
@@ -316,23 +332,16 @@ def run(args: argparse.Namespace) -> int:
             hint = ("give more recordings with --from-files" if args.from_files
                     else "run the enrollment again")
             raise UserError(f"only {have} good take(s) of '{phrase}', {count} needed; {hint}")
-    # the speech sample comes once the takes are good: it must sound like the person who said them
-    speech = None
-    if enc is not None:
-        calls = np.stack([enc.embed(t.audio) for t in kept if t.phrase == word])
-
-        def problem(x: np.ndarray) -> str | None:
-            return V.check_speech(x) or V.speech_mismatch(enc, calls, x)
-
-        if args.from_files:
-            speech = _speech_from_files(args, problem)
-            if speech is None:
-                print("  no speech sample: give a recording of the player talking (about 20 s) with 'speech' in "
-                      "its file name, so that strangers saying the call word are told apart better")
-        else:
-            speech = _speech_live(args, beep, problem)
     existed = V.profile_path(name, args.data_dir).exists()
-    profile = V.build_profile(name, word, kept, channel=args.channel, speech=speech)
+    profile = V.build_profile(name, word, kept, channel=args.channel)
+    # the speech sample comes once the takes are good: it must sound like the person who said them
+    if enc is not None:
+        sample = _speech_sample(args, profile, enc, None if args.from_files else beep)
+        if sample is not None:
+            profile.extra["speech"] = sample
+        elif args.from_files:
+            print("  no speech sample: give a recording of the player talking (about 20 s) with 'speech' in "
+                  "its file name, so that strangers saying the call word are told apart better")
     path = V.save_profile(profile, args.data_dir)
     counts = ", ".join(f"{n} of '{ph}'" for ph, n in profile.extra["takes"].items())
     if "speech" in profile.extra:

@@ -57,8 +57,8 @@ def _list(args: argparse.Namespace) -> int:
         if with_enc:
             sp = p.extra.get("speech")
             mark += f", speech sample {sp['seconds']:.0f} s" if isinstance(sp, dict) else ", no speech sample"
-            if not isinstance(sp, dict):
-                mute.append(p.name)
+        if V.missing_speech(p, enc):
+            mute.append(p.name)
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
     if mute:
         print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
