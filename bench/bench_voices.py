@@ -132,6 +132,14 @@ def synthetic_speech(name: str) -> np.ndarray:
     return (x * (0.5 / float(np.max(np.abs(x))))).astype(np.float32)  # peak 0.5: safe to write as int16
 
 
+def synthetic_speech_file(path: Path, name: str, seconds: float | None = None) -> Path:
+    """``synthetic_speech(name)`` (its first ``seconds``) as a 16-bit WAV, for ``enroll --from-files``."""
+    from voicesnap.audio import write_wav
+
+    x = synthetic_speech(name)[: None if seconds is None else int(seconds * 16000)]
+    return write_wav(path, np.round(x * 32767).astype(np.int16)[:, None], 16000)
+
+
 def synthetic(quick: bool, encoder: object = "auto", speech: bool = False) -> list[Row]:
     """``encoder``: Voices' default (the installed speaker encoder, if any), or None for the voiceprint only.
 
@@ -536,7 +544,7 @@ def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]],
     in the same sitting as the takes). None when ../shared/speech is absent.
     ``paused``: read sentences flow on; people talking pause. PAUSE s of room
     tone (-60 dBFS, over the whole sample) every PAUSE_EVERY s, at the
-    quietest 10 ms within 0.5 s of each mark (between words, not inside one).
+    quietest frame within 0.5 s of each mark (between words, not inside one).
     """
     from voicesnap import features as F
     from voicesnap.audio import read_wav
@@ -552,7 +560,7 @@ def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]],
     x = np.concatenate(parts)[: int(SPEECH_SECONDS * F.RATE)]
     if not paused:
         return x
-    power = np.array([np.mean(x[i:i + 320] ** 2) for i in range(0, len(x) - 320, F.HOP)])
+    power = F.frame_energy_db(F.frames(x))
     cuts, mark = [0], int(PAUSE_EVERY * F.RATE)
     while mark < len(x) - F.RATE // 2:
         lo, hi = (mark - F.RATE // 2) // F.HOP, min(len(power), (mark + F.RATE // 2) // F.HOP)

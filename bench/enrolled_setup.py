@@ -26,10 +26,7 @@ def fixture_profiles(tmpdir: str | Path, speech: bool | None = None) -> list:
     """
     import os
 
-    import numpy as np
-
     from voicesnap import voices as V
-    from voicesnap.audio import write_wav
     from voicesnap.cli import main
 
     if speech is None:
@@ -38,11 +35,9 @@ def fixture_profiles(tmpdir: str | Path, speech: bool | None = None) -> list:
         files = [str(ENROLL / f"{name}_snap_{k}.wav") for k in range(1, 6)]
         files += [str(ENROLL / f"{name}_snappool_{k}.wav") for k in range(1, 4)]
         if speech:
-            from .bench_voices import synthetic_speech
+            from .bench_voices import synthetic_speech_file
 
-            talk = Path(tmpdir) / f"{name}_speech.wav"
-            write_wav(talk, np.round(synthetic_speech(name) * 32767).astype(np.int16)[:, None], 16000)
-            files.append(str(talk))
+            files.append(str(synthetic_speech_file(Path(tmpdir) / f"{name}_speech.wav", name)))
         rc = main(["--data-dir", str(tmpdir), "enroll", name, "--from-files", *files])
         if rc:
             raise RuntimeError(f"enrolling fixture player {name} failed ({rc})")

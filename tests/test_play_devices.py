@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 
 from voicefixtures import PLAYERS_DIR
-from voicesnap.audio import write_wav
 
 pytestmark = pytest.mark.audio_device
 
@@ -173,11 +172,9 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
              + [PLAYERS_DIR / "enroll" / f"finn_snappool_{k}.wav" for k in range(1, 4)])
     with_encoder = voices_encoder_installed()
     if with_encoder:  # then enroll ends with the speech sample: finn talks for 20 s after a ninth beep
-        from bench.bench_voices import synthetic_speech
+        from bench.bench_voices import synthetic_speech_file
 
-        talk = tmp_path / "finn_speech.wav"
-        write_wav(talk, np.round(synthetic_speech("finn") * 32767).astype(np.int16)[:, None], RATE)
-        takes.append(talk)
+        takes.append(synthetic_speech_file(tmp_path / "finn_speech.wav", "finn"))
     speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
     folder = tmp_path / "session"
     master, slave = pty.openpty()  # a terminal: play asks only a person at one

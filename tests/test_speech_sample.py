@@ -19,7 +19,7 @@ import pytest
 from bench.bench_voices import ENROLL_TAKES, SPEECH_SECONDS, real_words_takes
 from voicesnap import features as F
 from voicesnap import voices as V
-from voicesnap.audio import read_wav, write_wav
+from voicesnap.audio import read_wav
 from voicesnap.cli import main
 from voicesnap.errors import UserError
 
@@ -75,14 +75,9 @@ def test_a_speech_sample_keeps_strangers_saying_the_same_word_out():
 
 def _speech_file(tmp_path, name: str, seconds: float | None = None, voice: str | None = None):
     """A speech sample file: the fixture player ``voice`` (default: ``name``) talking, in espeak-ng."""
-    from bench.bench_voices import synthetic_speech
+    from bench.bench_voices import synthetic_speech_file
 
-    x = synthetic_speech(voice or name)
-    if seconds is not None:
-        x = x[: int(seconds * F.RATE)]
-    path = tmp_path / f"{name}_speech.wav"
-    write_wav(path, np.round(x * 32767).astype(np.int16)[:, None], F.RATE)
-    return path
+    return synthetic_speech_file(tmp_path / f"{name}_speech.wav", voice or name, seconds)
 
 
 def test_enroll_from_files_keeps_the_speech_sample_and_players_shows_it(tmp_path, capsys):
