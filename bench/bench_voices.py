@@ -537,11 +537,12 @@ PAUSE_EVERY, PAUSE = 3.0, 0.7  # s: a talking person's pauses, put at the quiete
 
 
 def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]],
-                      paused: bool = False) -> np.ndarray | None:
+                      paused: bool = False, root: Path = LIBRISPEECH) -> np.ndarray | None:
     """SPEECH_SECONDS of the speaker's LibriSpeech sentences, none that a held-out take was cut from.
 
     Stands in for enroll's "talk for a while" step (the same person, recorded
     in the same sitting as the takes). None when ../shared/speech is absent.
+    ``root``: another folder of SPEAKER/ sentences (WAV or FLAC; the tests' committed copies).
     ``paused``: read sentences flow on; people talking pause. PAUSE s of room
     tone (-60 dBFS, over the whole sample) every PAUSE_EVERY s, at the
     quietest frame within 0.5 s of each mark (between words, not inside one).
@@ -549,12 +550,12 @@ def real_words_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]],
     from voicesnap import features as F
     from voicesnap.audio import read_wav
 
-    folder = LIBRISPEECH / speaker
+    folder = root / speaker
     if not folder.is_dir():
         return None
-    held = {meta["source"] for _x, meta in held_out}
-    parts = [F.to_float(read_wav(f, expect_rate=F.RATE)[0][:, 0]) for f in sorted(folder.glob("*.wav"))
-             if f"librispeech/{speaker}/{f.name}" not in held]
+    held = {Path(meta["source"]).stem for _x, meta in held_out}  # sources are named librispeech/SPEAKER/ID.wav
+    parts = [F.to_float(read_wav(f, expect_rate=F.RATE)[0][:, 0]) for f in sorted(folder.iterdir())
+             if f.suffix in (".wav", ".flac") and f.stem not in held]
     if not parts:
         return None
     x = np.concatenate(parts)[: int(SPEECH_SECONDS * F.RATE)]

@@ -16,10 +16,9 @@ import re
 import numpy as np
 import pytest
 
-from bench.bench_voices import ENROLL_TAKES, SPEECH_SECONDS, real_words_takes
+from bench.bench_voices import ENROLL_TAKES, SPEECH_SECONDS, real_words_speech, real_words_takes
 from voicesnap import features as F
 from voicesnap import voices as V
-from voicesnap.audio import read_wav
 from voicesnap.cli import main
 from voicesnap.errors import UserError
 
@@ -34,10 +33,8 @@ def tmp_data(tmp_path, monkeypatch):
 
 def libri_speech(speaker: str, held_out: list[tuple[np.ndarray, dict]]) -> np.ndarray:
     """SPEECH_SECONDS of the speaker's committed sentences, none that a held-out take was cut from."""
-    held = {meta["source"].rsplit("/", 1)[1].replace(".wav", ".flac") for _x, meta in held_out}
-    parts = [F.to_float(read_wav(f)[0][:, 0]) for f in sorted((LIBRI / speaker).glob("*.flac")) if f.name not in held]
-    x = np.concatenate(parts)[: int(SPEECH_SECONDS * F.RATE)]
-    assert len(x) == SPEECH_SECONDS * F.RATE, f"{speaker}: only {len(x) / F.RATE:.1f} s of speech committed"
+    x = real_words_speech(speaker, held_out, root=LIBRI)
+    assert x is not None and len(x) == SPEECH_SECONDS * F.RATE, f"{speaker}: too little speech committed"
     return x
 
 
