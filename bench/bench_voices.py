@@ -910,7 +910,7 @@ def _synthetic_at_voice_line(line: float) -> list[Row]:
         within += p.voice_distance(V.voiceprint(y)) / p.voice_threshold <= line
     return [Row(AREA, "synthetic held-out calls whose own voice is within that line", within / total if total else
                 float("nan"), "", "", f"{within}/{total}: the line is NOT enforced in play (V_LIMIT "
-                f"{V.V_LIMIT}); see README")]
+                f"{V.V_LIMIT}); see docs/voices.md")]
 
 
 def ties(quick: bool) -> list[Row]:

@@ -10,7 +10,7 @@ How it is driven (and why):
   more permissive). Swept on 5.2 min of fixtures (clean, snap vs pool, near
   misses, chatter, echo, long quiet; snap/pool exponents -25/-35 .. -40/-50):
   recall 0.27 -> 0.69 while false calls rose 445 -> 2,072 per hour. -30/-40
-  (recall 0.44, 750/h) is kept as the knee; the sweep is in the README.
+  (recall 0.44, 750/h) is kept as the knee; the sweep is in docs/listening.md.
   "snap pool" is rarely found at any threshold on these voices.
 - KWS lists every detection of the utterance in ``seg()``; new entries are
   reported as they appear. The utterance restarts every ``UTTERANCE_LIMIT``

@@ -202,7 +202,7 @@ def test_combined_engine_names_every_single_call_of_the_scripted_mono_game(tmp_p
     tie = sorted((s for s in script.shouts if s.expect == "tie-to-pool"), key=lambda s: s.onset)
     assert len(tie) == 2
     # the first caller at the mixture's rise; the second, who starts inside the first one's "s", is
-    # placed on the joint alignment's 10 ms frame grid: 15.0-15.1 ms off here (README, listening)
+    # placed on the joint alignment's 10 ms frame grid: 15.0-15.1 ms off here (docs/voices.md)
     for s, within in zip(tie, (0.005, 0.02)):
         assert [d.player for d in dets if abs(d.onset - s.onset) <= within] == [s.player], (s, dets)
 

@@ -3,7 +3,7 @@
 The game's task on real people: enroll five takes of one short word, then
 name the speaker of another take of the same word, or nobody. The cases
 asserted here are ones the benchmark (bench/bench_voices.py, real-words)
-shows as reliable; the README's Voices section has the full figures, which
+shows as reliable; docs/voices.md has the full figures, which
 are far from the targets (same-word strangers are mostly accepted).
 These are the model-free voiceprint's cases (``encoder=None``, whether or not
 the speaker encoder is installed); test_encoder.py has the encoder's.

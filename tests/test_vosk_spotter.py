@@ -127,7 +127,7 @@ def test_announcements_yield_no_calls(model) -> None:
 
 def test_near_miss_words_rarely_become_calls(model) -> None:
     # Measured: 2 false calls over the 48 near-miss words of the six files
-    # (the target is none; see the README's listening section).
+    # (the target is none; see docs/listening.md).
     names = [f"nearmiss_{p}" for p in ("alice", "bob", "cara", "dev", "emma", "finn")]
     words = sum(len(_truth(n, ("nearmiss",))) for n in names)
     false = [d for n in names for d in _decode(n)]

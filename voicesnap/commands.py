@@ -1,7 +1,7 @@
 """Voice commands: "dealer pause" and friends, heard by the same spotter as the calls.
 
 How commands avoid false triggers during play (each layer measured in
-bench/bench_announcer.py on the fixture corpus, figures in the README):
+bench/bench_announcer.py on the fixture corpus, figures in docs/announcer.md):
 
 1. A prefix word. A command is two or three words, "dealer <command>", and
    only a spotter detection whose word is *exactly* one of

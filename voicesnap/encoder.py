@@ -469,7 +469,7 @@ class Encoder:
         10 dB a real player's own takes fall below their threshold (median cosine
         0.83 -> 0.87 with it; at 5 dB 0.79 -> 0.84, EER 0.22 -> 0.12, the right
         speaker most alike in 40/41 takes instead of 32/41: scratch measurement
-        on the real same-word set, see README "Voices").
+        on the real same-word set, see docs/voices.md).
         """
         x = np.asarray(wav, np.float32)
         gain = volume_gain(x)
@@ -487,7 +487,7 @@ class Encoder:
         voice itself. Its voiced parts (pauses cut: ``features.voiced_speech``)
         are embedded in SPEECH_WINDOW pieces, near the length of a call, so
         that it is compared on the same footing as one (whole utterances in
-        1.6 s partials agreed less with calls: README "Voices").
+        1.6 s partials agreed less with calls: docs/voices.md).
         """
         from .features import voiced_speech
 

@@ -226,7 +226,7 @@ def voiced_speech(x: np.ndarray) -> tuple[np.ndarray, float]:
 
     A person talking pauses; pauses and breath embedded with the voice pulled
     a speaker's sample towards everyone's (real same-word strangers accepted
-    4 -> 16 of 172 with 0.7 s pauses every 3 s: README "Speech sample").
+    4 -> 16 of 172 with 0.7 s pauses every 3 s: docs/voices.md, "Speech sample").
     Kept: stretches over both the VAD threshold and SPEECH_RANGE_DB under the
     loud frames, 30 ms each side.
     """

@@ -21,7 +21,7 @@ where), ``flip`` (who flips), ``call_kind`` (which words are calls),
 ``_judge_snap`` & co. (what counts as a match) and ``snap_won`` (extra
 penalties).
 
-All the rule choices are listed in README.md, "Rules as implemented".
+All the rule choices are listed in docs/rules.md.
 """
 
 from __future__ import annotations

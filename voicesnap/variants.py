@@ -3,7 +3,7 @@
 ``get(name)`` gives the class, ``names()`` lists them, ``create(name, players,
 seed, ...)`` builds a game, and ``from_started(GameStarted)`` rebuilds one from
 a log. Each variant overrides only the hooks it needs; the rules for players
-are in README.md, "Rules as implemented".
+are in docs/rules.md.
 """
 
 from __future__ import annotations

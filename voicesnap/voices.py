@@ -48,7 +48,7 @@ THRESHOLD_MARGIN = 1.0
 # A call is accepted when template and voice together fit (mean of the two
 # distance/threshold ratios <= ACCEPT) and neither alone is far off.
 R_LIMIT = 1.5
-ACCEPT = 0.85  # mean of template and voice ratios (tuned on the fixtures: see README)
+ACCEPT = 0.85  # mean of template and voice ratios (tuned on the fixtures: see docs/voices.md)
 V_LIMIT = 1.25
 STRONG_VOICE = 0.6  # ...or when the voice alone fits this well (and the mean <= 1)
 VOICE_THRESHOLD_FACTOR = 1.6
@@ -69,7 +69,7 @@ VOICE_RANGE_DB = 18.0
 # threshold)) and template ratio are averaged; WHO is the voice where that fits best, and
 # the call is accepted when the mean is <= ACCEPT, the encoder ratio <= 1 and the template
 # within R_LIMIT. It replaces the voiceprint, which cannot tell real people apart on one
-# short word. Measured with bench_voices (real same-word speakers, synthetic players: README).
+# short word. Measured with bench_voices (real same-word speakers, synthetic players: docs/voices.md).
 ENC_CAP = 0.84  # a player's cosine threshold: the median leave-one-out cosine of their takes, at most this
 # With a free-speech sample (enroll's "talk for a while" step, Encoder.embed_speech), each
 # centroid mixes the takes' direction with the speech's: the takes carry the word, the speech
@@ -94,7 +94,7 @@ ENC_MIN_AROUND = 0.1
 # player is their voice to the encoder (ratios 0.2-0.65), and with it a loose template
 # (0.9-1.4) passed the mean; the voiceprint, a cepstral mean over the word, is partly
 # text-dependent and refuses those. So the encoder's mean also needs the template and
-# voiceprint together within this (corpus near misses: 12 false calls -> see README).
+# voiceprint together within this (corpus near misses: 12 false calls -> see docs/voices.md).
 ENC_WHAT_LIMIT = 1.0
 # In noise every fit worsens: the template, and the voiceprint that ENC_WHAT_LIMIT asks of
 # it, more than the encoder on the denoised word. So a call that another engine already
@@ -254,7 +254,7 @@ def speech_mismatch(calls: np.ndarray, sample: dict) -> str | None:
 
     A guard against gross mistakes, not a proof: on the real and fixture
     speakers a player's own sample sits at 0.69-0.82 to their takes, other
-    people's at 0.46-0.76, on-off noise at 0.61-0.68 (README "Speech sample").
+    people's at 0.46-0.76, on-off noise at 0.61-0.68 (docs/voices.md, "Speech sample").
     """
     if not len(calls):
         return None
@@ -1178,7 +1178,7 @@ class Voices:
         who is "closest" as much as the voices do. The within-player spread
         pooled over every enrolled player's takes, and the players' median
         leave-one-out threshold under it, rank real speakers far better
-        (LibriSpeech words, 4 players: 17/28 -> 24/28 named right; see README).
+        (LibriSpeech words, 4 players: 17/28 -> 24/28 named right; see docs/voices.md).
         """
         prints = {p.name: np.asarray(p.extra.get("voiceprints") or [], np.float32) for p in profiles}
         prints = {n: v for n, v in prints.items() if v.ndim == 2 and len(v) >= 2}

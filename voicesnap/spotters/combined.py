@@ -31,7 +31,7 @@ MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset a
 LOOKAHEAD = 0.12  # s of audio after a Vosk call's end before judging who said it
 TWIN_WINDOW = 0.3  # s: an enrolled call this close to a combined call is that call (or its tie partner)
 # Enrolled score (1 - half the combined template/voice ratio) a call Vosk did not know must reach
-# to be rescued. Calibrated on the corpus (README, listening): no enrolled candidate on near misses,
+# to be rescued. Calibrated on the corpus (docs/listening.md): no enrolled candidate on near misses,
 # chatter, echo or long quiet passed the Vosk gate at any score; the two rescued calls scored
 # 0.615/0.625, the near-miss matches Vosk named "snack"/"slap" 0.53-0.73 (3 of 7 below 0.6), all
 # vetoed by those words. 0.6 -> 0.55 (fifth round): finn's "snap pool" in babble at 10 dB (0.578, Vosk
@@ -232,7 +232,7 @@ class CombinedSpotter:
         utterance so far holds nothing, or only "[unk]" (and RESCUE_OVER words).
 
         Vosk's partial text trails the audio, so a near miss it would finally call "snack" may not show
-        yet; the corpus has no enrolled near-miss candidate that reaches this point (see README)."""
+        yet; the corpus has no enrolled near-miss candidate that reaches this point (see docs/listening.md)."""
         if RESCUE_EARLY is None or now - e.end < RESCUE_EARLY:
             return False
         pending = getattr(self.vosk, "pending", None)

@@ -16,7 +16,7 @@ only on the channel where it is loudest, and a channel mapped to a player
 (``Profile.channel``) names the caller. On one mic, two players calling at
 once fit neither player's template, but they fit the two templates mixed at
 the right offset (``Voices.tie``): both calls are then reported, the second
-that offset later. Measured rates are in the README's Voices section.
+that offset later. Measured rates are in docs/voices.md.
 """
 
 from __future__ import annotations

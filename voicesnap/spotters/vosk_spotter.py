@@ -68,7 +68,7 @@ VOSK_START_LEAD = 0.03
 # decoys: with decoys alone the small model heard many real calls as "stop" or
 # "snack" (recall fell by a third); with the game words repeated 100 times recall
 # came back above the no-decoy level while near-miss false calls fell from 12 to
-# 3 on the fixture corpus (see the README section for the measurement).
+# 3 on the fixture corpus (docs/listening.md has the measurement).
 # 300 found 7 more calls in 13 min of corpus but doubled near-miss false calls
 # (2 -> 4 of 48 words) and lost 4 of 24 voice commands; 1000 added more false calls.
 # Boosting "slap" (both near-miss false calls were "slap") as well removed them
@@ -129,7 +129,7 @@ def _overlay(model_dir: Path, where: Path, settings: dict[str, dict[str, str]]) 
 # #868): noisy_babble_20db alone vs after 26 other corpus files gained a second "snap".
 # A game must judge the same recorded audio the same way on replay, and benchmarks must not
 # depend on file order: no dither (in whichever feature config the model has). Corpus, Vosk: the
-# same figures with and without (README, Listening, fourth round).
+# same figures with and without (docs/listening.md, fourth round).
 MFCC_CONFIG: dict[str, str] = {"--dither": "0"}
 
 
