@@ -75,6 +75,16 @@ EARLY_REACH = 0.2
 # stretches: moved 0.1-2.9 ms, except emma's call with finn at 0 ms (finn not heard), 18 ms -> 0.4 ms.
 TIE_SHIFT = 0.03
 POOL_TAIL = 0.7  # s after a Vosk "snap" searched for the rest of the player's "snap pool"
+# Two players 200 ms apart on one mic: Vosk can hear two call words, each span a mixture of both
+# voices that fits nobody's call alone (cara/dev in the corpus: words 0.80-1.11 and 1.29-1.53 s, both
+# named to nobody, the second 0.29 s late; behind the speech gate, as play runs it, Vosk heard only
+# the second). The tie search over the word and what is around it finds the pair at their onsets
+# (0.80 / 1.005 s for 0.80 / 1.00). So a call word named to nobody is searched for a tie from
+# PAIR_BACK s before its start (unless a call was reported there) to PAIR_REACH s past its end, in
+# audio already buffered (no wait); a later word Vosk reports over the second caller is that
+# caller's (TWIN_WINDOW, as for rescues).
+PAIR_BACK = 0.4
+PAIR_REACH = 0.25
 
 
 def _vetoes(words: Iterable[str]) -> bool:
@@ -175,6 +185,16 @@ class CombinedSpotter:
             channel, att, announcer = self.enrolled.attribute_span(d.onset, d.end, d.word)
             if att.player is None and announcer:
                 continue  # the game's own voice
+            if att.player is None and not already and now > d.end + LOOKAHEAD:
+                start = d.onset - PAIR_BACK
+                if any(c.word in self.vosk_words and start <= c.onset < d.onset for c in self._emitted + out):
+                    start = d.onset
+                tie = self._tie_placed(self.enrolled.tie_span(start, min(now, d.end + PAIR_REACH), d.word))
+                if len({t.player for t in tie}) == 2:  # two callers: the word Vosk heard next is the second
+                    pair = [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at) for e in tie]
+                    self._rescued_at = (self._rescued_at + [(e.onset, e.player) for e in pair])[-20:]
+                    out += pair
+                    continue
             if already and (att.player is None or att.player in already):
                 continue
             onset = d.onset
