@@ -152,3 +152,16 @@ def test_installed_real_model_loads_in_vosk(tmp_path: Path) -> None:
     installed = models.install(real)
     assert vosk.Model(str(models.find_model())) is not None
     assert installed.parent == models.models_dir()
+
+
+def test_installing_the_speaker_model_says_nothing_uses_it_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The spk model can be installed, but attribution does not read it: the player is told, not left to guess."""
+    src = _layout(tmp_path / "vosk-model-spk-0.4", "spk")
+    assert main(["models", "install", str(src), "--kind", "spk"]) == 0
+    out = capsys.readouterr().out
+    assert "installed" in out and "does not use the Vosk speaker model yet" in out
+    assert main(["models"]) == 0
+    assert "spk: speaker model (x-vectors; not used yet)" in capsys.readouterr().out
+    src = _layout(tmp_path / "vosk-model-small-en-us-0.15")
+    assert main(["models", "install", str(src)]) == 0
+    assert "speaker model" not in capsys.readouterr().out

@@ -45,9 +45,11 @@ KINDS: dict[str, ModelKind] = {
         "en", "VOICESNAP_VOSK_MODEL", "vosk-model-small-en-us-0.15", "40 MB",
         "small English speech model (keyword spotting)", ("am/final.mdl",),
     ),
+    # Found, downloaded and installed like the others, but nothing reads it yet: the model could
+    # not be obtained where voicesnap is built, so its x-vectors were never wired or measured.
     "spk": ModelKind(
         "spk", "VOICESNAP_SPK_MODEL", "vosk-model-spk-0.4", "13 MB",
-        "speaker model (x-vectors for voices)", ("final.ext.raw", "mfcc.conf"),
+        "speaker model (x-vectors; not used yet)", ("final.ext.raw", "mfcc.conf"),
     ),
     # not a Vosk model: Resemblyzer's voice encoder, fetched from PyPI and converted (voicesnap.encoder)
     "encoder": ModelKind(

@@ -19,9 +19,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "vosk's downloader; install PATH: copy a model folder, .zip or Maven .aar")
     parser.add_argument("path", nargs="?", help="for install: a model folder, .zip or .aar")
     parser.add_argument("--kind", choices=sorted(models.KINDS), default="en",
-                        help="en: English recogniser (default); spk: Vosk speaker model; encoder: speaker "
+                        help="en: English recogniser (default); spk: Vosk speaker model (not used yet); encoder: speaker "
                         "encoder (Resemblyzer's weights from PyPI, converted; 'download encoder' works too)")
     parser.add_argument("--name", help="download/install under this model name")
+
+
+SPK_UNUSED = ("note: voicesnap does not use the Vosk speaker model yet; voices are told apart by the speaker "
+              "encoder (voicesnap models download encoder)")
 
 
 def take_extra(args: argparse.Namespace, extra: list[str]) -> bool:
@@ -41,12 +45,16 @@ def run(args: argparse.Namespace) -> int:
             raise models.ModelError("install needs a PATH: voicesnap models install vosk-model-small-en-us-0.15.zip")
         path = models.install(args.path, args.kind, data, name=args.name)
         print(f"installed {models.KINDS[args.kind].what} at {path}")
+        if args.kind == "spk":
+            print(SPK_UNUSED)
         return 0
     if args.path:
         raise models.ModelError(f"'{args.action}' takes no PATH (only 'install' does)")
     if args.action == "download":
         path = models.download(args.kind, data, name=args.name)
         print(f"{models.KINDS[args.kind].what} ready at {path}")
+        if args.kind == "spk":
+            print(SPK_UNUSED)
         return 0
     if args.action == "where":
         print(models.find_model(args.kind, None, data))
