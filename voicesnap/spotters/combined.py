@@ -81,8 +81,10 @@ POOL_TAIL = 0.7  # s after a Vosk "snap" searched for the rest of the player's "
 # the second). The tie search over the word and what is around it finds the pair at their onsets
 # (0.80 / 1.005 s for 0.80 / 1.00). So a call word named to nobody is searched for a tie from
 # PAIR_BACK s before its start (unless a call was reported there) to PAIR_REACH s past its end, in
-# audio already buffered (no wait); a later word Vosk reports over the second caller is that
-# caller's (TWIN_WINDOW, as for rescues).
+# audio already buffered (no wait); the span's own context (spotters.enrolled.CONTEXT, 0.12 s) reaches
+# further back, and behind the gate cara is found 0.51 s before Vosk's word. A caller of the tie who
+# already has a call reported over it is not reported again, and a later Vosk word that starts
+# inside a reported call is that call.
 PAIR_BACK = 0.4
 PAIR_REACH = 0.25
 
@@ -106,6 +108,10 @@ class CombinedSpotter:
         self._unk_seen: set[tuple[float, float]] = set()  # Vosk's final "[unk]" words already searched
         self._rescued_at: list[tuple[float, str | None]] = []  # (onset, player) rescued: Vosk may report them later
         self.enrolled = profiles if isinstance(profiles, EnrolledSpotter) else EnrolledSpotter(profiles)
+        # Vosk hears calls with a noise over their end (48 / 47 / 42 of 48 at 30 / 20 / 10 dB, with or
+        # without it); here the second match would only let more near misses in noise be rescued
+        # (taken for calls 15 / 15 / 14 -> 16 / 18 / 15 of 96: bench.spotting.tail_noise_rows)
+        self.enrolled.crop = False
         self.vosk_words = set(vosk_words)
         self._emitted: list[Detection] = []  # recent combined calls (to spot ties)
         self._heard: list[Detection] = []  # recent enrolled calls (for their onsets)
@@ -177,6 +183,9 @@ class CombinedSpotter:
             # a call rescued early (``_early``), before Vosk made up its mind, is already reported:
             # Vosk's call there is that caller's again (another player's call is still a call)
             already = {p for t, p in self._rescued_at if abs(t - d.onset) <= TWIN_WINDOW}
+            # a tie's calls end where the mixture ends: a later Vosk word inside one is that call again
+            already |= {c.player for c in self._emitted + out
+                        if c.word in self.vosk_words and c.player and c.onset < d.onset < c.end}
             tie = self._tie_placed(self.enrolled.tie_span(d.onset, d.end, d.word))
             if tie:  # Vosk heard one "snap"; it was two players at once on one mic
                 out += [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at)
@@ -190,6 +199,8 @@ class CombinedSpotter:
                 if any(c.word in self.vosk_words and start <= c.onset < d.onset for c in self._emitted + out):
                     start = d.onset
                 tie = self._tie_placed(self.enrolled.tie_span(start, min(now, d.end + PAIR_REACH), d.word))
+                tie = [t for t in tie if not any(c.player == t.player and c.word in self.vosk_words
+                                                 and c.onset < t.end and t.onset < c.end for c in self._emitted + out)]
                 if len({t.player for t in tie}) == 2:  # two callers: the word Vosk heard next is the second
                     pair = [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at) for e in tie]
                     self._rescued_at = (self._rescued_at + [(e.onset, e.player) for e in pair])[-20:]
