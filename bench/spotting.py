@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from voicesnap.audio import ArraySource
-from voicesnap.corpus import Fixture, Score, load_corpus, merge, percentile, score
+from voicesnap.corpus import Fixture, Score, Segment, load_corpus, merge, percentile, score
 from voicesnap.spotters import Detection, Spotter, take_refusals
 from voicesnap.vocabulary import SNAP, SNAP_POOL, command_phrases
 
@@ -390,39 +390,56 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def tail_noise_rows(name: str, factory: Factory, fixtures: list[Fixture], area: str = "listening") -> list[Row]:
-    """Is a call still heard with a noise over its end (a chair, a hand on the table)? And does
-    the near-miss check (``Voices.near_miss``, which judges a call by its end) refuse it? White
-    noise over the last 80 or 150 ms of each clean "snap" and 200 ms after it, at 30, 20 and 10 dB
-    under the call's peak, one call at a time."""
-    heard = {db: 0 for db in (-30, -20, -10)}
-    refused = dict(heard)
-    tried = 0
+    """Is a call still heard with a noise over its end (a hand slapping the pile, a chair)? And is a
+    near-miss word ("snack", "nap", ...) with the same noise over its end taken for a call? Once its
+    end is masked a near miss sounds like the call, so the two rows are the two sides of one trade.
+    White noise over the last 80 or 150 ms of the word and 200 ms after it, at 30, 20 and 10 dB under
+    its peak, one word at a time: each clean "snap" in its whole file; each near-miss word of the
+    clean near-miss files in its own 1 s either side. The near-miss check (``Voices.near_miss``)
+    judges a call by its end; its refusals of the calls are counted too."""
+    dbs = (-30, -20, -10)
+    heard, refused, false = ({db: 0 for db in dbs} for _ in range(3))
+    tried = near = 0
+
+    def noisy(x: np.ndarray, seg: Segment, db: int, tail_ms: int, rate: int, seed: int) -> np.ndarray:
+        y = x.copy()
+        peak = float(np.abs(x[seg.onset:seg.end]).max())
+        a, b = seg.end - tail_ms * rate // 1000, min(len(y), seg.end + rate // 5)
+        y[a:b, 0] += np.random.default_rng(seed).normal(0.0, peak * 10 ** (db / 20), b - a)
+        return np.clip(y, -32768, 32767).astype(np.int16)
+
     for fx in fixtures:
-        if not fx.name.startswith("clean_") or fx.channels != 1:
+        if fx.channels != 1 or not (fx.name.startswith("clean_") or fx.category == "nearmiss"):
             continue
         x = fx.read()[:, :1].astype(np.float64)
         for seg in fx.segments:
-            if seg.text != SNAP:
+            call = fx.name.startswith("clean_")
+            if (seg.text != SNAP) if call else (seg.text in CALL_WORDS or seg.speaker == "announcer"):
                 continue
-            peak = float(np.abs(x[seg.onset:seg.end]).max())
-            for db in heard:
+            for db in dbs:
                 for tail_ms in (80, 150):
-                    y = x.copy()
-                    a, b = seg.end - tail_ms * fx.rate // 1000, min(len(y), seg.end + fx.rate // 5)
-                    y[a:b, 0] += np.random.default_rng(tried).normal(0.0, peak * 10 ** (db / 20), b - a)
+                    y = noisy(x, seg, db, tail_ms, fx.rate, tried + near)
                     spotter = factory()
-                    dets, _cpu = feed(spotter, np.clip(y, -32768, 32767).astype(np.int16), fx.rate,
-                                      fx.rate * CHUNK_MS // 1000)
-                    tried += 1
-                    heard[db] += any(d.word == SNAP and abs(d.onset * fx.rate - seg.onset) <= 0.1 * fx.rate
-                                     for d in dets)
-                    refused[db] += any(r.onset * fx.rate < seg.end and seg.onset < r.end * fx.rate
-                                       for r in take_refusals(spotter))
-    each = tried // len(heard)
+                    if call:
+                        dets, _cpu = feed(spotter, y, fx.rate, fx.rate * CHUNK_MS // 1000)
+                        tried += 1
+                        heard[db] += any(d.word == SNAP and abs(d.onset * fx.rate - seg.onset) <= 0.1 * fx.rate
+                                         for d in dets)
+                        refused[db] += any(r.onset * fx.rate < seg.end and seg.onset < r.end * fx.rate
+                                           for r in take_refusals(spotter))
+                    else:
+                        lo, hi = max(0, seg.onset - fx.rate), min(len(y), seg.end + fx.rate)
+                        dets, _cpu = feed(spotter, y[lo:hi], fx.rate, fx.rate * CHUNK_MS // 1000)
+                        near += 1
+                        false[db] += any(d.word in CALL_WORDS for d in dets)
+    each, near_each = tried // len(dbs), near // len(dbs)
     return [Row(area, "calls with noise over their end, heard at 30 / 20 / 10 dB under the peak",
-                " / ".join(str(heard[db]) for db in heard), f"of {each} each", "",
+                " / ".join(str(heard[db]) for db in dbs), f"of {each} each", "",
                 f"{name}: clean calls, white noise over the last 80 or 150 ms and 200 ms after; "
-                f"refused as near misses {' / '.join(str(refused[db]) for db in refused)}")]
+                f"refused as near misses {' / '.join(str(refused[db]) for db in dbs)}"),
+            Row(area, "near-miss words with noise over their end, taken for calls at 30 / 20 / 10 dB",
+                " / ".join(str(false[db]) for db in dbs), f"of {near_each} each", "",
+                f"{name}: each near-miss word of the clean near-miss files, the same noise, 1 s either side")]
 
 
 def settle_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray],

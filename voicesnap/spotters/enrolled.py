@@ -174,6 +174,9 @@ class EnrolledSpotter:
                     rivals.append(prof)
         self.voices = Voices(profiles, rivals)
         self.overlaps = overlaps
+        # a stretch that runs into a loud noise is matched again cut to the call (voices.CROP_LOUD_DB);
+        # the combined engine turns it off (it hears such calls through Vosk)
+        self.crop = True
         self.pool_exists = pool_exists  # False (or a callable saying so): "snap" is final at once
         self.min_db = min_db
         self._channels: list[_Channel] = []
@@ -381,7 +384,7 @@ class EnrolledSpotter:
         log_mel = st.log_mel[lo - st.frame0: hi - st.frame0]
         if len(log_mel) < MIN_FRAMES or not self.voices.players:
             return []
-        best, _ = self.voices.ratios(log_mel, st.floor_mel, None)
+        best, _ = self.voices.ratios(log_mel, st.floor_mel, None, crop=self.crop)
         # voiceprint per candidate span (the span its own template matched)
         voice: dict[str, float] = {}
         rank: dict[str, float] = {}
