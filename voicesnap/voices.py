@@ -1235,12 +1235,11 @@ class Voices:
         run into it (see CROP_LOUD_DB).
         """
         best = self._template_ratios(log_mel, floor)
-        if crop and best:
+        if crop and best and floor is not None:  # the loudness test needs the background
             r0, h0 = min(best.values(), key=lambda v: v[0])
             a, b = max(0, h0.start - CROP_MARGIN), min(len(log_mel), h0.end + 1 + CROP_MARGIN)
             rest = np.concatenate([log_mel[:a], log_mel[b:]])
-            base = floor if floor is not None else np.full(log_mel.shape[1], float(log_mel.min()), np.float32)
-            if r0 > 1.0 and len(rest) and float(np.mean(rest - base[None, :], axis=1).max()) >= CROP_LOUD:
+            if r0 > 1.0 and len(rest) and float(np.mean(rest - floor[None, :], axis=1).max()) >= CROP_LOUD:
                 for key, (r, _h) in self._template_ratios(log_mel[a:b], floor).items():
                     if r < best[key][0]:
                         best[key] = (r, best[key][1])  # the first pass's placement: onsets as before
