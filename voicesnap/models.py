@@ -91,11 +91,12 @@ def _fixes(kind: ModelKind) -> str:
     if kind.key == "encoder":
         return (f"get it with 'voicesnap models download{flag}' (Resemblyzer's wheel from PyPI, 16 MB), "
                 f"or install a copy of Resemblyzer-0.1.4-py3-none-any.whl with 'voicesnap models install "
-                f"FILE{flag}', or point {kind.env} at a folder holding encoder.npz (see models/README.md)")
+                f"FILE{flag}', or point {kind.env} at a folder holding encoder.npz "
+                "(see models/README.md in voicesnap's source)")
     return (
         f"get one with 'voicesnap models download{flag}', "
         f"or install a folder/zip you have with 'voicesnap models install PATH{flag}', "
-        f"or point {kind.env} at an unpacked model folder (see models/README.md)"
+        f"or point {kind.env} at an unpacked model folder (see models/README.md in voicesnap's source)"
     )
 
 
@@ -265,7 +266,8 @@ def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name:
     except ModelError:
         raise
     except Exception as exc:  # network errors come as URLError/HTTPError/OSError
-        aar = " (or the Maven AAR com.alphacephei:vosk-model-en, see models/README.md)" if kind == "en" else ""
+        aar = (" (or the Maven AAR com.alphacephei:vosk-model-en, see models/README.md in voicesnap's source)"
+               if kind == "en" else "")
         flag = "" if kind == "en" else f" --kind {kind}"
         raise ModelError(
             f"could not download {model_name} from {vosk.MODEL_PRE_URL} ({exc}); on a machine with "

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             used = models.find_model(key, None, data)
         except models.ModelError as exc:
-            print(f"  none usable: {exc}")
+            print("  none installed (nothing uses it yet)" if key == "spk" else f"  none usable: {exc}")
             continue
         for found in models.candidates(key, None, data):
             mark = "*" if found.path == used else " "
