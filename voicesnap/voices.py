@@ -1237,12 +1237,13 @@ class Voices:
         best = self._template_ratios(log_mel, floor)
         if crop and best and floor is not None:  # the loudness test needs the background
             r0, h0 = min(best.values(), key=lambda v: v[0])
-            a, b = max(0, h0.start - CROP_MARGIN), min(len(log_mel), h0.end + 1 + CROP_MARGIN)
-            rest = np.concatenate([log_mel[:a], log_mel[b:]])
-            if r0 > 1.0 and len(rest) and float(np.mean(rest - floor[None, :], axis=1).max()) >= CROP_LOUD:
-                for key, (r, _h) in self._template_ratios(log_mel[a:b], floor).items():
-                    if r < best[key][0]:
-                        best[key] = (r, best[key][1])  # the first pass's placement: onsets as before
+            if r0 > 1.0:  # most stretches fit or are nothing like a call: no second look
+                a, b = max(0, h0.start - CROP_MARGIN), min(len(log_mel), h0.end + 1 + CROP_MARGIN)
+                rest = np.concatenate([log_mel[:a], log_mel[b:]])
+                if len(rest) and float(np.mean(rest - floor[None, :], axis=1).max()) >= CROP_LOUD:
+                    for key, (r, _h) in self._template_ratios(log_mel[a:b], floor).items():
+                        if r < best[key][0]:
+                            best[key] = (r, best[key][1])  # the first pass's placement: onsets as before
         voice = {}
         if vp is not None:
             for name in self.profiles:

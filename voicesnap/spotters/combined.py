@@ -183,9 +183,9 @@ class CombinedSpotter:
             # a call rescued early (``_early``), before Vosk made up its mind, is already reported:
             # Vosk's call there is that caller's again (another player's call is still a call)
             already = {p for t, p in self._rescued_at if abs(t - d.onset) <= TWIN_WINDOW}
+            reported = [c for c in self._emitted + out if c.word in self.vosk_words]
             # a tie's calls end where the mixture ends: a later Vosk word inside one is that call again
-            already |= {c.player for c in self._emitted + out
-                        if c.word in self.vosk_words and c.player and c.onset < d.onset < c.end}
+            already |= {c.player for c in reported if c.player and c.onset < d.onset < c.end}
             tie = self._tie_placed(self.enrolled.tie_span(d.onset, d.end, d.word))
             if tie:  # Vosk heard one "snap"; it was two players at once on one mic
                 out += [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at)
@@ -196,11 +196,11 @@ class CombinedSpotter:
                 continue  # the game's own voice
             if att.player is None and not already and now > d.end + LOOKAHEAD:
                 start = d.onset - PAIR_BACK
-                if any(c.word in self.vosk_words and start <= c.onset < d.onset for c in self._emitted + out):
+                if any(start <= c.onset < d.onset for c in reported):
                     start = d.onset
                 tie = self._tie_placed(self.enrolled.tie_span(start, min(now, d.end + PAIR_REACH), d.word))
-                tie = [t for t in tie if not any(c.player == t.player and c.word in self.vosk_words
-                                                 and c.onset < t.end and t.onset < c.end for c in self._emitted + out)]
+                tie = [t for t in tie if not any(c.player == t.player and c.onset < t.end and t.onset < c.end
+                                                 for c in reported)]
                 if len({t.player for t in tie}) == 2:  # two callers: the word Vosk heard next is the second
                     pair = [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at) for e in tie]
                     self._rescued_at = (self._rescued_at + [(e.onset, e.player) for e in pair])[-20:]
