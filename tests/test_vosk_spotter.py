@@ -183,7 +183,7 @@ def test_overlapping_calls_on_one_microphone_give_the_first_onset(model) -> None
 
 
 def test_onset_refinement_finds_the_energy_rise() -> None:
-    from voicesnap.spotters.vosk_spotter import _Envelope
+    from voicesnap.onsets import Envelope as _Envelope
 
     rng = np.random.default_rng(5)
     x = (rng.standard_normal(32000) * 30).astype(np.int16)  # quiet room
@@ -293,7 +293,7 @@ def _pink(n: int, rng: np.random.Generator) -> np.ndarray:
 def test_onset_refinement_in_pink_noise_finds_the_word_start(name: str) -> None:
     """At 10 dB SNR in pink noise the full-band rise of "snap" drowned (the
     refinement gave up or came 15-70 ms late); the "s" stands out above 2 kHz."""
-    from voicesnap.spotters.vosk_spotter import _Envelope
+    from voicesnap.onsets import Envelope as _Envelope
 
     x, _ = read_wav(CORPUS / f"{name}.wav")
     seg = next(s for s in _truth(name) if s["text"] == "snap")

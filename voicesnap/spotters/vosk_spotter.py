@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ..audio import AudioChunk, Resampler
+from ..onsets import Envelope
 from ..vocabulary import COMMAND_PREFIX, COMMANDS, SNAP, SNAP_POOL, grammar_words
 from . import Detection
 
@@ -159,167 +159,6 @@ class _Word:
     conf: float
 
 
-class _Envelope:
-    """Recent 16 kHz mono audio and its 1 ms energy envelope, for onset refinement."""
-
-    HOP = 16  # 1 ms
-    WIN = 80  # 5 ms frames
-    use_high = True  # also try the high band for onsets
-    RISE_DB = 6.0  # an onset is where energy rises this far over the floor before it
-
-    def __init__(self, seconds: float = 12.0) -> None:
-        self.capacity = int(seconds * RATE)
-        # Linear buffer twice the capacity: appends are copies, compaction is rare.
-        self.buf = np.zeros(2 * self.capacity, dtype=np.float32)
-        self.fill = 0  # samples held in buf[:fill]
-        self.end = 0  # clock index (16 kHz) one past the newest sample
-
-    def push(self, start: int, samples: np.ndarray) -> None:
-        x = samples.astype(np.float32).ravel()
-        if start != self.end and self.fill:  # a gap (dropped frames): restart, positions stay true
-            self.fill = 0
-        n = len(x)
-        if n >= self.capacity:
-            x, n = x[-self.capacity :], self.capacity
-        if self.fill + n > len(self.buf):
-            keep = self.capacity - n
-            self.buf[:keep] = self.buf[self.fill - keep : self.fill]
-            self.fill = keep
-        self.buf[self.fill : self.fill + n] = x
-        self.fill += n
-        self.end = start + len(samples)
-
-    def segment(self, a: int, b: int) -> tuple[np.ndarray, int]:
-        """Samples for clock indices [a, b) clipped to what is held; returns (samples, first index)."""
-        first = self.end - self.fill
-        a, b = max(a, first, 0), min(b, self.end)
-        if b <= a:
-            return np.zeros(0, dtype=np.float32), a
-        return self.buf[a - first : b - first], a
-
-    # Linear-phase high-pass FIR (windowed sinc, 2 kHz, 33 taps): the "s" of "snap"
-    # lives above it, pink noise, hum, babble and most table clatter below it.
-    _HP_TAPS = 33
-    _HP = (lambda n, fc: (np.eye(1, n, n // 2).ravel() - np.sinc(2 * fc * (np.arange(n) - n // 2)) * 2 * fc
-                          * np.hamming(n)))(33, 2000 / RATE)
-
-    def energy_db(self, a: int, b: int, high: bool = False) -> tuple[np.ndarray, int]:
-        """Frame energies (dB) on a 1 ms hop; frame i covers [first + i*HOP, +WIN).
-
-        ``high``: of the signal high-passed at 2 kHz (same timing: zero-phase).
-        """
-        if high:
-            m = self._HP_TAPS // 2
-            wide, wfirst = self.segment(a - m, b + m)
-            x = np.convolve(wide.astype(np.float64), self._HP, mode="same")
-            lo, hi = max(a, wfirst) - wfirst, min(b, wfirst + len(wide)) - wfirst
-            x, first = x[lo:hi], wfirst + lo
-        else:
-            x, first = self.segment(a, b)
-        if len(x) < self.WIN:
-            return np.zeros(0), first
-        sq = np.concatenate([[0.0], np.cumsum(x.astype(np.float64) ** 2)])
-        starts = np.arange(0, len(x) - self.WIN + 1, self.HOP)
-        power = (sq[starts + self.WIN] - sq[starts]) / self.WIN
-        return 10 * np.log10(power + 1.0), first
-
-    def refine_onset(
-        self, approx: float, latest: float | None = None, before: float = 0.03, after: float = 0.10
-    ) -> float | None:
-        """The energy rise in [approx - before, approx + after] (seconds), or None when there is none.
-
-        Noise floor from the 300 ms before the search window; the onset is the
-        first frame from which energy stays above the floor + a margin (or 30
-        dB under the word's peak, whichever is higher) for 15 ms. The window is
-        narrow because Vosk's word start is reliably 10-50 ms early (measured on
-        the corpus): a wider one lets a noise burst before the word win.
-        """
-        centre = int(round(approx * RATE))
-        a, b = centre - int(before * RATE), centre + int(after * RATE)
-        if latest is not None:
-            b = max(centre + int(0.03 * RATE), min(b, int(latest * RATE)))
-        # The high band first: the "s" of "snap" starts the word there, and
-        # pink noise, hum, babble and most clatter lie below it.
-        for high in (True, False) if self.use_high else (False,):
-            onset = self._rise(a, b, high)
-            if onset is not None:
-                return onset
-        return None
-
-    def _rise(self, a: int, b: int, high: bool) -> float | None:
-        """refine_onset's search in one band (full, or high-passed) of clock indices [a, b)."""
-        floor_db, _ = self.energy_db(a - int(0.3 * RATE), a, high)
-        e, first = self.energy_db(a, b, high)
-        if len(e) < 20:
-            return None
-        floor = float(np.percentile(floor_db, 20)) if len(floor_db) else float(np.percentile(e, 5))
-        peak = float(e.max())
-        if peak - floor < 12.0:  # no clear rise: leave Vosk's estimate alone
-            return None
-        thr = max(floor + self.RISE_DB, peak - 30.0)
-        above = e > thr
-        hold = 15
-        run = np.convolve(above.astype(np.int32), np.ones(hold, dtype=np.int32), mode="valid") == hold
-        idx = np.flatnonzero(run)
-        if len(idx) == 0:
-            return None
-        # Pick the rise closest to (and not much after) Vosk's start.
-        i = int(idx[0])
-        if above[0]:  # already loud at the window start: the rise is before it, unknown
-            starts = np.flatnonzero(run & ~np.concatenate([[True], above[:-1]])[: len(run)])
-            if len(starts) == 0:
-                return None
-            i = int(starts[0])
-        # Frame i covers [i, i+5 ms): the first sample over threshold lies in it.
-        if high:
-            m = self._HP_TAPS // 2
-            wide, _ = self.segment(first + i * self.HOP - m, first + i * self.HOP + self.WIN + m)
-            frame = np.convolve(wide.astype(np.float64), self._HP, mode="same")[m : m + self.WIN]
-        else:
-            frame = self.segment(first + i * self.HOP, first + i * self.HOP + self.WIN)[0]
-        lin_thr = np.sqrt(10 ** (thr / 10.0)) * 0.5
-        over = np.flatnonzero(np.abs(frame) > lin_thr)
-        offset = int(over[0]) if len(over) else self.WIN // 2
-        return (first + i * self.HOP + offset) / RATE
-
-    def active_after(self, t: float, min_ms: int = 20) -> bool:
-        """Whether speech-like energy (over the recent floor) lasts ``min_ms`` somewhere after ``t``."""
-        e_recent, _ = self.energy_db(self.end - 3 * RATE, self.end)
-        e, _ = self.energy_db(int(t * RATE), self.end)
-        if len(e) < min_ms or len(e_recent) == 0:
-            return False
-        floor, peak = float(np.percentile(e_recent, 10)), float(e_recent.max())
-        thr = max(floor + 9.0, peak - 30.0)
-        above = (e > thr).astype(np.int32)
-        return bool((np.convolve(above, np.ones(min_ms, dtype=np.int32), mode="valid") == min_ms).any())
-
-    def burst_onset(self, now: float, max_len: float = 0.9) -> tuple[float, float] | None:
-        """Onset and end of the last speech burst before ``now`` if it is isolated (for partials)."""
-        b = int(now * RATE)
-        a = b - int((max_len + 0.5) * RATE)
-        e, first = self.energy_db(a, b)
-        if len(e) < 100:
-            return None
-        floor = float(np.percentile(e, 10))
-        peak = float(e.max())
-        if peak - floor < 25.0:
-            return None  # noisy: bursts are ill-defined here; the final result's timing is safer
-        thr = max(floor + 9.0, peak - 30.0)
-        above = np.flatnonzero(e > thr)
-        last = int(above[-1])
-        # Walk back over gaps shorter than 200 ms (stop closures, the pause in "snap pool").
-        i = last
-        k = len(above) - 1
-        while k > 0 and above[k] - above[k - 1] < 200:
-            k -= 1
-        i = int(above[k])
-        if i == 0 or (last - i) / 1000.0 > max_len:
-            return None  # speech runs back past the window: not an isolated call
-        start = first + i * self.HOP
-        onset = self.refine_onset(start / RATE, latest=(first + last * self.HOP) / RATE, before=0.05, after=0.05)
-        return (onset if onset is not None else start / RATE, (first + last * self.HOP + self.WIN) / RATE)
-
-
 class VoskSpotter:
     """Spots calls and "dealer <command>" phrases with a grammar-restricted Vosk recogniser.
 
@@ -385,7 +224,7 @@ class VoskSpotter:
         self._rec.SetWords(True)
         self._rec.SetPartialWords(False)  # partial *word* lists lag a word behind; the text does not
         self._resampler = Resampler(RATE, channel=channel)
-        self._env = _Envelope()
+        self._env = Envelope()
         self._origin: int | None = None  # 16 kHz clock index of the first frame fed to vosk
         self._now = 0.0  # seconds: end of audio fed so far
         self._words: list[_Word] = []  # final words not yet turned into detections
