@@ -69,6 +69,34 @@ def _gated_factory() -> tuple[Callable[[], Any] | None, str]:
     return factory, f"speech gate in front of vosk ({why})"
 
 
+KEYWORD_FALLBACK = Path.home() / ".cache" / "voicesnap-ci" / "openwakeword-0.5.1-features"
+
+
+def _keyword_factory() -> tuple[Callable[[], Any] | None, str]:
+    """The keyword model's spotter (voicesnap.spotters.keyword), or why it cannot run."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        return None, "onnxruntime is not installed"
+    from voicesnap.keyword import KeywordModel
+    from voicesnap.models import ModelError, find_model
+
+    try:
+        path = find_model("keyword")
+    except ModelError as exc:
+        if not (KEYWORD_FALLBACK / "embedding_model.onnx").is_file():
+            return None, f"no keyword model ({exc})"
+        path = KEYWORD_FALLBACK
+    cache: dict[str, Any] = {}
+
+    def factory() -> Any:
+        from voicesnap.spotters.keyword import KeywordSpotter
+
+        if "model" not in cache:
+            cache["model"] = KeywordModel(path)
+        return KeywordSpotter(cache["model"])
+
+    return factory, str(path)
+
+
 def _peer_factory() -> tuple[Callable[[], Any] | None, str]:
     from .peers import KWS_THRESHOLDS, PocketSphinxSpotter, pocketsphinx_available
 
@@ -94,7 +122,8 @@ def engine_factories(tmpdir: str | Path) -> tuple[dict[str, Callable[[], Any]], 
     """Every engine that can run now (name -> factory), and for each one what it is or why it cannot."""
     engines: dict[str, Callable[[], Any]] = {}
     about: dict[str, str] = {}
-    for name, make in (("vosk", _vosk_factory), ("vosk-gated", _gated_factory), ("pocketsphinx", _peer_factory)):
+    for name, make in (("vosk", _vosk_factory), ("vosk-gated", _gated_factory), ("keyword", _keyword_factory),
+                       ("pocketsphinx", _peer_factory)):
         factory, why = make()
         about[name] = why
         if factory is not None:
@@ -121,7 +150,7 @@ def run(quick: bool) -> list[Row]:
             for name, why in about.items():
                 if name in engines:
                     rows.append(Row(AREA, "engine", name, note=why))
-                elif name in ("vosk", "vosk-gated", "pocketsphinx"):
+                elif name in ("vosk", "vosk-gated", "keyword", "pocketsphinx"):
                     rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
             if "enrolled" in about and "enrolled" not in engines:
                 rows.append(Row(AREA, "engine skipped", "n/a", note=about["enrolled"]))

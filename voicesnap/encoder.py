@@ -42,8 +42,6 @@ import hashlib
 import io
 import os
 import pickle
-import sys
-import tempfile
 import zipfile
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -55,7 +53,7 @@ import numpy as np
 
 from . import features as F
 from .files import atomic_write_bytes
-from .models import ModelError
+from .models import ModelError, fetch_pinned
 
 __all__ = ["EncoderError", "Encoder", "WHEEL_URL", "WHEEL_SHA256", "WEIGHTS_FILE", "MODEL_NAME",
            "read_torch_legacy", "convert_pt", "install_from", "download", "mel_filterbank",
@@ -261,41 +259,11 @@ def install_from(source: str | os.PathLike[str], dest_root: Path, name: str = MO
 def download(dest_root: Path, name: str = MODEL_NAME, url: str = WHEEL_URL, sha256: str = WHEEL_SHA256,
              progress: BinaryIO | None = None) -> Path:
     """Fetch Resemblyzer's wheel from PyPI (checked against its pinned sha256) and install the encoder."""
-    import urllib.error
-    import urllib.request
-
-    out = progress if progress is not None else sys.stderr
-    dest_root.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".resemblyzer-", suffix=".whl", dir=dest_root)
-    digest = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            try:
-                with urllib.request.urlopen(url, timeout=60) as resp:
-                    total = int(resp.headers.get("Content-Length") or 0)
-                    done, shown = 0, -10
-                    while block := resp.read(1 << 16):
-                        handle.write(block)
-                        digest.update(block)
-                        done += len(block)
-                        pct = done * 100 // total if total else 0
-                        if total and pct >= shown + 10 or done == total:  # every 10%: readable in a log too
-                            shown = pct
-                            print(f"\rdownloading {url.rsplit('/', 1)[-1]}: {pct:3d}% of {total / 1e6:.1f} MB",
-                                  end="", file=out, flush=True)
-                    print(file=out)
-            except (urllib.error.URLError, OSError, TimeoutError) as exc:
-                raise EncoderError(
-                    f"could not download the speaker encoder from {url} ({exc}); on a machine with internet, "
-                    f"fetch that file (or `pip download resemblyzer==0.1.4 --no-deps`) and run "
-                    f"'voicesnap models install Resemblyzer-0.1.4-py3-none-any.whl --kind encoder'") from exc
-        if digest.hexdigest() != sha256:
-            raise EncoderError(f"the file from {url} has sha256 {digest.hexdigest()}, expected {sha256}: "
-                               "damaged or replaced download; try again, or install a checked copy by hand "
-                               "(see models/README.md in voicesnap's source)")
-        return install_from(tmp, dest_root, name)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    with fetch_pinned(url, sha256, dest_root, what="the speaker encoder", error=EncoderError,
+                      by_hand=("`pip download resemblyzer==0.1.4 --no-deps`",
+                               "voicesnap models install Resemblyzer-0.1.4-py3-none-any.whl --kind encoder"),
+                      progress=progress) as wheel:
+        return install_from(wheel, dest_root, name)
 
 
 # --------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """Finding, installing and downloading the models voicesnap uses.
 
-Three kinds: the English recogniser ("en", needed by the Vosk spotter), the
-Vosk speaker-embedding model ("spk"), and the speaker encoder ("encoder":
-Resemblyzer's weights converted to numpy, used by voices; see voicesnap.encoder). Each is found in one order:
+Four kinds: the English recogniser ("en", needed by the Vosk spotter), the
+Vosk speaker-embedding model ("spk"), the speaker encoder ("encoder":
+Resemblyzer's weights converted to numpy, used by voices; see voicesnap.encoder)
+and the keyword model's front end ("keyword": openWakeWord's two feature
+networks; see voicesnap.keyword). Each is found in one order:
 an explicit option, then its environment variable, then the data directory's
 ``models/`` folder. A model that cannot be found is a ``ModelError`` whose
 message says exactly how to get one, because the model is the one thing a new
@@ -11,19 +13,22 @@ player is most likely to be missing.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 from .errors import UserError
 from .files import data_dir
 
 __all__ = ["ModelError", "ModelKind", "KINDS", "Found", "models_dir", "is_model", "find_model",
-           "candidates", "install", "download", "korean_fallback"]
+           "candidates", "install", "download", "korean_fallback", "fetch_pinned"]
 
 
 class ModelError(UserError):
@@ -55,6 +60,13 @@ KINDS: dict[str, ModelKind] = {
     "encoder": ModelKind(
         "encoder", "VOICESNAP_ENCODER_MODEL", "resemblyzer-0.1.4", "17 MB",
         "speaker encoder (Resemblyzer voice embeddings)", ("encoder.npz",),
+    ),
+    # not a Vosk model: openWakeWord's feature networks from its PyPI wheel, under voicesnap's own
+    # call-word head (voicesnap.keyword); the marker is written last, so it means "complete"
+    "keyword": ModelKind(
+        "keyword", "VOICESNAP_KEYWORD_MODEL", "openwakeword-0.5.1-features", "17 MB (2.4 MB kept)",
+        "keyword model (the speech embedding under voicesnap's call detector)",
+        ("melspectrogram.onnx", "embedding_model.onnx"),
     ),
 }
 
@@ -93,6 +105,11 @@ def _fixes(kind: ModelKind) -> str:
                 f"or install a copy of Resemblyzer-0.1.4-py3-none-any.whl with 'voicesnap models install "
                 f"FILE{flag}', or point {kind.env} at a folder holding encoder.npz "
                 "(see models/README.md in voicesnap's source)")
+    if kind.key == "keyword":
+        return (f"get it with 'voicesnap models download{flag}' (openWakeWord's wheel from PyPI, 16 MB), "
+                f"or install a copy of openwakeword-0.5.1-py3-none-any.whl with 'voicesnap models install "
+                f"FILE{flag}', or point {kind.env} at a folder holding melspectrogram.onnx and "
+                "embedding_model.onnx (see models/README.md in voicesnap's source)")
     return (
         f"get one with 'voicesnap models download{flag}', "
         f"or install a folder/zip you have with 'voicesnap models install PATH{flag}', "
@@ -200,6 +217,10 @@ def install(
         from . import encoder
 
         return encoder.install_from(src, dest_root, name or KINDS["encoder"].default_name)
+    if kind == "keyword":  # openWakeWord's wheel, or a folder with its two feature models
+        from . import keyword
+
+        return keyword.install_from(src, dest_root, name or KINDS["keyword"].default_name)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=dest_root))
     try:
         if src.is_dir():
@@ -244,6 +265,10 @@ def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name:
         from . import encoder
 
         return encoder.download(dest_root, model_name)
+    if kind == "keyword":  # from PyPI, pinned and checked (voicesnap.keyword)
+        from . import keyword
+
+        return keyword.download(dest_root, model_name)
     try:
         import vosk
     except ImportError as exc:
@@ -277,6 +302,51 @@ def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+@contextmanager
+def fetch_pinned(url: str, sha256: str, dest_root: Path, what: str, error: type[ModelError],
+                 by_hand: tuple[str, str], progress: BinaryIO | None = None) -> Iterator[Path]:
+    """Download ``url`` next to ``dest_root`` (progress every 10% on stderr), check its sha256, and
+    yield the file's path; it is removed afterwards, whatever happens.
+
+    ``by_hand``: (how to fetch the file elsewhere, the install command), for the error message.
+    """
+    import urllib.error
+    import urllib.request
+
+    out = progress if progress is not None else sys.stderr
+    file_name = url.rsplit("/", 1)[-1]
+    dest_root.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".download-", suffix=Path(file_name).suffix, dir=dest_root)
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            try:
+                with urllib.request.urlopen(url, timeout=60) as resp:
+                    total = int(resp.headers.get("Content-Length") or 0)
+                    done, shown = 0, -10
+                    while block := resp.read(1 << 16):
+                        handle.write(block)
+                        digest.update(block)
+                        done += len(block)
+                        pct = done * 100 // total if total else 0
+                        if total and pct >= shown + 10 or done == total:  # every 10%: readable in a log too
+                            shown = pct
+                            print(f"\rdownloading {file_name}: {pct:3d}% of {total / 1e6:.1f} MB",
+                                  end="", file=out, flush=True)
+                    print(file=out)
+            except (urllib.error.URLError, OSError, TimeoutError) as exc:
+                raise error(
+                    f"could not download {what} from {url} ({exc}); on a machine with internet, "
+                    f"fetch that file (or {by_hand[0]}) and run '{by_hand[1]}'") from exc
+        if digest.hexdigest() != sha256:
+            raise error(f"the file from {url} has sha256 {digest.hexdigest()}, expected {sha256}: "
+                        "damaged or replaced download; try again, or install a checked copy by hand "
+                        "(see models/README.md in voicesnap's source)")
+        yield Path(tmp)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def korean_fallback() -> Path | None:
