@@ -3,8 +3,11 @@
 ``engines(tmpdir)`` enrolls the six fixture players (tests/fixtures/audio/
 players/enroll: 5 takes of "snap" and 3 of "snap pool" each, through the same
 ``voicesnap enroll --from-files`` code path a player uses) into ``tmpdir`` and
-returns Spotter factories: "enrolled" (model-free) and, when a Vosk English
-model is found, "combined" (Vosk for what, enrollment for who).
+returns Spotter factories: "enrolled" (model-free); with the keyword model,
+"keyword+enrolled" (the keyword model for what, enrollment for who); with a
+Vosk English model, "combined" (Vosk and, when it is installed, the keyword
+model for what, enrollment for who: what play runs) and "combined-vosk"
+(Vosk alone for what, as before the keyword model).
 """
 
 from __future__ import annotations
@@ -57,12 +60,20 @@ def engines(tmpdir: str | Path) -> dict[str, Callable[[], Any]]:
     out: dict[str, Callable[[], Any]] = {
         "enrolled": lambda: EnrolledSpotter(profiles, announcer=rival or False),
     }
-    from .bench_listening import _vosk_factory
+    from voicesnap.spotters.combined import CombinedSpotter
+
+    from .bench_listening import _keyword_factory, _vosk_factory
 
     vosk_factory, _why = _vosk_factory()
+    keyword_factory, _why = _keyword_factory()
+    if keyword_factory is not None:
+        out["keyword+enrolled"] = lambda: CombinedSpotter(
+            keyword_factory(), EnrolledSpotter(profiles, announcer=rival or False))
     if vosk_factory is not None:
-        from voicesnap.spotters.combined import CombinedSpotter
-
         out["combined"] = lambda: CombinedSpotter(
-            vosk_factory(), EnrolledSpotter(profiles, announcer=rival or False))
+            vosk_factory(), EnrolledSpotter(profiles, announcer=rival or False),
+            keyword=keyword_factory() if keyword_factory is not None else None)
+        if keyword_factory is not None:
+            out["combined-vosk"] = lambda: CombinedSpotter(
+                vosk_factory(), EnrolledSpotter(profiles, announcer=rival or False))
     return out

@@ -386,6 +386,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"MISS  {fx.name:28} {seg.onset / fx.rate:7.2f}s {seg.speaker:8} {seg.text}")
             for _, det in s.false:
                 print(f"FALSE {fx.name:28} {det.onset:7.2f}s {det.word!r} conf {det.confidence:.2f}")
+            names = any(d.player for f in fixtures for d in result.detections[f.name])
+            for m in s.hits if names else ():  # an engine that names callers: whom it did not name
+                if m.detection.word in CALL_WORDS and m.detection.player != m.segment.speaker:
+                    print(f"{'NOBODY' if m.detection.player is None else 'WRONG':5} {fx.name:28} "
+                          f"{m.segment.onset / fx.rate:7.2f}s {m.segment.speaker:8} {m.segment.text}"
+                          + (f" (named {m.detection.player})" if m.detection.player else ""))
     return 0
 
 
