@@ -147,6 +147,26 @@ def check_encoder(root: Path) -> Check:
     return Check("speaker encoder", True, str(path), needed=False)
 
 
+def check_keyword(root: Path) -> Check:
+    """The keyword model: without it calls are heard by Vosk (or the enrollment) alone, far worse in noise."""
+    from .. import keyword, models
+    from ..errors import UserError
+
+    fix = "run: voicesnap models download keyword   (openWakeWord's feature models, 16 MB from PyPI)"
+    try:
+        path = models.find_model("keyword", None, root)
+    except models.ModelError as exc:
+        return Check("keyword model", False,
+                     "not installed: calls are heard by Vosk or the enrollment alone, and about half of the "
+                     "calls in loud noise are missed (docs/listening.md in voicesnap's source)",
+                     f"{fix}; details: {str(exc).splitlines()[0]}", needed=False)
+    try:
+        keyword.KeywordModel(path)  # loads both networks and the head
+    except UserError as exc:  # damaged files, or no onnxruntime
+        return Check("keyword model", False, str(exc).splitlines()[0], fix, needed=False)
+    return Check("keyword model", True, str(path), needed=False)
+
+
 def check_profiles(root: Path) -> Check:
     try:
         voices = importlib.import_module("voicesnap.voices")
@@ -230,7 +250,8 @@ def check_devices() -> list[Check]:
 def run_checks(root: Path) -> list[Check]:
     steps: list[Callable[[], Check | list[Check]]] = [
         check_portaudio, check_espeak, check_pyttsx3,
-        lambda: check_vosk_model(root), lambda: check_encoder(root), lambda: check_profiles(root), check_devices,
+        lambda: check_vosk_model(root), lambda: check_keyword(root), lambda: check_encoder(root),
+        lambda: check_profiles(root), check_devices,
     ]
     results: list[Check] = []
     for step in steps:

@@ -19,11 +19,12 @@ from ..errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=["vosk", "enrolled", "combined"], default="vosk",
+    parser.add_argument("--engine", choices=["vosk", "enrolled", "keyword", "combined"], default="vosk",
                         help="vosk: the English keyword spotter (needs a model); enrolled: match the "
-                        "players' enrolled calls (needs 'voicesnap enroll'); combined: Vosk hears the "
-                        "call, the enrollment says who, and two players calling at once on one mic "
-                        "are both shown (the engine 'voicesnap play' uses; needs both)")
+                        "players' enrolled calls (needs 'voicesnap enroll'); keyword: the keyword model "
+                        "(needs 'voicesnap models download keyword'); combined: Vosk, and the keyword model "
+                        "when it is installed, hear the call, the enrollment says who, and two players "
+                        "calling at once on one mic are both shown (the engine 'voicesnap play' uses)")
     parser.add_argument("--file", metavar="WAV", help="listen to this recording instead of the microphone")
     parser.add_argument("--json", action="store_true", help="one JSON record per line: each detection, "
                         "and each call-like sound judged another word (type \"refusal\", with the reason)")
@@ -74,7 +75,20 @@ def _combined_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[An
     from ..spotters.enrolled import EnrolledSpotter
 
     vosk = _vosk_spotters(args, [args.channel])[0]  # None: the mix of all channels
-    return [CombinedSpotter(vosk, EnrolledSpotter(profiles, pool_exists=not args.no_pool))]
+    from ..keyword import load_keyword_model
+
+    model = load_keyword_model(None, getattr(args, "data_dir", None))
+    keyword = _keyword_spotters(args, [args.channel], model)[0] if model is not None else None
+    return [CombinedSpotter(vosk, EnrolledSpotter(profiles, pool_exists=not args.no_pool), keyword=keyword)]
+
+
+def _keyword_spotters(args: argparse.Namespace, channels: Iterable[int | None], model: Any = None) -> list[Any]:
+    from ..keyword import load_keyword_model
+    from ..spotters.keyword import KeywordSpotter
+
+    if model is None:
+        model = load_keyword_model(None, getattr(args, "data_dir", None), required=True)
+    return [KeywordSpotter(model, channel=ch, pool_exists=not args.no_pool) for ch in channels]
 
 
 def _enrolled_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[Any]:
@@ -174,9 +188,11 @@ def run(args: argparse.Namespace) -> int:
         spotters = _enrolled_spotters(args, profiles)
     elif args.engine == "combined":
         spotters = _combined_spotters(args, profiles)
+    elif args.engine == "keyword":
+        spotters = _keyword_spotters(args, wanted)
     else:
         spotters = _vosk_spotters(args, wanted)
-    who = _attributor(profiles, getattr(args, "data_dir", None)) if args.engine == "vosk" else None
+    who = _attributor(profiles, getattr(args, "data_dir", None)) if args.engine in ("vosk", "keyword") else None
     recent = _Recent()
     recorder = RecordingTap(args.record) if args.record else None
 

@@ -1,8 +1,9 @@
-"""Find, download or install the models (Vosk English recogniser and speaker model, speaker encoder).
+"""Find, download or install the models (Vosk English recogniser and speaker model, speaker encoder,
+keyword model).
 
 Models are looked up in this order: --model (where a command takes one), the
 environment variable (VOICESNAP_VOSK_MODEL / VOICESNAP_SPK_MODEL /
-VOICESNAP_ENCODER_MODEL), then the data directory's models/ folder, where
+VOICESNAP_ENCODER_MODEL / VOICESNAP_KEYWORD_MODEL), then the data directory's models/ folder, where
 `download` and `install` put them.
 """
 
@@ -20,7 +21,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", help="for install: a model folder, .zip or .aar")
     parser.add_argument("--kind", choices=sorted(models.KINDS), default="en",
                         help="en: English recogniser (default); spk: Vosk speaker model (not used yet); encoder: speaker "
-                        "encoder (Resemblyzer's weights from PyPI, converted; 'download encoder' works too)")
+                        "encoder (Resemblyzer's weights from PyPI, converted; 'download encoder' works too); "
+                        "keyword: the keyword model's speech embedding (openWakeWord's feature models from PyPI; "
+                        "'download keyword' works too)")
     parser.add_argument("--name", help="download/install under this model name")
 
 

@@ -29,9 +29,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pace", type=float, default=None,
                         help=f"seconds between flips (default {DEFAULT_PACE}; on --resume, the session's); "
                         "0 = flip only on the flip command")
-    parser.add_argument("--engine", choices=("auto", "vosk", "enrolled", "combined", "none"), default="auto",
+    parser.add_argument("--engine", choices=("auto", "vosk", "enrolled", "keyword", "combined", "none"),
+                        default="auto",
                         help="how calls are heard: vosk (needs a model), enrolled (players' own voices), "
-                        "combined, or none (keyboard only); default: the best available")
+                        "keyword (the keyword model hears the call, the players' voices say who), combined "
+                        "(Vosk and the keyword model hear it, the voices say who), or none (keyboard only); "
+                        "default: the best available")
+    parser.add_argument("--no-keyword", action="store_true",
+                        help="do not use the keyword model (voicesnap models download keyword) even when it "
+                        "is installed")
     parser.add_argument("--input", help="input device (number or name; see voicesnap devices)")
     parser.add_argument("--output", help="output device for the announcer")
     parser.add_argument("--channels", help="one microphone per player: Alice=0,Bob=1 (input channel numbers)")
@@ -156,9 +162,16 @@ def latest_session(root: Path) -> Path:
 
 def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tuple[str, ...],
                   channels: dict[str, int], pool_flag: list[Any], variant: str) -> tuple[Any, str]:
-    """The keyword spotter for this table, and the engine's name (or None, "none")."""
+    """The keyword spotter for this table, and the engine's name (or None, "none").
+
+    ``engine`` is play's --engine, or a name a session was logged with (replay): "combined+keyword"
+    is "combined" with the keyword model required, and a logged "combined" did not use it.
+    """
     if engine == "none":
         return None, "none"
+    if engine == "combined+keyword":
+        engine = "combined"
+        args = argparse.Namespace(**{**vars(args), "no_keyword": False, "need_keyword": True})
     from .. import models
 
     model = None
@@ -168,7 +181,8 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         except UserError:
             if engine != "auto":
                 raise
-    profiles = _profiles(root, players) if engine in ("auto", "enrolled", "combined") else {}
+    profiles = _profiles(root, players) if engine in ("auto", "enrolled", "keyword", "combined") else {}
+    keyword = _keyword_model(engine, args, root)
 
     from ..table import PoolClaim
 
@@ -184,12 +198,18 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         per = {ch: _gated(VoskSpotter(loaded, channel=ch, pool_exists=pool_exists, calls=_calls(variant)), ch, args)
                for ch in sorted(set(channels.values()))}
         return ChannelSpotters(per, {ch: p for p, ch in channels.items()}), "vosk"
+    from ..spotters.combined import CombinedSpotter
+
     if engine in ("auto", "combined") and model is not None and profiles:
-        from ..spotters.combined import CombinedSpotter
         from ..spotters.vosk_spotter import VoskSpotter
 
         vosk = _gated(VoskSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant)), None, args)
-        return PoolAware(CombinedSpotter(vosk, profiles), pool_exists), "combined"
+        heard_by = _keyword_spotter(keyword, pool_exists, variant)
+        return (PoolAware(CombinedSpotter(vosk, profiles, keyword=heard_by), pool_exists),
+                "combined" if heard_by is None else "combined+keyword")
+    if engine in ("auto", "keyword") and keyword is not None and profiles and variant != "slapjack":
+        return PoolAware(CombinedSpotter(_keyword_spotter(keyword, pool_exists, variant), profiles),
+                         pool_exists), "keyword"
     if engine in ("auto", "enrolled") and profiles:
         from ..spotters.enrolled import EnrolledSpotter
 
@@ -205,6 +225,26 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     raise UserError("nothing to hear calls with: no Vosk model and no enrolled players. Get the model "
                     "(voicesnap models download), enroll players (voicesnap enroll NAME), or play by "
                     "keyboard: --engine none")
+
+
+def _keyword_model(engine: str, args: argparse.Namespace, root: Path) -> Any:
+    """The keyword model for this engine (None when it is not wanted, or not installed under 'auto')."""
+    if engine not in ("auto", "keyword", "combined") or getattr(args, "no_keyword", False):
+        if engine == "keyword":
+            raise UserError("--engine keyword and --no-keyword contradict each other; drop one")
+        return None
+    from ..keyword import load_keyword_model
+
+    return load_keyword_model(None, root, required=engine == "keyword" or getattr(args, "need_keyword", False))
+
+
+def _keyword_spotter(model: Any, pool_exists: Any, variant: str) -> Any:
+    """The keyword model's spotter for the table's mix of channels (None without a model)."""
+    if model is None:
+        return None
+    from ..spotters.keyword import KeywordSpotter
+
+    return KeywordSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant))
 
 
 def _gated(spotter: Any, channel: int | None, args: argparse.Namespace) -> Any:

@@ -16,7 +16,7 @@ CLOSE = 0.002  # s: rulings this close in time (and alike otherwise) are the sam
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", help="the session folder given to voicesnap play --record")
-    parser.add_argument("--engine", choices=("same", "vosk", "enrolled", "combined"), default="same",
+    parser.add_argument("--engine", choices=("same", "vosk", "enrolled", "keyword", "combined"), default="same",
                         help="re-judge with this engine (default: the one used live)")
     parser.add_argument("--model", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL or the data dir)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -171,7 +171,9 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     name = settings.engine if engine == "same" else engine
     spotter = None
     if name not in ("none", "keyboard"):
-        args = argparse.Namespace(model=model, no_gate=not settings.gate)
+        # a session logged as "combined" was heard without the keyword model ("combined+keyword": with it)
+        args = argparse.Namespace(model=model, no_gate=not settings.gate,
+                                  no_keyword=engine == "same" and name == "combined")
         if notes is not None:
             notes.append(f"speech gate: {'on' if settings.gate else 'off'}, as in the game")
         spotter, _ = build_spotter(name, args, root, settings.players, dict(settings.channels), pool_flag,
