@@ -105,6 +105,7 @@ PAIR_REACH = 0.25
 # unmeasured for want of a real "snap"; `play --no-keyword` turns it (and this veto) off.
 KEYWORD_VETO = 0.8
 KEYWORD_WAIT = 0.36
+CALL_TOKENS = ("snap", "pool")  # Vosk's words of the calls the keyword model hears
 SAME_CALL = 0.15  # s: two engines' reports of one word overlap in time, or start this close
 
 
@@ -224,8 +225,8 @@ class CombinedSpotter:
             return False
         heard = getattr(self.vosk, "heard", None)
         words = [w for w, _a, _b in heard(d.onset, d.end)] if callable(heard) else []
-        words += [w for w in getattr(self.vosk, "pending", None) or [] if w not in ("snap", "pool")]
-        return _vetoes(w for w in words if w not in ("snap", "pool"))
+        words += getattr(self.vosk, "pending", None) or []
+        return _vetoes(w for w in words if w not in CALL_TOKENS)
 
     def _combine(self, first: list[Detection], second: list[Detection],
                  final: bool = False) -> list[Detection]:

@@ -21,6 +21,7 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -39,6 +40,7 @@ RELEASE = 0.5  # P(call) a run must fall under before the next call can begin
 TYPICAL_LEAD = 0.45  # s from a call's onset to the step that hears it, when the signal shows no burst
 POOL_SPAN = (1.5, 0.45)  # s before a "snap pool" is heard: where its "s" is looked for
 POOL_LEAD = 0.8  # s from a "snap pool"'s onset to the step that hears it, when the signal shows no "s"
+HISTORY_STEPS = 125  # 10 s of scores kept for ``score_over``
 REACH = 0.2  # s before the call's "s" searched for the word's energy rise (``_place``)
 
 
@@ -80,7 +82,7 @@ class KeywordSpotter:
         self._armed = True  # the score has been under ``release`` since the last call
         self._held: _Held | None = None
         self.last: Scores | None = None  # the newest scores (another engine may consult them)
-        self._history: list[Scores] = []  # the last few seconds of scores (``score_over``)
+        self._history: deque[Scores] = deque(maxlen=HISTORY_STEPS)  # recent scores (``score_over``)
 
     # ------------------------------------------------------------------ stream
 
@@ -131,8 +133,6 @@ class KeywordSpotter:
             self.last = s
             self._history.append(s)
             found += self._step(s, detected_at)
-        if self._history and self._history[0].time < self.position - 10.0:
-            self._history = [s for s in self._history if s.time >= self.position - 10.0]
         found += self._decide_held(detected_at)
         return found
 
