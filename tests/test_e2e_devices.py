@@ -241,6 +241,17 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
     sounding = np.sqrt(np.mean(ref[: len(ref) // 160 * 160].reshape(-1, 160).astype(np.float64) ** 2, axis=1)) > 100
     onsets = [s for s in spoken if not sounding[max(0, int(round(s.t * 100)) - 30): int(round(s.t * 100)) - 3].any()]
     assert len(onsets) >= 3
+    # The reference is laid on consecutive frames from one anchor while each announcement's time
+    # comes from PortAudio's per-block DAC time, which wanders through PulseAudio (echo.PlaybackReference):
+    # on a loaded machine one announcement in a game was seen 40+ ms off. So: most within 30 ms, none
+    # off by more than the canceller re-anchors at (PlaybackReference.JUMP), every one there.
+    from voicesnap.echo import PlaybackReference
+
+    offsets = []
     for s in onsets:
         i = int(round(s.t * 100))
-        assert sounding[i - 3: i + 4].any(), f"{s.text!r} starts at {s.t:.3f} s but not there in the reference"
+        after = np.flatnonzero(sounding[i - 3:])
+        assert len(after), f"{s.text!r} starts at {s.t:.3f} s but is not in the reference"
+        offsets.append((after[0] - 3) / 100)
+    assert sum(abs(o) <= 0.03 for o in offsets) >= 0.75 * len(offsets), offsets
+    assert max(abs(o) for o in offsets) < PlaybackReference.JUMP, offsets
