@@ -169,8 +169,8 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     """
     if engine == "none":
         return None, "none"
-    if engine == "combined+keyword":
-        engine = "combined"
+    if engine in ("combined+keyword", "vosk+keyword"):  # logged names: the keyword model was used
+        engine = "combined" if engine == "combined+keyword" else "auto"
         args = argparse.Namespace(**{**vars(args), "no_keyword": False, "need_keyword": True})
     from .. import models
 
@@ -190,14 +190,8 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     # whenever a pool exists): see table.PoolClaim. play_session fills pool_flag.
     pool_exists = PoolClaim(pool_flag)
 
-    if model is not None and channels:
-        from ..spotters.channels import ChannelSpotters
-        from ..spotters.vosk_spotter import VoskSpotter, load_model
-
-        loaded = load_model(model)
-        per = {ch: _gated(VoskSpotter(loaded, channel=ch, pool_exists=pool_exists, calls=_calls(variant)), ch, args)
-               for ch in sorted(set(channels.values()))}
-        return ChannelSpotters(per, {ch: p for p, ch in channels.items()}), "vosk"
+    if channels and (model is not None or (keyword is not None and variant != "slapjack")):
+        return _channel_spotters(model, keyword, channels, pool_exists, variant, args)
     from ..spotters.combined import CombinedSpotter
 
     if engine in ("auto", "combined") and model is not None and profiles:
@@ -227,6 +221,35 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
                     "keyboard: --engine none")
 
 
+def _channel_spotters(model: Any, keyword: Any, channels: dict[str, int], pool_exists: Any, variant: str,
+                      args: argparse.Namespace) -> tuple[Any, str]:
+    """One spotter per player's microphone (the channel names the caller): Vosk and, when installed,
+    the keyword model (``judges.JudgedSpotter``), or either alone; and the engine's name."""
+    from ..spotters.channels import ChannelSpotters
+
+    loaded = None
+    if model is not None:
+        from ..spotters.vosk_spotter import load_model
+
+        loaded = load_model(model)
+    per = {}
+    for ch in sorted(set(channels.values())):
+        vosk = None
+        if loaded is not None:
+            from ..spotters.vosk_spotter import VoskSpotter
+
+            vosk = _gated(VoskSpotter(loaded, channel=ch, pool_exists=pool_exists, calls=_calls(variant)), ch, args)
+        heard_by = _keyword_spotter(keyword, pool_exists, variant, channel=ch)
+        if vosk is not None and heard_by is not None:
+            from ..spotters.judges import JudgedSpotter
+
+            per[ch] = JudgedSpotter(vosk, heard_by)  # (the keyword model judges "snap" and "snap pool" only)
+        else:
+            per[ch] = vosk if vosk is not None else heard_by
+    name = "vosk" if keyword is None else "vosk+keyword" if loaded is not None else "keyword"
+    return ChannelSpotters(per, {ch: p for p, ch in channels.items()}), name
+
+
 def _keyword_model(engine: str, args: argparse.Namespace, root: Path) -> Any:
     """The keyword model for this engine (None when it is not wanted, or not installed under 'auto')."""
     if engine not in ("auto", "keyword", "combined") or getattr(args, "no_keyword", False):
@@ -238,13 +261,13 @@ def _keyword_model(engine: str, args: argparse.Namespace, root: Path) -> Any:
     return load_keyword_model(None, root, required=engine == "keyword" or getattr(args, "need_keyword", False))
 
 
-def _keyword_spotter(model: Any, pool_exists: Any, variant: str) -> Any:
-    """The keyword model's spotter for the table's mix of channels (None without a model)."""
+def _keyword_spotter(model: Any, pool_exists: Any, variant: str, channel: int | None = None) -> Any:
+    """The keyword model's spotter for one channel, or the table's mix of them (None without a model)."""
     if model is None:
         return None
     from ..spotters.keyword import KeywordSpotter
 
-    return KeywordSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant))
+    return KeywordSpotter(model, channel=channel, pool_exists=pool_exists, calls=_calls(variant))
 
 
 def _gated(spotter: Any, channel: int | None, args: argparse.Namespace) -> Any:

@@ -18,24 +18,26 @@ fits no one player well but two players' calls mixed, as both calls.
 With the keyword model (``keyword``: a KeywordSpotter on the same audio),
 WHAT has two judges. Each one's call goes through the same attribution, and
 the first to report a call reports it (the other's report of the same word
-is dropped, ``_first_report``): the keyword model usually hears a call as it
+is dropped, ``WhatJudges.first_report``): the keyword model usually hears a call as it
 ends, and it hears calls in noise that Vosk decodes as "[unk]". A keyword
 call is dropped where Vosk heard a known non-call word over it ("snack",
-"nap", a rank: ``_vetoes``), and a Vosk call is dropped where the keyword
-model never gave it KEYWORD_VETO (``_keyword_doubts``), waiting at most
-KEYWORD_WAIT after the word for its scores.
+"nap", a rank), and a Vosk call is dropped where the keyword model never
+gave it KEYWORD_VETO, waiting at most KEYWORD_WAIT after the word for its
+scores. Those rules are ``judges.WhatJudges``, shared with per-player
+microphones.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
 from ..voices import Profile
 from . import Detection, Refusal, Spotter, take_refusals, undecided_from
 from .enrolled import EnrolledSpotter
+from .judges import UNKNOWN, WhatJudges
 
 MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
 LOOKAHEAD = 0.12  # s of audio after a Vosk call's end before judging who said it
@@ -49,7 +51,6 @@ TWIN_WINDOW = 0.3  # s: an enrolled call this close to a combined call is that c
 # 145 real Speech Commands words (bench.real_words), so the line only keeps a margin under real calls.
 RESCUE_SCORE = 0.55
 RESCUE_WAIT = 2.0  # s after the call's end: longest wait for Vosk to finalise its span
-UNKNOWN = "[unk]"
 # Decoys that do not veto a rescue. In pink noise Vosk hears real calls as "stop" (noisy_pink_20db:
 # cara, dev; snap_vs_pool_1: cara; enrolled scores 0.70-0.76), while the enrollment never proposes a
 # "snap" where a player said "stop": 0 of 18 (each player's "stop" clean, and in pink noise at 20 and
@@ -97,21 +98,6 @@ POOL_TAIL = 0.7  # s after a Vosk "snap" searched for the rest of the player's "
 # inside a reported call is that call.
 PAIR_BACK = 0.4
 PAIR_REACH = 0.25
-# The keyword model (see the module docstring). A Vosk call whose word the keyword model scored under
-# KEYWORD_VETO everywhere from its start to KEYWORD_WAIT s after its end is not a call; the head was
-# trained to score a call from 40 to 360 ms after its end (models/train_keyword.py). Corpus: at 0.3 and
-# 0.5 nothing changes; at 0.8 emma's "snack" in pink noise at 20 dB, which Vosk heard as "snap" and the
-# enrollment named hers (the head: 0.69), is dropped, and no call is lost. On real voices the head is
-# unmeasured for want of a real "snap"; `play --no-keyword` turns it (and this veto) off.
-KEYWORD_VETO = 0.8
-KEYWORD_WAIT = 0.36
-CALL_TOKENS = ("snap", "pool")  # Vosk's words of the calls the keyword model hears
-SAME_CALL = 0.15  # s: two engines' reports of one word overlap in time, or start this close
-
-
-def _vetoes(words: Iterable[str]) -> bool:
-    """Whether Vosk heard a known word among ``words`` (anything but "[unk]" and RESCUE_OVER's)."""
-    return any(w != UNKNOWN and w not in RESCUE_OVER for w in words)
 
 
 class CombinedSpotter:
@@ -124,7 +110,7 @@ class CombinedSpotter:
                  keyword: Spotter | None = None):
         self.vosk = vosk
         self.keyword = keyword
-        self._reported: list[Detection] = []  # the calls either judge of WHAT has reported (``_first_report``)
+        self.judges = WhatJudges(vosk, keyword, vosk_words, over=RESCUE_OVER)  # the rules between Vosk and it
         # None: no rescue; needs a Vosk spotter that says what it decoded (VoskSpotter.heard)
         self.rescue_score = rescue_score if callable(getattr(vosk, "heard", None)) else None
         self._rescue: list[Detection] = []  # enrolled calls Vosk did not report, until Vosk's decode is final
@@ -195,39 +181,6 @@ class CombinedSpotter:
             first = first + self.keyword.flush()
         return self._combine(first, second, final=True)
 
-    def _first_report(self, d: Detection) -> bool:
-        """Whether ``d`` is the first report of its word by either judge of WHAT (else the other one
-        reported it already: the same call, not a second one)."""
-        if self.keyword is None or d.word not in self.vosk_words:
-            return True
-        same = [r for r in self._reported if r.engine != d.engine
-                and (r.onset - SAME_CALL < d.end and d.onset < r.end + SAME_CALL)]
-        self._reported = [r for r in self._reported if r.end >= d.onset - 10.0]
-        if same:
-            return False
-        self._reported.append(d)
-        return True
-
-    def _keyword_doubts(self, d: Detection, now: float, final: bool) -> bool | None:
-        """For a Vosk call: True when the keyword model heard no call there (drop it), None while its
-        scores may still say so (wait), False otherwise."""
-        score_over = getattr(self.keyword, "score_over", None)
-        if d.engine != "vosk" or d.word not in self.vosk_words or not callable(score_over):
-            return False
-        best = score_over(d.onset, d.end + KEYWORD_WAIT)
-        if best is not None and best >= KEYWORD_VETO:
-            return False
-        return True if final or now >= d.end + KEYWORD_WAIT else None
-
-    def _vosk_heard_other(self, d: Detection) -> bool:
-        """For a keyword call: whether Vosk heard a known non-call word over it, finally or so far."""
-        if d.engine != "keyword":
-            return False
-        heard = getattr(self.vosk, "heard", None)
-        words = [w for w, _a, _b in heard(d.onset, d.end)] if callable(heard) else []
-        words += getattr(self.vosk, "pending", None) or []
-        return _vetoes(w for w in words if w not in CALL_TOKENS)
-
     def _combine(self, first: list[Detection], second: list[Detection],
                  final: bool = False) -> list[Detection]:
         out: list[Detection] = []
@@ -236,11 +189,10 @@ class CombinedSpotter:
         now = self.enrolled.position
         self._waiting += first
         ready = [d for d in self._waiting if final or d.end + LOOKAHEAD <= now
-                 and self._keyword_doubts(d, now, final) is not None]
+                 and self.judges.doubts(d, now, final) is not None]
         self._waiting = [d for d in self._waiting if d not in ready]
         for d in ready:
-            if self.keyword is not None and (self._keyword_doubts(d, now, final) or self._vosk_heard_other(d)
-                                             or not self._first_report(d)):
+            if not self.judges.keep(d, now, final):
                 continue
             if d.detected_at is not None:
                 d = replace(d, detected_at=max(d.detected_at, now))
@@ -334,7 +286,7 @@ class CombinedSpotter:
         if RESCUE_EARLY is None or now - e.end < RESCUE_EARLY:
             return False
         pending = getattr(self.vosk, "pending", None)
-        return pending is not None and not _vetoes(pending)
+        return pending is not None and not self.judges.vetoes(pending)
 
     def _may_rescue(self, e: Detection, out: list[Detection], score: float | None = None) -> bool:
         """Whether ``e`` is a call Vosk missed: its enrolled score reaches ``score`` (``rescue_score``), no call was
@@ -346,7 +298,7 @@ class CombinedSpotter:
             return False
         heard = self.vosk.heard(e.onset, e.end)  # type: ignore[attr-defined]
         # None: the recogniser cannot say what it decoded (a wrapper around another engine)
-        return heard is not None and not _vetoes(w for w, _a, _b in heard)
+        return heard is not None and not self.judges.vetoes(w for w, _a, _b in heard)
 
     def _tie_rescue(self, e: Detection, out: list[Detection]) -> list[Detection]:
         """Both calls of a one-mic tie where ``e`` fits two players mixed, or []: the rescue's other
