@@ -26,7 +26,7 @@ ignored while a call is being said and for a while after; "nothing"
 everywhere else. The fixture corpus and Speech Commands are never used, so
 the benchmarks measure held-out voices, noise and real words.
 
-Needs espeak-ng, onnxruntime and the keyword model's front end; about 35
+Needs espeak-ng, onnxruntime and the keyword model's front end; about 47
 minutes on two cores for the default 6000 streams (``--workers``); the
 embeddings are cached per shard under ``--work`` so training can be re-run
 alone.

@@ -5,8 +5,8 @@ Why it looks the way it does:
 * A call is a run of steps (80 ms each) whose P(snap) + P(snap pool) is over
   ``threshold``; it is reported once, when the run begins, and a new call may
   begin only after the score has fallen under ``release``. The head was
-  trained to fire from the word's last 60 ms to 0.3 s after it, so a call is
-  usually reported as the word ends.
+  trained to fire from 40 ms to 360 ms after the word's last sample
+  (models/train_keyword.py), so a call is usually reported just after it ends.
 * "snap" vs "snap pool", as in the Vosk spotter: with no pool claim open
   (``pool_exists`` False) every call is "snap" at once. While one is open a
   "snap" is held until P(snap pool) passes ``threshold`` (then "snap pool"),
