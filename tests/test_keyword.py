@@ -349,3 +349,24 @@ def test_per_player_mics_hear_calls_in_noise_vosk_loses(model, tmp_path):
     _, false_alone = _heard_on_mics(_channels("vosk", model, vosk), near, tmp_path)
     _, false_both = _heard_on_mics(_channels("judged", model, vosk), near, tmp_path)
     assert false_both < false_alone, (false_alone, false_both)
+
+
+def test_replay_rebuilds_per_mic_judges_from_the_logged_engine(model, tmp_path):
+    """A per-mic session logged as 'vosk+keyword' is re-judged with both judges on each mic, and one
+    logged as 'vosk' (before the keyword model, or with --engine vosk) with Vosk alone."""
+    import argparse
+
+    from voicesnap import models as M
+    from voicesnap.cli.play import build_spotter
+    from voicesnap.spotters.judges import JudgedSpotter
+
+    try:
+        M.find_model("en", None, None)
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no Vosk English model ({e})")
+    args = argparse.Namespace(model=None, no_gate=False)
+    mics = {"cara": 0, "dev": 1}
+    both, name = build_spotter("vosk+keyword", args, tmp_path, ("cara", "dev"), mics, [], "classic")
+    assert name == "vosk+keyword" and all(isinstance(s, JudgedSpotter) for s in both.spotters.values())
+    alone, name = build_spotter("vosk", args, tmp_path, ("cara", "dev"), mics, [], "classic")
+    assert name == "vosk" and not any(isinstance(s, JudgedSpotter) for s in alone.spotters.values())
