@@ -10,6 +10,10 @@ the crosstalk rule:
   crosstalk levels, and with the tie's second caller quieter than the first, to
   show where the rule's margin stops telling a copy from a second caller.
 
+And, with the keyword model installed, what it adds beside Vosk on each mic
+(voicesnap.spotters.judges.JudgedSpotter, what play runs then): corpus files
+as one player's mic with their copy 20 dB down on a second (``corpus_mic_rows``).
+
 And whether the table's burst tracker (voicesnap.bursts) would be better fed
 with the echo canceller's output than with the raw microphone: on the corpus
 fixtures that hold the announcer, the bursts each stream shows (rows
@@ -30,13 +34,19 @@ ROOT = Path(__file__).resolve().parents[1]
 AREA = "channels"
 
 
-def _spot(model: object, track: np.ndarray, owners: dict[int, str], margin: float | None) -> tuple[list, object]:
+def _spot(model: object, track: np.ndarray, owners: dict[int, str], margin: float | None,
+          keyword: object = None) -> tuple[list, object]:
+    """Detections of Vosk per mic (and, given ``keyword``, the keyword model beside it) with the rule."""
     from voicesnap.audio import ArraySource
     from voicesnap.spotters.channels import ChannelSpotters
     from voicesnap.spotters.gate import SpeechGate
+    from voicesnap.spotters.judges import JudgedSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
     from voicesnap.spotters.vosk_spotter import VoskSpotter
 
-    per = {ch: SpeechGate(VoskSpotter(model, channel=ch), channel=ch) for ch in owners}
+    per: dict[int, object] = {ch: SpeechGate(VoskSpotter(model, channel=ch), channel=ch) for ch in owners}
+    if keyword is not None:
+        per = {ch: JudgedSpotter(v, KeywordSpotter(keyword, channel=ch)) for ch, v in per.items()}
     sp = ChannelSpotters(per, owners, margin_db=margin)
     found = []
     for chunk in ArraySource(track, 16000, chunk_frames=320):
@@ -142,17 +152,26 @@ def run(quick: bool) -> list[Row]:
     model = load_model(path)
     rows: list[Row] = []
     fixtures = ROOT / "tests" / "fixtures" / "audio" / "players" / "multichannel"
-    for margin, label in ((None, "no crosstalk rule"), (MARGIN_DB, f"crosstalk rule {MARGIN_DB:g} dB")):
+    from voicesnap.keyword import load_keyword_model
+
+    try:
+        keyword = load_keyword_model(None, None)
+    except Exception:  # noqa: BLE001 (a damaged install: corpus_mic_rows says why)
+        keyword = None
+    cases = [(None, "no crosstalk rule", None), (MARGIN_DB, f"crosstalk rule {MARGIN_DB:g} dB", None)]
+    if keyword is not None:
+        cases.append((MARGIN_DB, f"crosstalk rule {MARGIN_DB:g} dB, with the keyword model", keyword))
+    for margin, label, kw in cases:
         ok = extra = total = moved = 0
         errs: list[float] = []
         for name in ("mc2", "mc4"):
             meta = json.loads((fixtures / f"{name}.json").read_text())
             track, rate = read_wav(fixtures / f"{name}.wav")
             truth = [(s["onset"] / rate, s["speaker"], s["channel"]) for s in meta["segments"]]
-            found, sp = _spot(model, track, {s["channel"]: s["speaker"] for s in meta["segments"]}, margin)
+            found, sp = _spot(model, track, {s["channel"]: s["speaker"] for s in meta["segments"]}, margin, kw)
             a, b, e = _score(found, truth)
             ok, extra, total, errs, moved = ok + a, extra + b, total + len(truth), errs + e, moved + len(sp.moved)
-        rows.append(Row(AREA, f"mc2+mc4 via Vosk per mic, {label}: calls on the right mic/player",
+        rows.append(Row(AREA, f"mc2+mc4 per mic, {label}: calls on the right mic/player",
                         f"{ok}/{total}", "", f"{total}/{total}",
                         f"extra calls {extra}; onset error p95 {1000 * float(np.percentile(errs, 95)):.0f} ms; "
                         f"moved to the loud mic {moved}"))
@@ -175,7 +194,81 @@ def run(quick: bool) -> list[Row]:
         rows.append(Row(AREA, f"30 ms tie, second caller {gain:g} dB quieter: right calls +extra (rule)",
                         f"{a}/{len(truth)} +{b}", "", "4/4 +0",
                         f"tie calls {[(d.player, round(d.onset, 3)) for d in tie]}; crosstalk -20 dB"))
-    return rows + tracker_over_announcer()
+    return rows + corpus_mic_rows(model, quick) + tracker_over_announcer()
+
+
+MIC_CATEGORIES = ("clean", "noisy", "nearmiss", "snap_vs_pool", "quiet", "clipped", "echo")
+
+
+def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
+    """Vosk alone vs Vosk and the keyword model on each mic: every corpus file of MIC_CATEGORIES (noisy
+    only with --quick) as mic 0, its copy 20 dB down as mic 1; a call counts when its word is heard on
+    mic 0 within 100 ms of its onset."""
+    import time
+
+    from voicesnap import corpus as C
+    from voicesnap.audio import ArraySource
+    from voicesnap.keyword import KeywordError, load_keyword_model
+    from voicesnap.spotters.channels import ChannelSpotters
+    from voicesnap.spotters.gate import SpeechGate
+    from voicesnap.spotters.judges import JudgedSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    try:
+        keyword = load_keyword_model(None, None)
+    except KeywordError as e:
+        return [Row(AREA, "per-mic calls, Vosk + keyword model", "skipped", note=str(e))]
+    if keyword is None:
+        return [Row(AREA, "per-mic calls, Vosk + keyword model", "skipped",
+                    note="no keyword model (VOICESNAP_KEYWORD_MODEL, voicesnap models download keyword)")]
+
+    def build(judged: bool) -> ChannelSpotters:
+        per: dict[int, object] = {}
+        for ch in (0, 1):
+            v = SpeechGate(VoskSpotter(vosk_model, channel=ch, pool_exists=True), channel=ch)
+            per[ch] = JudgedSpotter(v, KeywordSpotter(keyword, channel=ch, pool_exists=True)) if judged else v
+        return ChannelSpotters(per, {0: "me", 1: "other"})
+
+    cats = ("noisy",) if quick else MIC_CATEGORIES
+    fixtures = C.load_corpus(categories=cats)
+    rows = []
+    for judged, label in ((False, "Vosk alone"), (True, "Vosk + keyword model")):
+        hits = calls = false = 0
+        errs: list[float] = []
+        lat: list[float] = []
+        cpu = audio = 0.0
+        for fx in fixtures:
+            x = fx.read()[:, 0]
+            track = np.stack([x, np.round(0.1 * x.astype(np.float32)).astype(np.int16)], axis=1)
+            truth = [s for s in fx.segments if s.kind == "call"]
+            sp = build(judged)
+            t0 = time.process_time()
+            found = []
+            for chunk in ArraySource(track, fx.rate, chunk_frames=320):
+                found += sp.accept(chunk)
+            found += sp.flush()
+            cpu += time.process_time() - t0
+            audio += len(x) / fx.rate
+            found = [d for d in found if d.word in ("snap", "snap pool")]
+            used: set[int] = set()
+            for seg in truth:
+                on = seg.onset / fx.rate
+                near = [i for i, d in enumerate(found) if i not in used and d.player == "me" and d.word == seg.text
+                        and abs(d.onset - on) < 0.1]
+                if near:
+                    i = min(near, key=lambda i: abs(found[i].onset - on))
+                    used.add(i)
+                    errs.append(abs(found[i].onset - on))
+                    if found[i].detected_at is not None:
+                        lat.append(found[i].detected_at - seg.end / fx.rate)
+            hits, calls, false = hits + len(used), calls + len(truth), false + len(found) - len(used)
+        rows.append(Row(AREA, f"per-mic corpus calls ({'noisy' if quick else 'lone-call'} files), {label}",
+                        f"{hits}/{calls}", "", "",
+                        f"false calls {false}; onset error p95 {1000 * float(np.percentile(errs, 95)):.1f} ms; "
+                        f"latency median/p95 {1000 * float(np.median(lat)):.0f}/"
+                        f"{1000 * float(np.percentile(lat, 95)):.0f} ms; RTF (two mics) {cpu / audio:.3f}"))
+    return rows
 
 
 if __name__ == "__main__":
