@@ -72,8 +72,9 @@ def _gated_factory() -> tuple[Callable[[], Any] | None, str]:
 KEYWORD_FALLBACK = Path.home() / ".cache" / "voicesnap-ci" / "openwakeword-0.5.1-features"
 
 
-def _keyword_factory() -> tuple[Callable[[], Any] | None, str]:
-    """The keyword model's spotter (voicesnap.spotters.keyword), or why it cannot run."""
+def _keyword_factory(gate: bool = False) -> tuple[Callable[[], Any] | None, str]:
+    """The keyword model's spotter (voicesnap.spotters.keyword), or why it cannot run; ``gate``: its
+    embedding network asleep away from speech, as play runs it unless --no-gate."""
     if importlib.util.find_spec("onnxruntime") is None:
         return None, "onnxruntime is not installed"
     from voicesnap.keyword import KeywordModel
@@ -92,9 +93,13 @@ def _keyword_factory() -> tuple[Callable[[], Any] | None, str]:
 
         if "model" not in cache:
             cache["model"] = KeywordModel(path)
-        return KeywordSpotter(cache["model"])
+        return KeywordSpotter(cache["model"], gate=gate)
 
-    return factory, str(path)
+    return factory, (f"speech gate on the embedding network ({path})" if gate else str(path))
+
+
+def _keyword_gated_factory() -> tuple[Callable[[], Any] | None, str]:
+    return _keyword_factory(gate=True)
 
 
 def _peer_factory() -> tuple[Callable[[], Any] | None, str]:
@@ -123,7 +128,7 @@ def engine_factories(tmpdir: str | Path) -> tuple[dict[str, Callable[[], Any]], 
     engines: dict[str, Callable[[], Any]] = {}
     about: dict[str, str] = {}
     for name, make in (("vosk", _vosk_factory), ("vosk-gated", _gated_factory), ("keyword", _keyword_factory),
-                       ("pocketsphinx", _peer_factory)):
+                       ("keyword-gated", _keyword_gated_factory), ("pocketsphinx", _peer_factory)):
         factory, why = make()
         about[name] = why
         if factory is not None:
@@ -150,7 +155,7 @@ def run(quick: bool) -> list[Row]:
             for name, why in about.items():
                 if name in engines:
                     rows.append(Row(AREA, "engine", name, note=why))
-                elif name in ("vosk", "vosk-gated", "keyword", "pocketsphinx"):
+                elif name in ("vosk", "vosk-gated", "keyword", "keyword-gated", "pocketsphinx"):
                     rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
             if "enrolled" in about and "enrolled" not in engines:
                 rows.append(Row(AREA, "engine skipped", "n/a", note=about["enrolled"]))

@@ -71,6 +71,64 @@ def test_streaming_gives_what_the_whole_recording_gives(model):
     assert np.abs(np.array([s.probs for s in got]) - np.array(want)).max() < 0.01
 
 
+def _whole_file_scores(model, x):
+    history, want = [model.quiet] * model.head.context, []
+    for e in model.features(x):
+        history = history[1:] + [e]
+        want.append(model.head.probs(np.stack(history)[None])[0])
+    return np.array(want)
+
+
+def test_in_babble_the_stream_is_clamped_as_the_whole_recording_is(model):
+    """The mel network clamps to 80 dB under the loudest of its input; fed 20 ms at a time, each piece
+    had its own loudest and the quiet bins of babble came out lower (scores off by up to 0.24 here)."""
+    x, _rate = read_wav(CORPUS / "noisy_babble_10db.wav")
+    x = x[:, 0]
+    stream = K.KeywordStream(model)
+    got = []
+    for at in range(0, len(x), 320):
+        got += stream.push(at, x[at:at + 320])
+    want = _whole_file_scores(model, x)
+    assert np.abs(np.array([s.probs for s in got]) - want[: len(got)]).max() < 0.05
+
+
+def test_asleep_away_from_speech_the_stream_scores_what_it_scores_awake(model):
+    """``awake=False`` runs neither network; on waking the last 2 s are computed first, so every step
+    scored awake is (within 0.05) what the always-awake stream scores, at the same clock times."""
+    x, _rate = read_wav(CORPUS / "chatter_real_1.wav")
+    x = x[:, 0]
+    always, gated = K.KeywordStream(model), K.KeywordStream(model)
+    a, b = [], []
+    awake, rng = True, np.random.default_rng(1)
+    for at in range(0, len(x), 320):
+        if rng.random() < 0.01:
+            awake = not awake
+        a += always.push(at, x[at:at + 320])
+        b += [(s, awake) for s in gated.push(at, x[at:at + 320], awake=awake)]
+    assert gated.skipped > 200  # steps never computed
+    assert [round(s.time, 4) for s in a] == [round(s.time, 4) for s, _ in b]
+    diff = [np.abs(s.probs - t.probs).max() for t, (s, w) in zip(a, b) if w]
+    assert len(diff) > 500 and max(diff) < 0.05
+    assert all(s.probs[0] == 1.0 for s, w in b if not w)  # asleep: "nothing"
+
+
+def test_the_gated_spotter_sleeps_in_room_tone_and_hears_every_clean_call(model):
+    """As play runs it (gate on): a minute of room tone costs no network runs after its first 1.5 s,
+    and the clean calls are the ungated spotter's, call for call."""
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    quiet = np.random.default_rng(1).normal(0, 32768 * 10 ** (-60 / 20), (16000 * 60, 1)).astype(np.int16)
+    sp = KeywordSpotter(model, gate=True)
+    for chunk in ArraySource(quiet, 16000, chunk_frames=320):
+        assert not sp.accept(chunk)
+    assert sp._stream.skipped >= (60 - 4) * 16000 // K.STEP
+    for name in ("clean_dev", "snap_vs_pool_1"):
+        fx = C.load(CORPUS / f"{name}.json")
+        on = _detect(KeywordSpotter(model, gate=True), fx)
+        off = _detect(KeywordSpotter(model), fx)
+        assert [(d.word, round(d.onset, 4)) for d in on] == [(d.word, round(d.onset, 4)) for d in off] and on
+
+
 def test_a_gap_in_the_audio_restarts_the_stream_at_the_true_position(model):
     x, _ = read_wav(CORPUS / "clean_bob.wav")
     stream = K.KeywordStream(model)

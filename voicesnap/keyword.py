@@ -68,6 +68,13 @@ STEP_FRAMES = 8  # mel frames between embeddings (80 ms)
 STEP = HOP * STEP_FRAMES  # 1280 samples
 EMBED_SPAN = HOP * (EMBED_FRAMES - 1) + WINDOW  # 12512 samples: the audio under one embedding
 DIM = 96
+# The mel network clamps every value to 80 dB under the loudest in its input (8.0 in these units):
+# pieces of a stream each have their own loudest, so their quiet bins came out up to 16 dB lower than
+# in the whole recording the head was trained on (measured in 10 dB babble; clean speech hardly). The
+# stream clamps again under the loudest of the last PEAK_SECONDS (a training stream: 2 + 16 s).
+TOP = 8.0
+PEAK_SECONDS = 18.0
+NOTHING = np.array([1.0, 0.0, 0.0], dtype=np.float32)  # the scores of a step skipped asleep (``KeywordStream.push``)
 
 
 class KeywordError(ModelError):
@@ -245,23 +252,35 @@ class KeywordStream:
         context = model.head.context
         self._history: deque[np.ndarray] = deque([model.quiet] * context, maxlen=context)
         self._end = 0  # clock index one past the newest sample
+        self._emitted = 0  # steps scored so far (asleep: as "nothing")
+        self._peaks: deque[tuple[int, float]] = deque()  # (mel frame, its loudest) falling: a sliding max
+        self.skipped = 0  # steps not embedded because the stream was asleep
 
     @property
     def position(self) -> float:
         """Seconds on the clock up to which audio has been taken."""
         return self._end / RATE
 
-    def push(self, start: int, samples: np.ndarray) -> list[Scores]:
-        """Audio at clock index ``start`` (16 kHz, any shape that flattens to mono, int16 scale)."""
+    def push(self, start: int, samples: np.ndarray, awake: bool = True) -> list[Scores]:
+        """Audio at clock index ``start`` (16 kHz, any shape that flattens to mono, int16 scale).
+
+        ``awake`` False (no speech around: the caller's energy gate) runs neither network and gives
+        "nothing" scores for those steps. The audio of the last ``context`` steps is kept, so on
+        waking those steps are computed first: every step scored after that sees exactly the
+        context an always-awake stream gives it (the mel of a longer input is the same frames).
+        """
         x = np.asarray(samples, dtype=np.float32).ravel()
         if self._origin is None or start != self._end:  # first audio, or a gap: start again there
             self._restart(start)
         self._end = start + len(x)
         self._audio = np.concatenate([self._audio, x])
+        context = self.model.head.context
+        if not awake:
+            return self._sleep(context)
         n = (len(self._audio) - WINDOW) // HOP + 1
         if n <= 0:
             return []
-        new = self.model.mel(self._audio[: HOP * (n - 1) + WINDOW])
+        new = self._clamped(self.model.mel(self._audio[: HOP * (n - 1) + WINDOW]))
         self._audio = self._audio[HOP * n:]
         self._frames += n
         self._mel = np.concatenate([self._mel, new])
@@ -278,17 +297,53 @@ class KeywordStream:
             probs = self.model.head.probs(np.stack(windows))
             for k, p in enumerate(probs):
                 j = self._steps + k
-                out.append(Scores((self._origin + STEP * j + EMBED_SPAN) / RATE, p))
+                if j >= self._emitted:  # (steps before it were scored asleep)
+                    out.append(Scores((self._origin + STEP * j + EMBED_SPAN) / RATE, p))
+            self._emitted = max(self._emitted, ready)
             self._steps = ready
             keep = self._steps * STEP_FRAMES - self._mel_first  # frames still needed start at 8 * steps
             self._mel = self._mel[keep:]
             self._mel_first += keep
         return out
 
+    def _clamped(self, mel: np.ndarray) -> np.ndarray:
+        """New mel frames (from frame ``_frames``) clamped as a whole recording's are: TOP under the
+        loudest of the last PEAK_SECONDS, these frames included."""
+        peaks = self._peaks
+        span = int(PEAK_SECONDS * RATE / HOP)
+        for i, v in enumerate(mel.max(axis=1)):
+            while peaks and peaks[-1][1] <= v:
+                peaks.pop()
+            peaks.append((self._frames + i, float(v)))
+        newest = self._frames + len(mel) - 1
+        while peaks[0][0] <= newest - span:
+            peaks.popleft()
+        return np.maximum(mel, peaks[0][1] - TOP)
+
+    def _sleep(self, context: int) -> list[Scores]:
+        """``push`` asleep: "nothing" for the steps due, and only the audio and mel frames of the last
+        ``context`` steps kept, unembedded, for a wake-up to embed first."""
+        n = max(0, (len(self._audio) - WINDOW) // HOP + 1)  # mel frames the audio held could give
+        ready = (self._frames + n - EMBED_FRAMES) // STEP_FRAMES + 1
+        out = [Scores((self._origin + STEP * j + EMBED_SPAN) / RATE, NOTHING) for j in range(self._emitted, ready)]
+        self._emitted = max(self._emitted, ready)
+        keep_from = max(self._steps, ready - context)
+        if keep_from > self._steps:
+            self.skipped += keep_from - self._steps
+            self._steps = keep_from
+            first = keep_from * STEP_FRAMES  # the first mel frame still needed
+            cut = min(max(0, first - self._mel_first), len(self._mel))
+            self._mel, self._mel_first = self._mel[cut:], self._mel_first + cut
+            if first > self._frames:  # nor computed yet: drop its audio instead
+                self._audio = self._audio[HOP * (first - self._frames):]
+                self._frames = self._mel_first = first
+        return out
+
     def _restart(self, start: int) -> None:
         self._origin = start
         self._audio = np.zeros(0, dtype=np.float32)
-        self._frames = self._steps = self._mel_first = 0
+        self._frames = self._steps = self._mel_first = self._emitted = 0
+        self._peaks.clear()
         self._mel = np.zeros((0, N_MELS), dtype=np.float32)
         self._history.extend([self.model.quiet] * self._history.maxlen)  # type: ignore[operator]
 

@@ -198,11 +198,11 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         from ..spotters.vosk_spotter import VoskSpotter
 
         vosk = _gated(VoskSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant)), None, args)
-        heard_by = _keyword_spotter(keyword, pool_exists, variant)
+        heard_by = _keyword_spotter(keyword, pool_exists, variant, args)
         return (PoolAware(CombinedSpotter(vosk, profiles, keyword=heard_by), pool_exists),
                 "combined" if heard_by is None else "combined+keyword")
     if engine in ("auto", "keyword") and keyword is not None and profiles and variant != "slapjack":
-        return PoolAware(CombinedSpotter(_keyword_spotter(keyword, pool_exists, variant), profiles),
+        return PoolAware(CombinedSpotter(_keyword_spotter(keyword, pool_exists, variant, args), profiles),
                          pool_exists), "keyword"
     if engine in ("auto", "enrolled") and profiles:
         from ..spotters.enrolled import EnrolledSpotter
@@ -239,7 +239,7 @@ def _channel_spotters(model: Any, keyword: Any, channels: dict[str, int], pool_e
             from ..spotters.vosk_spotter import VoskSpotter
 
             vosk = _gated(VoskSpotter(loaded, channel=ch, pool_exists=pool_exists, calls=_calls(variant)), ch, args)
-        heard_by = _keyword_spotter(keyword, pool_exists, variant, channel=ch)
+        heard_by = _keyword_spotter(keyword, pool_exists, variant, args, channel=ch)
         if vosk is not None and heard_by is not None:
             from ..spotters.judges import JudgedSpotter
 
@@ -261,13 +261,16 @@ def _keyword_model(engine: str, args: argparse.Namespace, root: Path) -> Any:
     return load_keyword_model(None, root, required=engine == "keyword" or getattr(args, "need_keyword", False))
 
 
-def _keyword_spotter(model: Any, pool_exists: Any, variant: str, channel: int | None = None) -> Any:
+def _keyword_spotter(model: Any, pool_exists: Any, variant: str, args: argparse.Namespace,
+                     channel: int | None = None) -> Any:
     """The keyword model's spotter for one channel, or the table's mix of them (None without a model)."""
     if model is None:
         return None
     from ..spotters.keyword import KeywordSpotter
 
-    return KeywordSpotter(model, channel=channel, pool_exists=pool_exists, calls=_calls(variant))
+    # its embedding network sleeps away from speech unless --no-gate, as Vosk's gate does
+    return KeywordSpotter(model, channel=channel, pool_exists=pool_exists, calls=_calls(variant),
+                          gate=not getattr(args, "no_gate", False))
 
 
 def _gated(spotter: Any, channel: int | None, args: argparse.Namespace) -> Any:
