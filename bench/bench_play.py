@@ -11,7 +11,8 @@
 * Peak memory of the process (Vosk model included).
 
 The game: tests/table_script.py plans a 4-player deal (alice, bob, cara, dev,
-one microphone channel each; Vosk per channel) with snaps, a tie, a wrong call
+one microphone channel each; Vosk per channel, and the keyword model beside it
+when installed, as play runs them) with snaps, a tie, a wrong call
 and a pool claim, and builds the microphone track from held-out fixture takes.
 """
 
@@ -57,7 +58,19 @@ class _Memory(list):
         self.extend(records)
 
 
-def _spotter(model: str, channels: int, pool_flag: list, gate: bool = True) -> object:
+def _keyword() -> object:
+    """The keyword model when installed (play then judges each mic with it beside Vosk), else None."""
+    try:
+        from voicesnap.keyword import load_keyword_model
+
+        return load_keyword_model(None, None)
+    except Exception:  # noqa: BLE001 (not installed, onnxruntime missing: Vosk alone, as play then runs)
+        return None
+
+
+def _spotter(model: str, channels: int, pool_flag: list, gate: bool = True, keyword: bool = True) -> object:
+    """The spotter play builds for one mic per player: Vosk per mic and, when installed (and ``keyword``),
+    the keyword model beside it (``judges.JudgedSpotter``), both behind the speech gate unless not ``gate``."""
     from voicesnap.spotters.channels import ChannelSpotters
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
@@ -70,6 +83,13 @@ def _spotter(model: str, channels: int, pool_flag: list, gate: bool = True) -> o
     per = {ch: VoskSpotter(loaded, channel=ch, pool_exists=pool) for ch in range(channels)}
     if gate:
         per = {ch: SpeechGate(sp, channel=ch) for ch, sp in per.items()}
+    kw = _keyword() if keyword else None
+    if kw is not None:
+        from voicesnap.spotters.judges import JudgedSpotter
+        from voicesnap.spotters.keyword import KeywordSpotter
+
+        per = {ch: JudgedSpotter(sp, KeywordSpotter(kw, channel=ch, pool_exists=pool, gate=gate))
+               for ch, sp in per.items()}
     return ChannelSpotters(per, {i: p for i, p in enumerate(PLAYERS4[:channels])})
 
 
@@ -211,24 +231,30 @@ def run(quick: bool) -> list[Row]:
         noise = np.random.default_rng(1).normal(0, 32768 * 10 ** (-60 / 20), (int(idle_s * rate), 4))
         idle = ArraySource(np.clip(noise, -32768, 32767).astype(np.int16), rate, chunk_frames=320, realtime=True)
         idle_settings = type(settings)(**{**settings.__dict__, "pace": 0.0})
+        kw = "and the keyword model " if _keyword() is not None else ""
         rows.append(Row("play", "CPU while idle-listening (4 mics)",
                         _cpu_run(idle, _spotter(model, 4, []), idle_settings, idle_s), "% of one core", "< 10",
-                        f"{idle_s:.0f} s real time, 4 Vosk recognisers behind the speech gate"))
+                        f"{idle_s:.0f} s real time, 4 Vosk recognisers {kw}behind the speech gate, as play runs them"))
+        if kw:
+            idle = ArraySource(np.clip(noise, -32768, 32767).astype(np.int16), rate, chunk_frames=320, realtime=True)
+            rows.append(Row("play", "CPU while idle-listening (4 mics, Vosk alone: --no-keyword)",
+                            _cpu_run(idle, _spotter(model, 4, [], keyword=False), idle_settings, idle_s),
+                            "% of one core", "< 10", f"{idle_s:.0f} s real time, 4 Vosk recognisers behind the gate"))
         idle = ArraySource(np.clip(noise, -32768, 32767).astype(np.int16), rate, chunk_frames=320, realtime=True)
         rows.append(Row("play", "CPU while idle-listening (4 mics, --no-gate)",
                         _cpu_run(idle, _spotter(model, 4, [], gate=False), idle_settings, idle_s), "% of one core",
-                        "", f"{idle_s:.0f} s real time, 4 Vosk recognisers on every frame"))
+                        "", f"{idle_s:.0f} s real time, 4 Vosk recognisers {kw}on every frame"))
         mono = ArraySource(np.clip(noise[:, :1], -32768, 32767).astype(np.int16), rate, chunk_frames=320,
                            realtime=True)
         rows.append(Row("play", "CPU while idle-listening (1 mic)",
                         _cpu_run(mono, _spotter(model, 1, []), idle_settings, idle_s), "% of one core", "< 10",
-                        f"{idle_s:.0f} s real time, 1 Vosk recogniser behind the speech gate"))
+                        f"{idle_s:.0f} s real time, 1 Vosk recogniser {kw}behind the speech gate"))
         play_s = 15.0 if quick else 40.0
         part = samples[: int(play_s * rate)]
         live = ArraySource(part, rate, chunk_frames=320, realtime=True)
         rows.append(Row("play", "CPU during play (4 mics)",
                         _cpu_run(live, _spotter(model, 4, []), settings, play_s), "% of one core", "",
-                        f"first {play_s:.0f} s of the scripted game, real time"))
+                        f"first {play_s:.0f} s of the scripted game, real time, Vosk {kw}per mic"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows.append(Row("play", "peak memory (process)", peak, "MB", "", "Vosk small model loaded; whole bench run"))
     return rows
