@@ -268,7 +268,7 @@ def _keyword_spotter(model: Any, pool_exists: Any, variant: str, args: argparse.
         return None
     from ..spotters.keyword import KeywordSpotter
 
-    # its embedding network sleeps away from speech unless --no-gate, as Vosk's gate does
+    # both its networks sleep away from speech unless --no-gate, as Vosk does behind its gate
     return KeywordSpotter(model, channel=channel, pool_exists=pool_exists, calls=_calls(variant),
                           gate=not getattr(args, "no_gate", False))
 
