@@ -13,7 +13,11 @@ Rows: clips with at least one false call, per engine and claim state, with the
 words that fired; and the same as false calls per hour of those words, which is
 a harsher rate than the corpus's (every second of this audio is a word).
 
-``python3 -m bench.real_words`` prints the rows alone (Vosk and PocketSphinx).
+And five real recordings of a person naming cards (../shared/speech/cards,
+CMU PocketSphinx test data): what a player reading the table aloud sounds like.
+
+``python3 -m bench.real_words`` prints the rows alone (Vosk, the keyword model
+and PocketSphinx, whichever can run).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from .spotting import CALL_WORDS, CHUNK_MS, feed, feed_claim
 
 AREA = "listening"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "speech" / "speech_commands"
+CARDS = SHARED.parent / "cards"
+ENGINES = ("vosk", "keyword", "pocketsphinx")
 PAD_S = 0.5
 CHUNK = 16000 * CHUNK_MS // 1000
 
@@ -48,7 +54,7 @@ def clips(root: Path = SHARED) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-def real_word_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...] = ("vosk", "pocketsphinx"),
+def real_word_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...] = ENGINES,
                    root: Path = SHARED) -> list[Row]:
     """False calls on each real word clip, for the named engines that can run."""
     data = clips(root)
@@ -83,6 +89,36 @@ def real_word_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...]
             rows.append(Row(AREA, f"false calls on real words ({state}), per hour of words",
                             round(n / (seconds / 3600), 1), "/h", "<= 0.5",
                             f"{name}: {seconds / 60:.1f} min of words (padding not counted)"))
+    return rows + card_phrase_rows(engines, names)
+
+
+def card_phrase_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...] = ENGINES,
+                     root: Path = CARDS) -> list[Row]:
+    """False calls on the real card phrases, each fed alone with PAD_S of silence each side, no claim open."""
+    data = []
+    for path in sorted(root.glob("*.wav")):
+        samples, rate = read_wav(path)
+        if rate == 16000:
+            pad = np.zeros((int(PAD_S * rate), 1), dtype=samples.dtype)
+            data.append((path.stem, np.concatenate([pad, samples[:, :1], pad])))
+    if not data:
+        return [Row(AREA, "false calls on real card phrases", "n/a", note=f"skipped: no recordings at {root}")]
+    rows = []
+    for name in names:
+        factory = engines.get(name)
+        if factory is None:
+            continue
+        fired = []
+        for stem, x in data:
+            spotter = factory()
+            if hasattr(spotter, "set_pool_exists"):
+                found = feed_claim(spotter, x, 16000, CHUNK, lambda t: False)
+            else:
+                found, _ = feed(spotter, x, 16000, CHUNK)
+            if any(d.word in CALL_WORDS for d in found):
+                fired.append(stem)
+        rows.append(Row(AREA, "false calls on real card phrases, recordings", f"{len(fired)}/{len(data)}", "", "0",
+                        f"{name}: one real speaker naming cards; fired on: {', '.join(fired) or 'none'}"))
     return rows
 
 
@@ -90,7 +126,8 @@ def main() -> int:
     from . import bench_listening
 
     engines: dict[str, Callable[[], Any]] = {}
-    for name, make in (("vosk", bench_listening._vosk_factory), ("pocketsphinx", bench_listening._peer_factory)):
+    for name, make in (("vosk", bench_listening._vosk_factory), ("keyword", bench_listening._keyword_factory),
+                       ("pocketsphinx", bench_listening._peer_factory)):
         factory, _ = make()
         if factory is not None:
             engines[name] = factory
