@@ -46,7 +46,7 @@ def _spot(model: object, track: np.ndarray, owners: dict[int, str], margin: floa
 
     per: dict[int, object] = {ch: SpeechGate(VoskSpotter(model, channel=ch), channel=ch) for ch in owners}
     if keyword is not None:
-        per = {ch: JudgedSpotter(v, KeywordSpotter(keyword, channel=ch)) for ch, v in per.items()}
+        per = {ch: JudgedSpotter(v, KeywordSpotter(keyword, channel=ch, gate=True)) for ch, v in per.items()}  # as play
     sp = ChannelSpotters(per, owners, margin_db=margin)
     found = []
     for chunk in ArraySource(track, 16000, chunk_frames=320):
@@ -227,7 +227,7 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
         per: dict[int, object] = {}
         for ch in (0, 1):
             v = SpeechGate(VoskSpotter(vosk_model, channel=ch, pool_exists=True), channel=ch)
-            per[ch] = JudgedSpotter(v, KeywordSpotter(keyword, channel=ch, pool_exists=True)) if judged else v
+            per[ch] = JudgedSpotter(v, KeywordSpotter(keyword, channel=ch, pool_exists=True, gate=True)) if judged else v
         return ChannelSpotters(per, {0: "me", 1: "other"})
 
     cats = ("noisy",) if quick else MIC_CATEGORIES

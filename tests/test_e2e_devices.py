@@ -231,27 +231,27 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
     loud = np.sqrt(np.mean(raw[: len(raw) // frame * frame].reshape(-1, frame) ** 2, axis=1)) > 300
     assert loud.sum() * 0.02 > 0.4 * len(flips)  # at least 0.4 s of speech per flip reached the speaker
     # the echo canceller's reference was kept beside the microphone, on its clock (voicesnap replay
-    # feeds it back): every announcement that begins after a quiet moment begins there within 30 ms
+    # feeds it back): every announcement that begins after a quiet moment begins there, near its logged start
     import soundfile as sf
 
+    from voicesnap.echo import PlaybackReference
     from voicesnap.echo_record import load_reference
 
     ref = load_reference(folder / "reference.flac")
     assert len(ref) == sf.info(str(folder / "audio.wav")).frames
     sounding = np.sqrt(np.mean(ref[: len(ref) // 160 * 160].reshape(-1, 160).astype(np.float64) ** 2, axis=1)) > 100
-    onsets = [s for s in spoken if not sounding[max(0, int(round(s.t * 100)) - 30): int(round(s.t * 100)) - 3].any()]
-    assert len(onsets) >= 3
+    # quiet from 0.5 to 0.15 s before the logged start: where it begins is measured from 0.15 s early on
+    onsets = [s for s in spoken if not sounding[max(0, int(round(s.t * 100)) - 50): int(round(s.t * 100)) - 15].any()]
+    assert len(onsets) >= 3, [s.t for s in spoken]
     # The reference is laid on consecutive frames from one anchor while each announcement's time
     # comes from PortAudio's per-block DAC time, which wanders through PulseAudio (echo.PlaybackReference):
-    # on a loaded machine one announcement in a game was seen 40+ ms off. So: most within 30 ms, none
-    # off by more than the canceller re-anchors at (PlaybackReference.JUMP), every one there.
-    from voicesnap.echo import PlaybackReference
-
+    # on a loaded machine one announcement in a game was seen 40+ ms late. So: all but one within 30 ms
+    # either way, none off by as much as the canceller re-anchors at (PlaybackReference.JUMP).
     offsets = []
     for s in onsets:
         i = int(round(s.t * 100))
-        after = np.flatnonzero(sounding[i - 3:])
+        after = np.flatnonzero(sounding[i - 15:])
         assert len(after), f"{s.text!r} starts at {s.t:.3f} s but is not in the reference"
-        offsets.append((after[0] - 3) / 100)
-    assert sum(abs(o) <= 0.03 for o in offsets) >= 0.75 * len(offsets), offsets
+        offsets.append((after[0] - 15) / 100)
+    assert sum(abs(o) <= 0.03 for o in offsets) >= len(offsets) - 1, offsets
     assert max(abs(o) for o in offsets) < PlaybackReference.JUMP, offsets

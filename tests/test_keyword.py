@@ -114,19 +114,33 @@ def test_asleep_away_from_speech_the_stream_scores_what_it_scores_awake(model):
 
 def test_the_gated_spotter_sleeps_in_room_tone_and_hears_every_clean_call(model):
     """As play runs it (gate on): a minute of room tone costs no network runs after its first 1.5 s,
-    and the clean calls are the ungated spotter's, call for call."""
+    and calls after long room tone (each waking the model) are the ungated spotter's, call for call."""
     from voicesnap.spotters.keyword import KeywordSpotter
 
-    quiet = np.random.default_rng(1).normal(0, 32768 * 10 ** (-60 / 20), (16000 * 60, 1)).astype(np.int16)
+    rng = np.random.default_rng(1)
+    quiet = rng.normal(0, 32768 * 10 ** (-60 / 20), (16000 * 60, 1)).astype(np.int16)
     sp = KeywordSpotter(model, gate=True)
     for chunk in ArraySource(quiet, 16000, chunk_frames=320):
         assert not sp.accept(chunk)
     assert sp._stream.skipped >= (60 - 4) * 16000 // K.STEP
-    for name in ("clean_dev", "snap_vs_pool_1"):
-        fx = C.load(CORPUS / f"{name}.json")
-        on = _detect(KeywordSpotter(model, gate=True), fx)
-        off = _detect(KeywordSpotter(model), fx)
-        assert [(d.word, round(d.onset, 4)) for d in on] == [(d.word, round(d.onset, 4)) for d in off] and on
+    parts = []
+    for name in ("clean_dev", "snap_vs_pool_1", "clean_emma"):
+        x = C.load(CORPUS / f"{name}.json").read()[:, :1]
+        parts += [rng.normal(0, 32768 * 10 ** (-60 / 20), (16000 * 6, 1)).astype(np.int16), x]
+    track = np.concatenate(parts)
+
+    def run(gate: bool):
+        spotter = KeywordSpotter(model, gate=gate)
+        found = []
+        for chunk in ArraySource(track, 16000, chunk_frames=320):
+            found += spotter.accept(chunk)
+        return found + spotter.flush(), spotter._stream.skipped
+
+    on, slept = run(True)
+    off, _ = run(False)
+    # asleep in each 6 s of room tone, less the 1.5 s hangover and the 2 s computed on waking (135 steps)
+    assert slept > 3 * 2 * 16000 // K.STEP
+    assert len(on) >= 20 and [(d.word, round(d.onset, 4)) for d in on] == [(d.word, round(d.onset, 4)) for d in off]
 
 
 def test_a_gap_in_the_audio_restarts_the_stream_at_the_true_position(model):
@@ -369,7 +383,8 @@ def _channels(kind: str, model: K.KeywordModel, vosk: object):
     per = {}
     for ch in (0, 1):
         v = SpeechGate(VoskSpotter(vosk, channel=ch, pool_exists=True), channel=ch)
-        per[ch] = v if kind == "vosk" else JudgedSpotter(v, KeywordSpotter(model, channel=ch, pool_exists=True))
+        per[ch] = v if kind == "vosk" else JudgedSpotter(v, KeywordSpotter(model, channel=ch, pool_exists=True,
+                                                                            gate=True))  # as play runs it
     return ChannelSpotters(per, {0: "me", 1: "you"})
 
 
@@ -428,3 +443,32 @@ def test_replay_rebuilds_per_mic_judges_from_the_logged_engine(model, tmp_path):
     assert name == "vosk+keyword" and all(isinstance(s, JudgedSpotter) for s in both.spotters.values())
     alone, name = build_spotter("vosk", args, tmp_path, ("cara", "dev"), mics, [], "classic")
     assert name == "vosk" and not any(isinstance(s, JudgedSpotter) for s in alone.spotters.values())
+
+
+def test_where_the_gated_model_slept_it_vetoes_nothing(model):
+    """A Vosk call where the keyword model slept (its tracker saw no speech) keeps its say: the veto
+    needs the model to have listened. Awake over the same faint audio, it vetoes."""
+    from voicesnap.spotters import Detection
+    from voicesnap.spotters.judges import KEYWORD_WAIT, WhatJudges
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    quiet = np.random.default_rng(2).normal(0, 32768 * 10 ** (-60 / 20), (16000 * 12, 1)).astype(np.int16)
+    call = Detection("snap", 8.0, 8.4, 0.9, engine="vosk")
+    for gate, vetoed in ((True, False), (False, True)):
+        sp = KeywordSpotter(model, gate=gate)
+        for chunk in ArraySource(quiet, 16000, chunk_frames=320):
+            sp.accept(chunk)
+        assert WhatJudges(None, sp).doubts(call, 8.4 + KEYWORD_WAIT, final=False) is vetoed
+
+
+def test_replay_of_a_per_mic_session_with_both_judges_needs_the_vosk_model(model, tmp_path):
+    """Re-judged without Vosk, a 'vosk+keyword' session would differ from the game without a word:
+    replay says the model is missing instead."""
+    import argparse
+
+    from voicesnap.cli.play import build_spotter
+    from voicesnap.errors import UserError
+
+    args = argparse.Namespace(model=str(tmp_path / "no-model-here"), no_gate=False)
+    with pytest.raises(UserError):
+        build_spotter("vosk+keyword", args, tmp_path, ("cara", "dev"), {"cara": 0, "dev": 1}, [], "classic")

@@ -23,9 +23,10 @@ phrase, from synthetic speech. That is what this is:
 Times: frame i of the mel covers clock samples [160 i, 160 i + 512) from the
 stream's first sample; step j (one embedding) covers frames [8 j, 8 j + 76),
 so its audio ends at sample 1280 j + 12512, and that is the time of step j's
-scores. ``KeywordStream`` computes exactly what the whole recording would give
-(the mel of a longer input is the same frames), so training, benchmarks and a
-live game see the same numbers.
+scores. ``KeywordStream`` computes what the whole recording would give (the mel
+of a longer input is the same frames, once clamped as a whole recording is:
+``TOP``), within 0.05, so training, benchmarks and a live game see the same
+numbers.
 """
 
 from __future__ import annotations
@@ -232,6 +233,7 @@ class Scores:
 
     time: float
     probs: np.ndarray
+    asleep: bool = False  # not computed: the stream was asleep (``KeywordStream.push``), no speech around
 
     @property
     def call(self) -> float:
@@ -325,7 +327,8 @@ class KeywordStream:
         ``context`` steps kept, unembedded, for a wake-up to embed first."""
         n = max(0, (len(self._audio) - WINDOW) // HOP + 1)  # mel frames the audio held could give
         ready = (self._frames + n - EMBED_FRAMES) // STEP_FRAMES + 1
-        out = [Scores((self._origin + STEP * j + EMBED_SPAN) / RATE, NOTHING) for j in range(self._emitted, ready)]
+        out = [Scores((self._origin + STEP * j + EMBED_SPAN) / RATE, NOTHING, True)
+               for j in range(self._emitted, ready)]
         self._emitted = max(self._emitted, ready)
         keep_from = max(self._steps, ready - context)
         if keep_from > self._steps:

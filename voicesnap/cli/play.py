@@ -165,13 +165,17 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     """The keyword spotter for this table, and the engine's name (or None, "none").
 
     ``engine`` is play's --engine, or a name a session was logged with (replay): "combined+keyword"
-    is "combined" with the keyword model required, and a logged "combined" did not use it.
+    is "combined" with the keyword model required, and a logged "combined" did not use it;
+    "vosk+keyword" (one mic per player, both judges on each) needs both models, and a logged "vosk"
+    is Vosk alone on each mic.
     """
     if engine == "none":
         return None, "none"
     if engine in ("combined+keyword", "vosk+keyword"):  # logged names: the keyword model was used
+        need_vosk = engine == "vosk+keyword"  # re-judged without it, a replay would differ unsaid
         engine = "combined" if engine == "combined+keyword" else "auto"
-        args = argparse.Namespace(**{**vars(args), "no_keyword": False, "need_keyword": True})
+        args = argparse.Namespace(**{**vars(args), "no_keyword": False, "need_keyword": True,
+                                     "need_vosk": need_vosk})
     from .. import models
 
     model = None
@@ -179,7 +183,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         try:
             model = models.find_model("en", args.model, root)
         except UserError:
-            if engine != "auto":
+            if engine != "auto" or getattr(args, "need_vosk", False):
                 raise
     profiles = _profiles(root, players) if engine in ("auto", "enrolled", "keyword", "combined") else {}
     keyword = _keyword_model(engine, args, root)

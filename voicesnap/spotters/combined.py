@@ -187,12 +187,13 @@ class CombinedSpotter:
         # Vosk often names a call from partial results before the word is over:
         # attribution waits until the enrolled buffer holds the whole word
         now = self.enrolled.position
+        heard_to = min(now, float(getattr(self.keyword, "position", now)))  # what the keyword model has scored
         self._waiting += first
         ready = [d for d in self._waiting if final or d.end + LOOKAHEAD <= now
-                 and self.judges.doubts(d, now, final) is not None]
+                 and self.judges.doubts(d, heard_to, final) is not None]
         self._waiting = [d for d in self._waiting if d not in ready]
         for d in ready:
-            if not self.judges.keep(d, now, final):
+            if not self.judges.keep(d, heard_to, final):
                 continue
             if d.detected_at is not None:
                 d = replace(d, detected_at=max(d.detected_at, now))

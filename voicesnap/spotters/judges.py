@@ -79,7 +79,11 @@ class WhatJudges:
         best = score_over(d.onset, d.end + KEYWORD_WAIT)
         if best is not None and best >= KEYWORD_VETO:
             return False
-        return True if final or now >= d.end + KEYWORD_WAIT else None
+        if final or now >= d.end + KEYWORD_WAIT:
+            # asleep there (its own energy tracker saw no speech where Vosk heard a word): no opinion
+            slept = getattr(self.keyword, "slept_over", None)
+            return not (callable(slept) and slept(d.onset, d.end + KEYWORD_WAIT))
+        return None
 
     def heard_other(self, d: Detection) -> bool:
         """For a keyword call: whether Vosk heard a known non-call word over it, finally or so far."""
@@ -134,8 +138,11 @@ class JudgedSpotter:
         return min(onsets) if onsets else None
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:
-        self._now = chunk.end / chunk.rate
-        return self._judge(self.vosk.accept(chunk) + self.keyword.accept(chunk), final=False)
+        found = self.vosk.accept(chunk) + self.keyword.accept(chunk)
+        # the keyword model's clock: its resampler holds back a few ms of input, and the veto must not
+        # run out its wait before the model has scored the audio up to it
+        self._now = min(chunk.end / chunk.rate, float(getattr(self.keyword, "position", chunk.end / chunk.rate)))
+        return self._judge(found, final=False)
 
     def flush(self) -> list[Detection]:
         return self._judge(self.vosk.flush() + self.keyword.flush(), final=True)

@@ -18,13 +18,15 @@ Why it looks the way it does:
 * The model knows only "snap" and "snap pool": Slapjack's "slap", commands
   and Animal Snap's words are the other engines' work.
 * With ``gate`` (as play runs it unless --no-gate) both networks sleep while
-  the speech gate's energy tracker (``gate.EnergyTracker``, the margins of
-  Vosk's gate) has seen no speech for ``HANGOVER`` s; the stream computes
-  the last 2 s it skipped on waking, so every step scored awake sees the
-  context an ungated stream gives it (scores within 0.05 of the ungated
-  ones on corpus files with random sleeps; the same corpus detections:
-  ``python3 -m bench.spotting keyword-gated``). Idle: 2.0% of a core ->
-  0.3% per microphone.
+  its own energy tracker (``gate.EnergyTracker``, the margins of Vosk's
+  speech gate, on the 16 kHz input) has seen no speech for ``HANGOVER`` s;
+  the stream computes the last 2 s it skipped on waking, so every step
+  scored awake sees the context an ungated stream gives it (scores within
+  0.05 of the ungated ones on corpus files with random sleeps; the same
+  corpus detections: ``python3 -m bench.spotting keyword-gated``). Idle:
+  2.0% of a core -> 0.3% per microphone. Steps skipped asleep are marked
+  (``Scores.asleep``): where the model slept it has no opinion, and vetoes
+  nothing another engine heard (``slept_over``).
 """
 
 from __future__ import annotations
@@ -133,6 +135,12 @@ class KeywordSpotter:
         """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet."""
         got = [s.call for s in self._history if a <= s.time <= b]
         return max(got) if got else None
+
+    def slept_over(self, a: float, b: float) -> bool:
+        """Whether every step known in [a, b] s was skipped asleep (``gate``): the model did not listen
+        there, so it has no opinion on a call another engine heard (``judges.WhatJudges.doubts``)."""
+        got = [s.asleep for s in self._history if a <= s.time <= b]
+        return bool(got) and all(got)
 
     # --------------------------------------------------------------- internals
 
