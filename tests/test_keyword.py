@@ -345,6 +345,12 @@ def test_play_refuses_a_contradiction_and_says_how_to_get_the_model(players_dir,
         if env is not None:
             os.environ["VOICESNAP_KEYWORD_MODEL"] = env
     assert "voicesnap models download --kind keyword" in capsys.readouterr().err
+    # Slapjack's "slap" is a word the keyword model does not know: said so, not "nothing to hear calls with"
+    assert main(["--data-dir", str(players_dir), "play", "--players", "cara,dev", "--engine", "keyword",
+                 "--variant", "slapjack", "--input-file", str(CORPUS / "clean_cara.wav"), "--quiet", "--text",
+                 "--no-keyboard"]) == 2
+    err = capsys.readouterr().err
+    assert "'slap'" in err and "--engine vosk" in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------- one microphone per player

@@ -185,6 +185,10 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         except UserError:
             if engine != "auto" or getattr(args, "need_vosk", False):
                 raise
+    if engine == "keyword" and variant == "slapjack":
+        raise UserError("Slapjack's call is 'slap', which the keyword model does not hear (it knows 'snap' and "
+                        "'snap pool' only): play it with --engine vosk or combined (voicesnap models download), "
+                        "or by keyboard (--engine none)")
     profiles = _profiles(root, players) if engine in ("auto", "enrolled", "keyword", "combined") else {}
     keyword = _keyword_model(engine, args, root)
 
