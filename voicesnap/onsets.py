@@ -102,6 +102,11 @@ class Envelope:
                 return onset
         return None
 
+    def rise_near(self, approx: float, latest: float) -> float | None:
+        """The energy rise within 50 ms of an onset another engine found (``energy_onset`` of the
+        spotters, for CombinedSpotter), searched as ``refine_onset`` searches, or None."""
+        return self.refine_onset(approx, latest=latest, before=0.05, after=0.05)
+
     def _rise(self, a: int, b: int, high: bool) -> float | None:
         """refine_onset's search in one band (full, or high-passed) of clock indices [a, b)."""
         floor_db, _ = self.energy_db(a - int(0.3 * RATE), a, high)

@@ -35,7 +35,7 @@ from typing import Sequence
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
 from ..voices import Profile
-from . import Detection, Refusal, Spotter, take_refusals, undecided_from
+from . import Detection, Refusal, Spotter, take_refusals
 from .enrolled import EnrolledSpotter
 from .judges import UNKNOWN, WhatJudges
 
@@ -129,10 +129,8 @@ class CombinedSpotter:
 
     def set_pool_exists(self, value: bool) -> None:
         """Whether "snap pool" is possible now (both engines then decide "snap" sooner)."""
-        for engine in (self.vosk, self.enrolled, self.keyword):
-            setter = getattr(engine, "set_pool_exists", None)
-            if callable(setter):
-                setter(value)
+        self.judges.set_pool_exists(value)
+        self.enrolled.set_pool_exists(value)
 
     def take_refusals(self) -> list[Refusal]:
         """The enrolled engine's near misses where no call was reported after all.
@@ -161,10 +159,9 @@ class CombinedSpotter:
         # enrolled calls not reported (by Vosk or a rescue) yet: waiting to be rescued, or held for "pool"
         onsets += [e.onset for e in self._rescue + self.enrolled.held_calls()
                    if not any(abs(c.onset - e.onset) <= TWIN_WINDOW for c in self._emitted + self._waiting)]
-        for engine in (self.vosk, self.keyword):
-            t = undecided_from(engine)
-            if t is not None:
-                onsets.append(t)
+        t = self.judges.undecided()
+        if t is not None:
+            onsets.append(t)
         return min(onsets) if onsets else None
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:

@@ -53,6 +53,18 @@ class WhatJudges:
         self.over = tuple(over)
         self._reported: list[Detection] = []  # calls either judge reported in the last 10 s
 
+    def set_pool_exists(self, value: bool) -> None:
+        """Tell both judges whether "snap pool" is possible now (each decides "snap" sooner without)."""
+        for engine in (self.vosk, self.keyword):
+            setter = getattr(engine, "set_pool_exists", None)
+            if callable(setter):
+                setter(value)
+
+    def undecided(self) -> float | None:
+        """The earliest onset of a call either judge has begun to hear and not reported (or None)."""
+        onsets = [t for t in (undecided_from(self.vosk), undecided_from(self.keyword)) if t is not None]
+        return min(onsets) if onsets else None
+
     def vetoes(self, words: Iterable[str]) -> bool:
         """Whether Vosk heard a known word among ``words`` (anything but "[unk]" and ``over``)."""
         return any(w != UNKNOWN and w not in self.over for w in words)
@@ -124,17 +136,13 @@ class JudgedSpotter:
         self._now = 0.0
 
     def set_pool_exists(self, value: bool) -> None:
-        for engine in (self.vosk, self.keyword):
-            setter = getattr(engine, "set_pool_exists", None)
-            if callable(setter):
-                setter(value)
+        self.judges.set_pool_exists(value)
 
     def undecided(self) -> float | None:
         onsets = [d.onset for d in self._waiting]
-        for engine in (self.vosk, self.keyword):
-            t = undecided_from(engine)
-            if t is not None:
-                onsets.append(t)
+        t = self.judges.undecided()
+        if t is not None:
+            onsets.append(t)
         return min(onsets) if onsets else None
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:

@@ -129,7 +129,7 @@ class KeywordSpotter:
 
     def energy_onset(self, approx: float, latest: float) -> float | None:
         """The energy rise (s) within 50 ms of ``approx``, as the Vosk spotter finds it (CombinedSpotter)."""
-        return self._env.refine_onset(approx, latest=latest, before=0.05, after=0.05)
+        return self._env.rise_near(approx, latest)
 
     def score_over(self, a: float, b: float) -> float | None:
         """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet."""

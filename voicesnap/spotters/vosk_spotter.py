@@ -344,7 +344,7 @@ class VoskSpotter:
     def energy_onset(self, approx: float, latest: float) -> float | None:
         """The energy rise (s) within 50 ms of ``approx``, refined as Vosk's own word onsets are,
         or None where there is no clear one: for an onset another engine found (CombinedSpotter)."""
-        return self._env.refine_onset(approx, latest=latest, before=0.05, after=0.05)
+        return self._env.rise_near(approx, latest)
 
     QUIET_S = 1.0
 
