@@ -124,47 +124,48 @@ def check_vosk_model(root: Path) -> Check:
     return Check("Vosk model", False, "no Vosk English model is installed", fix, needed=False)
 
 
-def check_encoder(root: Path) -> Check:
-    """The speaker encoder: without it, real voices saying the same word are hard to tell apart."""
+def _check_optional_model(name: str, kind: str, root: Path, load: Callable[[Path], object], missing: str,
+                          fix_missing: str, fix_damaged: str) -> Check:
+    """An optional model (a warning, not an error): found where a player's install looks (``kind``),
+    then loaded (``load``: a damaged copy raises a UserError) so that play would not stop on it."""
     from .. import models
-
-    try:
-        path = models.find_model("encoder", None, root)
-    except models.ModelError as exc:
-        return Check("speaker encoder", False,
-                     "not installed: real players' voices are told apart by the voiceprint alone, which "
-                     "takes most strangers for an enrolled player (docs/voices.md in voicesnap's source)",
-                     f"run: voicesnap models download encoder (16 MB from PyPI), then enroll each player "
-                     f"again; details: {str(exc).splitlines()[0]}", needed=False)
-    from .. import encoder
     from ..errors import UserError
 
     try:
-        encoder.Encoder.from_file(path)  # the model folder: it reads the weights inside
-    except UserError as exc:  # damaged or truncated weights: enrolling would stop on them
-        return Check("speaker encoder", False, str(exc).splitlines()[0],
-                     "run: voicesnap models download encoder   (it replaces the damaged copy)", needed=False)
-    return Check("speaker encoder", True, str(path), needed=False)
+        path = models.find_model(kind, None, root)
+    except models.ModelError as exc:
+        return Check(name, False, missing, f"{fix_missing}; details: {str(exc).splitlines()[0]}", needed=False)
+    try:
+        load(path)
+    except UserError as exc:
+        return Check(name, False, str(exc).splitlines()[0], fix_damaged, needed=False)
+    return Check(name, True, str(path), needed=False)
+
+
+def check_encoder(root: Path) -> Check:
+    """The speaker encoder: without it, real voices saying the same word are hard to tell apart."""
+    from .. import encoder
+
+    return _check_optional_model(
+        "speaker encoder", "encoder", root,
+        encoder.Encoder.from_file,  # the model folder: it reads the weights inside; damaged ones would stop enroll
+        "not installed: real players' voices are told apart by the voiceprint alone, which "
+        "takes most strangers for an enrolled player (docs/voices.md in voicesnap's source)",
+        "run: voicesnap models download encoder (16 MB from PyPI), then enroll each player again",
+        "run: voicesnap models download encoder   (it replaces the damaged copy)")
 
 
 def check_keyword(root: Path) -> Check:
     """The keyword model: without it calls are heard by Vosk (or the enrollment) alone, far worse in noise."""
-    from .. import keyword, models
-    from ..errors import UserError
+    from .. import keyword
 
     fix = "run: voicesnap models download keyword   (openWakeWord's feature models, 16 MB from PyPI)"
-    try:
-        path = models.find_model("keyword", None, root)
-    except models.ModelError as exc:
-        return Check("keyword model", False,
-                     "not installed: calls are heard by Vosk or the enrollment alone, and about half of the "
-                     "calls in loud noise are missed (docs/listening.md in voicesnap's source)",
-                     f"{fix}; details: {str(exc).splitlines()[0]}", needed=False)
-    try:
-        keyword.KeywordModel(path)  # loads both networks and the head
-    except UserError as exc:  # damaged files, or no onnxruntime
-        return Check("keyword model", False, str(exc).splitlines()[0], fix, needed=False)
-    return Check("keyword model", True, str(path), needed=False)
+    return _check_optional_model(
+        "keyword model", "keyword", root,
+        keyword.KeywordModel,  # loads both networks and the head: damaged files, or no onnxruntime, raise
+        "not installed: calls are heard by Vosk or the enrollment alone, and about half of the "
+        "calls in loud noise are missed (docs/listening.md in voicesnap's source)",
+        fix, fix)
 
 
 def check_profiles(root: Path) -> Check:
