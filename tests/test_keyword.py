@@ -400,11 +400,10 @@ def _heard_on_mics(spotter, fx: C.Fixture, tmp_path: Path) -> tuple[int, int]:
     found = []
     for chunk in ArraySource(track, fx.rate, chunk_frames=320):
         found += spotter.accept(chunk)
-    found = [d for d in found + spotter.flush() if d.word in ("snap", "snap pool")]
-    hits = {i for s in fx.segments if s.kind == "call"
-            for i, d in enumerate(found) if d.player == "me" and d.word == s.text
-            and abs(d.onset - s.onset / fx.rate) <= 0.03}
-    return len(hits), len(found) - len(hits)
+    calls = ("snap", "snap pool")
+    found = [d for d in found + spotter.flush() if d.word in calls]
+    got = C.score(fx, [d for d in found if d.player == "me"], words=calls, tolerance=0.03)
+    return len(got.hits), len(found) - len(got.hits)
 
 
 def test_per_player_mics_hear_calls_in_noise_vosk_loses(model, tmp_path):
