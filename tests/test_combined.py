@@ -63,6 +63,18 @@ def _detect(spotter, fx) -> list:
     return dets + spotter.flush()
 
 
+_RUNS: dict[tuple[str, bool], list] = {}
+
+
+def _default_run(vosk_factory, enrolled, fx, gated: bool = False) -> list:
+    """``_detect`` with the engine as it ships (no constant patched), once per fixture and gate setting:
+    several tests judge the same run, and each run of a file through Vosk costs seconds."""
+    key = (fx.name, gated)
+    if key not in _RUNS:
+        _RUNS[key] = _detect(_combined(vosk_factory, enrolled, gated), fx)
+    return list(_RUNS[key])
+
+
 def test_enrolling_from_files_keeps_the_whole_word(enrolled, tmp_path):
     """A take cut from a file keeps its quiet, so its trim is the same as a one-take recording's.
 
@@ -95,7 +107,7 @@ def test_one_mic_tie_reports_both_callers_at_their_onsets(vosk_factory, enrolled
     """Vosk hears one "snap" where two players called on one mic: both callers are reported, each
     at their own onset (within 30 ms), and nothing else."""
     fx = C.load(CORPUS / f"{name}.json")
-    dets = [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS]
+    dets = [d for d in _default_run(vosk_factory, enrolled, fx) if d.word in WORDS]
     for s in fx.segments:
         assert any(d.player == s.speaker and abs(d.onset - s.onset / fx.rate) <= 0.03 for d in dets), (s, dets)
     assert len(dets) == 2, dets
@@ -142,7 +154,7 @@ def test_one_mic_calls_keep_vosks_refined_onset(vosk_factory, enrolled, name):
     """On one mic a call's onset is Vosk's, refined from the signal: within 10 ms of the truth for every
     clean call (the enrolled engine's own onset put some 17-31 ms early)."""
     fx = C.load(CORPUS / f"{name}.json")
-    got = C.score(fx, [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS], words=WORDS)
+    got = C.score(fx, [d for d in _default_run(vosk_factory, enrolled, fx) if d.word in WORDS], words=WORDS)
     assert len(got.hits) == len(fx.targets(WORDS)), got.misses
     assert max(abs(e) for e in got.onset_errors) <= 0.010, got.onset_errors
 
@@ -203,7 +215,7 @@ def test_one_mic_calls_placed_by_the_enrollment_get_the_energy_rise_onset(vosk_f
     fx = C.load(CORPUS / f"{name}.json")
     seg = next(s for s in fx.segments if s.speaker == speaker)
     truth = seg.onset / fx.rate
-    got = [d for d in _detect(_combined(vosk_factory, enrolled, gated), fx)
+    got = [d for d in _default_run(vosk_factory, enrolled, fx, gated)
            if d.word in WORDS and abs(d.onset - truth) <= 0.3]
     assert [d.player for d in got] == [speaker] and abs(got[0].onset - truth) <= 0.008, got
     import voicesnap.spotters.combined as comb
@@ -249,7 +261,7 @@ def test_a_call_in_noise_goes_to_the_voice_the_encoder_vouches_for(vosk_factory,
         pytest.skip("no speaker encoder installed (voicesnap models download encoder, or VOICESNAP_ENCODER_MODEL)")
     fx = C.load(CORPUS / "noisy_pink_10db.json")
     callers = [s for s in fx.segments if s.speaker in ("emma", "alice")]
-    got = C.score(fx, [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS], words=WORDS)
+    got = C.score(fx, [d for d in _default_run(vosk_factory, enrolled, fx) if d.word in WORDS], words=WORDS)
     named = {m.segment.speaker: m.detection.player for m in got.hits if m.segment in callers}
     assert named == {"emma": "emma", "alice": "alice"}, got
     assert all(m.detection.player in (m.segment.speaker, None) for m in got.hits), got.hits
@@ -264,7 +276,7 @@ def test_a_call_in_noise_goes_to_the_voice_the_encoder_vouches_for(vosk_factory,
 def test_lone_calls_give_no_ties(vosk_factory, enrolled):
     """Each lone call of one player gives one caller, never a second player at the same moment."""
     fx = C.load(CORPUS / "clean_dev.json")
-    dets = [d for d in _detect(_combined(vosk_factory, enrolled), fx) if d.word in WORDS]
+    dets = [d for d in _default_run(vosk_factory, enrolled, fx) if d.word in WORDS]
     assert len(C.score(fx, dets, words=WORDS).hits) == len(fx.targets(WORDS))
     ties = [(a, b) for i, a in enumerate(dets) for b in dets[i + 1:] if abs(a.onset - b.onset) <= 0.25]
     assert not ties, ties
@@ -316,7 +328,7 @@ def test_a_call_vosk_did_not_know_is_rescued(vosk_factory, enrolled, name, speak
 
     fx = C.load(CORPUS / f"{name}.json")
     seg = next(s for s in fx.segments if s.speaker == speaker and abs(s.onset / fx.rate - at) < 0.002)
-    got = [d for d in _detect(_combined(vosk_factory, enrolled, gated), fx) if abs(d.onset - at) <= 0.03]
+    got = [d for d in _default_run(vosk_factory, enrolled, fx, gated) if abs(d.onset - at) <= 0.03]
     assert [d.player for d in got] == [speaker] and got[0].word == seg.text, got
     assert got[0].score >= RESCUE_SCORE and got[0].engine == "combined"
     off = _combined(vosk_factory, enrolled, gated)
@@ -413,7 +425,7 @@ def test_rescue_adds_no_call_on_near_misses_or_echo(vosk_factory, enrolled, name
     off = _combined(vosk_factory, enrolled)
     off.rescue_score = None
     key = lambda ds: sorted((d.word, round(d.onset, 3), d.player) for d in ds)
-    assert key(_detect(_combined(vosk_factory, enrolled), fx)) == key(_detect(off, fx))
+    assert key(_default_run(vosk_factory, enrolled, fx)) == key(_detect(off, fx))
 
 
 @pytest.mark.vosk_model
@@ -425,7 +437,7 @@ def test_players_saying_stop_are_not_rescued_as_calls(vosk_factory, enrolled, na
     fx = C.load(CORPUS / f"{name}.json")
     stops = [(s.onset / fx.rate, s.end / fx.rate) for s in fx.segments if s.text == "stop"]
     assert len(stops) == (1 if name == "nearmiss_emma" else 6)
-    got = _detect(_combined(vosk_factory, enrolled, gated), fx)
+    got = _default_run(vosk_factory, enrolled, fx, gated)
     assert not [d for d in got for a, b in stops if a - 0.1 <= d.onset <= b], got
 
 
