@@ -477,3 +477,23 @@ def test_replay_of_a_per_mic_session_with_both_judges_needs_the_vosk_model(model
     args = argparse.Namespace(model=str(tmp_path / "no-model-here"), no_gate=False)
     with pytest.raises(UserError):
         build_spotter("vosk+keyword", args, tmp_path, ("cara", "dev"), {"cara": 0, "dev": 1}, [], "classic")
+
+
+def test_the_combined_engine_names_a_keyword_snap_as_soon_as_the_model_hears_it(model):
+    """The keyword model reports "snap" at the step that heard it, already after the word, so the
+    combined engine names the caller KEYWORD_LOOKAHEAD (0.06 s) after it, not Vosk's lookahead (0.12 s):
+    with no claim open the call leaves it within one 20 ms chunk of that."""
+    from voicesnap.spotters.combined import CombinedSpotter
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    from voicefixtures import NAMES, profile
+
+    fx = C.load(CORPUS / "clean_bob.json")
+    alone = [d for d in _detect(KeywordSpotter(model, pool_exists=False), fx) if d.word in WORDS]
+    combined = CombinedSpotter(KeywordSpotter(model), EnrolledSpotter([profile(n) for n in NAMES]))
+    combined.set_pool_exists(False)
+    named = [d for d in _detect(combined, fx) if d.word in WORDS]
+    assert len(alone) == len(fx.targets(WORDS)) and [d.player for d in named] == ["bob"] * len(alone), named
+    for a, n in zip(alone, named):
+        assert abs(n.onset - a.onset) <= 0.03 and n.detected_at <= a.detected_at + 0.06 + 0.02, (a, n)

@@ -41,6 +41,13 @@ from .judges import UNKNOWN, WhatJudges
 
 MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
 LOOKAHEAD = 0.12  # s of audio after a Vosk call's end before judging who said it
+# The same for the keyword model's "snap", whose "end" is already the step that heard it, 40-360 ms after
+# the word (spotters.keyword): less is needed. Corpus, no claim open (docs/listening.md, "Twelfth round"):
+# 0.12 -> 0.06 s: latency median / p95 136 / 247 -> 116 / 227 ms, 102 calls named right as before; at 0.0
+# and 0.03, 62-81 ms median but 99 named (the matching window lacks the context after the step). Its
+# "snap pool" is heard while "pool" still sounds (clean_emma: 0.22 and 0.25 s before the phrase ends;
+# with no lookahead 2 such calls were named to nobody and one lost), so it waits LOOKAHEAD as Vosk's do.
+KEYWORD_LOOKAHEAD = 0.06
 TWIN_WINDOW = 0.3  # s: an enrolled call this close to a combined call is that call (or its tie partner)
 # Enrolled score (1 - half the combined template/voice ratio) a call Vosk did not know must reach
 # to be rescued. Calibrated on the corpus (docs/listening.md): no enrolled candidate on near misses,
@@ -186,7 +193,7 @@ class CombinedSpotter:
         now = self.enrolled.position
         heard_to = min(now, float(getattr(self.keyword, "position", now)))  # what the keyword model has scored
         self._waiting += first
-        ready = [d for d in self._waiting if final or d.end + LOOKAHEAD <= now
+        ready = [d for d in self._waiting if final or d.end + _lookahead(d) <= now
                  and self.judges.doubts(d, heard_to, final) is not None]
         self._waiting = [d for d in self._waiting if d not in ready]
         for d in ready:
@@ -211,7 +218,7 @@ class CombinedSpotter:
             channel, att, announcer = self.enrolled.attribute_span(d.onset, d.end, d.word)
             if att.player is None and announcer:
                 continue  # the game's own voice
-            if att.player is None and not already and now > d.end + LOOKAHEAD:
+            if att.player is None and not already and now > d.end + _lookahead(d):
                 start = d.onset - PAIR_BACK
                 if any(start <= c.onset < d.onset for c in reported):
                     start = d.onset
@@ -362,3 +369,8 @@ class CombinedSpotter:
                 keep.append(e)  # judged again once Vosk's decode is final
         self._rescue = keep
         return done
+
+
+def _lookahead(d: Detection) -> float:
+    """s of audio after ``d``'s end that attribution waits for (LOOKAHEAD, KEYWORD_LOOKAHEAD)."""
+    return KEYWORD_LOOKAHEAD if d.engine == "keyword" and d.word == SNAP else LOOKAHEAD
