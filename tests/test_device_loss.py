@@ -107,7 +107,8 @@ def test_a_muted_microphone_pauses_the_game_with_a_spoken_notice_and_it_resumes(
         _pactl("set-source-mute", source, "1")
         marks["muted"] = heard()
         wait_for(marks["muted"] + 3.0)
-        _pactl("set-source-mute", source, "0")
+        marks["unmuting"] = heard()  # the sound returns between these two marks: pactl returns after the
+        _pactl("set-source-mute", source, "0")  # server unmuted, and on a slow machine frames flowed meanwhile
         marks["unmuted"] = heard()
         wait_for(marks["unmuted"] + 1.5)
         live.close()  # the session ends with the audio
@@ -139,7 +140,7 @@ def test_a_muted_microphone_pauses_the_game_with_a_spoken_notice_and_it_resumes(
     # and sound again at once after the unmute
     flips = [r for r in log if isinstance(r, rules.Flipped)]
     assert 1.8 <= lost[0].now - marks["muted"] <= 2.8, (marks, lost[0])
-    assert 0.0 <= back[0].now - marks["unmuted"] <= 0.5, (marks, back[0])
+    assert marks["unmuting"] <= back[0].now <= marks["unmuted"] + 0.5, (marks, back[0])
     # no card was turned while the microphone was gone; the game went on after it came back
     assert not [f for f in flips if lost[0].now < f.t <= back[0].now], flips
     assert [f for f in flips if f.t > back[0].now], flips
