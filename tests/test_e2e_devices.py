@@ -245,13 +245,14 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
     assert len(onsets) >= 3, [s.t for s in spoken]
     # The reference is laid on consecutive frames from one anchor while each announcement's time
     # comes from PortAudio's per-block DAC time, which wanders through PulseAudio (echo.PlaybackReference):
-    # on a loaded machine one announcement in a game was seen 40+ ms late. So: all but one within 30 ms
-    # either way, none off by as much as the canceller re-anchors at (PlaybackReference.JUMP).
+    # on a loaded machine one announcement in a game was seen 40+ ms late, and on a slower one two of ten
+    # 40 and 80 ms early. So: at least four in five within 30 ms either way, none off by as much as the
+    # canceller re-anchors at (PlaybackReference.JUMP).
     offsets = []
     for s in onsets:
         i = int(round(s.t * 100))
         after = np.flatnonzero(sounding[i - 15:])
         assert len(after), f"{s.text!r} starts at {s.t:.3f} s but is not in the reference"
         offsets.append((after[0] - 15) / 100)
-    assert sum(abs(o) <= 0.03 for o in offsets) >= len(offsets) - 1, offsets
+    assert sum(abs(o) <= 0.03 for o in offsets) >= len(offsets) - max(1, len(offsets) // 5), offsets
     assert max(abs(o) for o in offsets) < PlaybackReference.JUMP, offsets
