@@ -191,7 +191,7 @@ class CombinedSpotter:
         # Vosk often names a call from partial results before the word is over:
         # attribution waits until the enrolled buffer holds the whole word
         now = self.enrolled.position
-        heard_to = min(now, float(getattr(self.keyword, "position", now)))  # what the keyword model has scored
+        heard_to = self.judges.scored_to(now)
         self._waiting += first
         ready = [d for d in self._waiting if final or d.end + _lookahead(d) <= now
                  and self.judges.doubts(d, heard_to, final) is not None]

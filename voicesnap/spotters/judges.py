@@ -65,6 +65,11 @@ class WhatJudges:
         onsets = [t for t in (undecided_from(self.vosk), undecided_from(self.keyword)) if t is not None]
         return min(onsets) if onsets else None
 
+    def scored_to(self, now: float) -> float:
+        """How far the keyword model has scored, capped at ``now``: its resampler holds back a few ms of
+        input, and the veto must not run out its wait before the model has scored the audio up to it."""
+        return min(now, float(getattr(self.keyword, "position", now)))
+
     def vetoes(self, words: Iterable[str]) -> bool:
         """Whether Vosk heard a known word among ``words`` (anything but "[unk]" and ``over``)."""
         return any(w != UNKNOWN and w not in self.over for w in words)
@@ -147,9 +152,7 @@ class JudgedSpotter:
 
     def accept(self, chunk: AudioChunk) -> list[Detection]:
         found = self.vosk.accept(chunk) + self.keyword.accept(chunk)
-        # the keyword model's clock: its resampler holds back a few ms of input, and the veto must not
-        # run out its wait before the model has scored the audio up to it
-        self._now = min(chunk.end / chunk.rate, float(getattr(self.keyword, "position", chunk.end / chunk.rate)))
+        self._now = self.judges.scored_to(chunk.end / chunk.rate)
         return self._judge(found, final=False)
 
     def flush(self) -> list[Detection]:
