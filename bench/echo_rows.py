@@ -9,7 +9,7 @@ through). Rows: recall and false calls on ``noisy_over_announcer`` and
 enhancement on ``echo_ranks`` (linear filter alone, and with the residual
 suppressor); the canceller's own CPU real-time factor.
 
-``python3 -m bench.echo_rows [--quick] [--engine NAME ...] [--show]`` prints the rows alone.
+``python3 -m bench.echo_rows [--quick] [--engine NAME ...]`` prints the rows alone.
 """
 
 from __future__ import annotations

@@ -394,7 +394,9 @@ def test_in_pink_noise_real_strangers_are_refused_where_the_voiceprint_fallback_
     named = [(spk, voices.attribute(x).player) for spk, x in own]
     assert all(p in (spk, None) for spk, p in named), named
     assert sum(p == spk for spk, p in named) >= 6, named
-    monkeypatch.setattr(V, "ENC_DENOISED_MIN_SNR", float("inf"))  # as before: the voiceprint decides in noise
+    from voicesnap.voices import attribution
+
+    monkeypatch.setattr(attribution, "ENC_DENOISED_MIN_SNR", float("inf"))  # as before: the voiceprint decides in noise
     before = sum(V.Voices(pair, rival).attribute(x).player is not None for x in strangers)
     assert accepted <= 3 and before >= 20, (accepted, before)
 

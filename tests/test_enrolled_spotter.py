@@ -293,10 +293,8 @@ def _with_noise_over_its_end(fx, seg, seed: int):
 def test_a_call_with_a_noise_over_its_end_is_still_heard(monkeypatch):
     """The 24 clean "snap"s of the corpus, each with a loud noise over its end: the stretch runs
     into the noise and its cepstral mean with it, so the call no longer fits; matched again cut to
-    the best fit (voices.CROP_LOUD_DB), most are heard, each as its player, at its onset."""
+    the best fit (voices.attribution.CROP_LOUD_DB), most are heard, each as its player, at its onset."""
     import numpy as np
-
-    from voicesnap import voices as V
 
     profiles = [profile(n) for n in NAMES]
     corpus = PLAYERS_DIR.parent / "corpus"
@@ -316,5 +314,7 @@ def test_a_call_with_a_noise_over_its_end_is_still_heard(monkeypatch):
     # measured 14 of 24 without the speaker encoder, 12 with it (CI: the encoder embeds the whole
     # stretch, slap included, and two calls fall just under its line)
     assert heard() >= 10
-    monkeypatch.setattr(V, "CROP_LOUD", float(np.inf))  # without the second match: 4 of 24 (2 with the encoder)
+    from voicesnap.voices import attribution
+
+    monkeypatch.setattr(attribution, "CROP_LOUD", float(np.inf))  # without the second match: 4 of 24 (2 with the encoder)
     assert heard() <= 6

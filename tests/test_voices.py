@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from voicesnap import voices as V
+from voicesnap.voices import templates, ties
 from voicesnap.corpus import load
 from voicesnap.errors import UserError
 
@@ -208,7 +209,7 @@ def test_combined_engine_names_every_single_call_of_the_scripted_mono_game(tmp_p
 
 
 def test_the_tie_aligners_path_is_the_template_banks_best_placement():
-    """``voices._aligned`` repeats ``TemplateBank.match``'s dynamic programme for one template, keeping
+    """``voices.ties.aligned_path`` repeats ``TemplateBank.match``'s dynamic programme for one template, keeping
     the back-pointers the bank does not keep. The two must agree: on random inputs and templates the
     path starts and ends where the bank's best placement does, and its cost (with the stay and skip
     penalties) over its span is the bank's distance."""
@@ -222,8 +223,8 @@ def test_the_tie_aligners_path_is_the_template_banks_best_placement():
             x[at: at + m] = t[: n - at] + rng.normal(scale=0.1, size=x[at: at + m].shape)
         bank = V.TemplateBank([("p", "snap", np.zeros((m, 40), np.float32))])
         hit = bank.match(x, t)[0]
-        cost = V._cost(x, t)
-        path = V._aligned(cost)
+        cost = templates.frame_cost(x, t)
+        path = ties.aligned_path(cost)
         if not np.isfinite(hit.distance) or hit.distance >= 1e8:
             continue
         assert (path[0][0], path[-1][0]) == (hit.start, hit.end), case

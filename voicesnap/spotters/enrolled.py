@@ -174,7 +174,7 @@ class EnrolledSpotter:
                     rivals.append(prof)
         self.voices = Voices(profiles, rivals)
         self.overlaps = overlaps
-        # a stretch that runs into a loud noise is matched again cut to the call (voices.CROP_LOUD_DB);
+        # a stretch that runs into a loud noise is matched again cut to the call (voices.attribution.CROP_LOUD_DB);
         # the combined engine turns it off (it hears such calls through Vosk)
         self.crop = True
         self.pool_exists = pool_exists  # False (or a callable saying so): "snap" is final at once
