@@ -160,6 +160,19 @@ def test_one_mic_calls_keep_vosks_refined_onset(vosk_factory, enrolled, name):
 
 
 @pytest.mark.vosk_model
+def test_hard_clipped_calls_are_named_against_takes_clipped_alike(vosk_factory, enrolled):
+    """The corpus's six calls driven 12-18 dB past full scale (35-50% of their samples clipped) fit no
+    player's clean takes: all six were named to nobody. Matched against the takes clipped the same way
+    (voices.loudness) four are named right (measured), and none is given to another player."""
+    fx = C.load(CORPUS / "clipped_calls.json")
+    got = C.score(fx, [d for d in _default_run(vosk_factory, enrolled, fx) if d.word in WORDS], words=WORDS)
+    assert len(got.hits) == 6, got.misses
+    named = [(m.segment.speaker, m.detection.player) for m in got.hits]
+    assert all(p in (spk, None) for spk, p in named), named
+    assert sum(spk == p for spk, p in named) >= 3, named
+
+
+@pytest.mark.vosk_model
 def test_a_call_vosk_merged_with_the_announcer_before_it_keeps_its_own_onset(vosk_factory, enrolled, monkeypatch):
     """bob calls 0.43 s into the announcer's "Ten" (no echo canceller): Vosk's one "snap" starts with the
     announcer; the call is placed where bob's template starts, so it is bob's call at his onset."""

@@ -359,10 +359,13 @@ class EnrolledSpotter:
         b = max(0, st.base + f1 * F.HOP + F.FRAME - st.audio_start)
         return st.audio[a:b]
 
-    def _embedding_scores(self, st: _Channel, f0: int, f1: int, snr: float) -> dict[str, float] | None:
+    def _embedding_scores(self, st: _Channel, f0: int, f1: int, snr: float,
+                          voices: Voices | None = None) -> dict[str, float] | None:
         """The speaker encoder's cosines for frames [f0, f1) of channel state ``st`` (Voices.embedding_scores),
-        with their level over the floor (``_snr``) and the background before them."""
-        return self.voices.embedding_scores(self._samples(st, f0, f1), snr=snr, around=self._before(st, f0))
+        with their level over the floor (``_snr``) and the background before them; ``voices``: the
+        table's voices to compare with (default this spotter's)."""
+        return (voices or self.voices).embedding_scores(self._samples(st, f0, f1), snr=snr,
+                                                        around=self._before(st, f0))
 
     def _snr(self, c: int, st: _Channel, f0: int, f1: int) -> float:
         """Level of frames [f0, f1) of channel ``c`` over its noise floor, dB."""
@@ -560,27 +563,29 @@ class EnrolledSpotter:
         channel, st, s, e, lo, hi = win
         if hi - lo < MIN_FRAMES or not self.voices.players:
             return channel, Attribution(None, 0.0, None, {}), False
-        best, _ = self.voices.ratios(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel, None)
-        (top, _ph), (top_r, _h) = min(best.items(), key=lambda kv: kv[1][0])
-        players_r = min((v[0] for k, v in best.items() if k[0] not in self.voices.rivals), default=9.0)
-        rival = top in self.voices.rivals and top_r < 1.0 and top_r < 0.8 * players_r
-        if word is not None and any(ph == word for (_p, ph) in best):
-            best = {k: v for k, v in best.items() if k[1] == word}
         # the voiceprint from the voiced frames only (another engine's word span
         # may include silence or miss the word's tail)
         energy = st.energy[max(s - 5, lo) - st.frame0: min(e + 10, hi) - st.frame0]
         loud = np.nonzero(energy >= max(st.floor_db + 10.0, self.min_db))[0]
         v0, v1 = (max(s - 5, lo) + int(loud[0]), max(s - 5, lo) + int(loud[-1]) + 1) if len(loud) else (s, e)
-        vp = voiceprint(self._samples(st, v0, v1))
-        voice = {p: self.voices.voice_ratio(p, vp) for p in {k[0] for k in best}}
-        rank = {p: self.voices.rank_ratio(p, vp) for p in voice}
+        call = self._samples(st, v0, v1)
+        voices = self.voices.for_call(call)  # a shout, or one past full scale: the takes driven alike
+        best, _ = voices.ratios(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel, None)
+        (top, _ph), (top_r, _h) = min(best.items(), key=lambda kv: kv[1][0])
+        players_r = min((v[0] for k, v in best.items() if k[0] not in voices.rivals), default=9.0)
+        rival = top in voices.rivals and top_r < 1.0 and top_r < 0.8 * players_r
+        if word is not None and any(ph == word for (_p, ph) in best):
+            best = {k: v for k, v in best.items() if k[1] == word}
+        vp = voiceprint(call)
+        voice = {p: voices.voice_ratio(p, vp) for p in {k[0] for k in best}}
+        rank = {p: voices.rank_ratio(p, vp) for p in voice}
         # speaker encoder, when installed and the span is clear enough above the floor for it
         snr = self._snr(channel, st, v0, v1)
-        enc = self._embedding_scores(st, v0, v1, snr) if encoder else None
+        enc = self._embedding_scores(st, v0, v1, snr, voices) if encoder else None
         # another engine already heard a call here: the question is only who,
         # so the template may fit loosely as long as the voice fits (in noise the encoder's word suffices)
-        att = self.voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc,
-                                 heard_snr=snr)
+        att = voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc,
+                            heard_snr=snr)
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason

@@ -14,6 +14,7 @@ One module per part, in the order a call meets them:
 - ``templates``: DTW call templates and the voiceprint;
 - ``profiles``: building a profile from takes, and saving and loading it;
 - ``attribution``: ``Voices``, who of a table's players a stretch fits, or nobody;
+- ``loudness``: a call shouted far louder than the takes, or past full scale;
 - ``ties``: two players' calls mixed on one microphone;
 - ``near_miss``: a word that differs from the call in its closing sounds.
 
@@ -23,12 +24,12 @@ them from here, and reaches into a part only for what that part alone knows.
 
 from __future__ import annotations
 
-from .attribution import (ACCEPT, ACCEPT_SCORE, ANNOUNCER, ENC_CAP, ENC_DENOISED_MIN_SNR, ENC_MIN_AROUND, ENC_MIN_SNR,
-                          ENC_SPEECH_CAP, ENC_WHAT_LIMIT, R_LIMIT, STRONG_VOICE, V_LIMIT, Attribution, Voices, announcer_profile,
-                          load_voices, ratio_to_score)
-from .profiles import (PROFILE_VERSION, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_FACTOR, Profile,
-                       build_profile, check_name, list_players, load_all, load_profile, load_profile_file,
-                       missing_speech, players_dir, profile_embeddings, profile_path, profile_speech, save_profile,
+from .attribution import (ACCEPT, ACCEPT_SCORE, ANNOUNCER, ENC_CAP, ENC_DENOISED_MIN_SNR, ENC_MIN_AROUND,
+                          ENC_MIN_SNR, ENC_SPEECH_CAP, ENC_WHAT_LIMIT, R_LIMIT, STRONG_VOICE, V_LIMIT, Attribution,
+                          Voices, announcer_profile, load_voices, ratio_to_score)
+from .profiles import (PROFILE_VERSION, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_FACTOR, Profile, build_profile,
+                       check_name, list_players, load_all, load_profile, load_profile_file, missing_speech,
+                       players_dir, profile_embeddings, profile_path, profile_speech, profile_takes, save_profile,
                        speech_extra, speech_mismatch)
 from .takes import (MIN_CALL_TAKES, MIN_POOL_TAKES, POOL_SUFFIX, SPEECH_MIN_SECONDS, Take, TakeProblem,
                     check_consistency, check_speech, check_take, pool_phrase, split_takes, trim)
@@ -36,15 +37,13 @@ from .templates import SKIP_PENALTY, STAY_PENALTY, Hit, TemplateBank, dtw_distan
 from .ties import Tie
 
 __all__ = [
-    "ACCEPT", "ACCEPT_SCORE", "ANNOUNCER", "ENC_DENOISED_MIN_SNR", "ENC_MIN_AROUND", "ENC_MIN_SNR", "ENC_WHAT_LIMIT",
-    "R_LIMIT", "STRONG_VOICE", "V_LIMIT", "Attribution", "Voices", "announcer_profile", "load_voices",
-    "ratio_to_score",
-    "ENC_CAP", "ENC_SPEECH_CAP", "PROFILE_VERSION", "VOICE_SCALE_FLOOR", "VOICE_THRESHOLD_FACTOR", "Profile",
-    "build_profile", "check_name", "list_players", "load_all", "load_profile", "load_profile_file", "missing_speech",
-    "players_dir", "profile_embeddings", "profile_path", "profile_speech", "save_profile", "speech_extra",
-    "speech_mismatch",
-    "MIN_CALL_TAKES", "MIN_POOL_TAKES", "POOL_SUFFIX", "SPEECH_MIN_SECONDS", "Take", "TakeProblem",
-    "check_consistency", "check_speech", "check_take", "pool_phrase", "split_takes", "trim",
-    "SKIP_PENALTY", "STAY_PENALTY", "Hit", "TemplateBank", "dtw_distance", "take_templates", "voiceprint",
-    "Tie",
+    "ACCEPT", "ACCEPT_SCORE", "ANNOUNCER", "ENC_CAP", "ENC_SPEECH_CAP", "ENC_DENOISED_MIN_SNR",
+    "ENC_MIN_AROUND", "ENC_MIN_SNR", "ENC_WHAT_LIMIT", "R_LIMIT", "STRONG_VOICE", "V_LIMIT", "Attribution",
+    "Voices", "announcer_profile", "load_voices", "ratio_to_score", "PROFILE_VERSION", "VOICE_SCALE_FLOOR",
+    "VOICE_THRESHOLD_FACTOR", "Profile", "build_profile", "check_name", "list_players", "load_all",
+    "load_profile", "load_profile_file", "missing_speech", "players_dir", "profile_embeddings", "profile_path",
+    "profile_speech", "profile_takes", "save_profile", "speech_extra", "speech_mismatch", "MIN_CALL_TAKES",
+    "MIN_POOL_TAKES", "POOL_SUFFIX", "SPEECH_MIN_SECONDS", "Take", "TakeProblem", "check_consistency",
+    "check_speech", "check_take", "pool_phrase", "split_takes", "trim", "SKIP_PENALTY", "STAY_PENALTY", "Hit",
+    "TemplateBank", "dtw_distance", "take_templates", "voiceprint", "Tie",
 ]

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import encoder as E
 from .. import features as F
+from .loudness import Adaptation, adapted_profile, adaptation, takes_level
 from .near_miss import CODA_HEAD_MAX, CODA_LIMIT, CODA_OVER_HEAD, coda_costs, coda_line
 from .profiles import (VOICE_MIN_THRESHOLD, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_FACTOR, Profile, build_profile,
                        load_all, profile_embeddings, profile_speech, unit)
@@ -195,6 +196,45 @@ class Voices:
         self._rank_models = self._pooled_voice_models(profiles)
         self.encoder, self._enc_models = self._encoder_models(profiles, every, encoder)
         self._coda_lines: dict[tuple[str, str], tuple[float, float]] = {}  # near_miss's lines, on first use
+        self.adapted_to: Adaptation | None = None  # set on voices learnt from driven takes (``loudness``)
+        self.takes_db = takes_level(list(profiles))  # the players' takes' level; None: saved without takes
+        self._adapted: dict[Adaptation, Voices | None] = {}  # built on first use
+
+    def adapted(self, how: Adaptation) -> Voices | None:
+        """These voices learnt again from their takes driven as ``how`` says (``voices.loudness``), or
+        None when some voice was saved without its takes. Built on first use for each level or share
+        (about 0.1 s of CPU per player with the speaker encoder), then kept."""
+        if self.adapted_to is not None:
+            return self
+        if how not in self._adapted:
+            players = [adapted_profile(self.profiles[n], how, self.encoder) for n in self.players]
+            rivals = [adapted_profile(self.profiles[n], how, self.encoder) for n in sorted(self.rivals)]
+            if any(p is None for p in players):
+                self._adapted[how] = None
+            else:
+                voices = Voices([p for p in players if p is not None], [r for r in rivals if r is not None],
+                                encoder=self.encoder)
+                voices.adapted_to = how
+                self._adapted[how] = voices
+        return self._adapted[how]
+
+    def for_call(self, y: np.ndarray) -> Voices:
+        """The voices to match call ``y`` (float audio, the call itself) against: these or, when it is
+        clipped or far louder than the takes (``loudness.adaptation``), these learnt from takes driven alike."""
+        if self.adapted_to is not None or self.takes_db is None:
+            return self
+        how = adaptation(y, self.takes_db)
+        voices = None if how is None else self.adapted(how)
+        return self if voices is None else voices
+
+    def adapted_note(self) -> str:
+        """Why these voices are not the enrolled ones, for an attribution's reason ("" when they are)."""
+        if self.adapted_to is None:
+            return ""
+        kind, value = self.adapted_to
+        if kind == "clipped":
+            return f" (against takes clipped as the call is: {value:.0%} of its samples at full scale)"
+        return f" (against takes raised to the call's level, {value:.0f} dBFS)"
 
     @staticmethod
     def _encoder_models(profiles: Sequence[Profile], every: Sequence[Profile], encoder: E.Encoder | None | str
@@ -333,6 +373,10 @@ class Voices:
         y, _level, _snr = trim(full)
         if len(y) == 0 or not self.players:
             return Attribution(None, 0.0, None, {n: 0.0 for n in self.players})
+        voices = self.for_call(y)
+        if voices is not self:
+            att = voices.attribute(x, rate)
+            return replace(att, reason=att.reason + voices.adapted_note())
         feats = F.analyse(full)
         floor = F.noise_floor(feats.log_mel)
         # match on the call with generous context: a fricative lost in noise by

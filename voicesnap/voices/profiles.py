@@ -7,6 +7,8 @@ with the way out, never half-read into a wrong attribution.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as _dt
 import json
 import math
@@ -148,6 +150,7 @@ class Profile:
             )
             profile_embeddings(prof)  # the speaker embeddings, when there, must be whole
             profile_speech(prof)
+            profile_takes(prof)
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"voice profile {where} is damaged ({type(exc).__name__}: {exc}); {way_out}") from exc
         if (not prof.word or prof.word not in prof.templates or any(len(t) < 2 for ts in prof.templates.values() for t in ts)
@@ -165,6 +168,9 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
     embedding is kept in ``extra["embeddings"]``; profiles without them keep working.
     ``speech``: some seconds of the player talking freely (16 kHz float), kept
     as one embedding in ``extra["speech"]`` (see ENC_SPEECH_CAP); needs the encoder.
+    The trimmed takes themselves are kept in ``extra["audio"]`` (``profile_takes``), so
+    that what is learnt from them can be learnt again from the same voice: clipped the
+    way a call is (``voices.loudness``).
     """
     check_name(name)
     by_phrase: dict[str, list[np.ndarray]] = {}
@@ -191,7 +197,7 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
         dists.append(float(np.sqrt(np.mean(z * z))))
     voice_thr = max(float(VOICE_THRESHOLD_FACTOR * max(dists)), VOICE_MIN_THRESHOLD)
     enc = E.load_encoder() if encoder == "auto" else encoder
-    extra: dict = {}
+    extra: dict = {"audio": [[t.phrase, encode_audio(t.audio)] for t in takes]}
     if isinstance(enc, E.Encoder):
         extra["encoder"] = enc.fingerprint
         extra["embeddings"] = [[t.phrase, [round(float(v), 5) for v in enc.embed(t.audio)]] for t in takes]
@@ -228,6 +234,34 @@ def profile_embeddings(prof: Profile) -> tuple[str, dict[str, np.ndarray]] | Non
             raise ValueError(f"a speaker embedding has shape {v.shape}, not ({E.HIDDEN},)")
         by.setdefault(item[0], []).append(v)
     return fp, {ph: np.stack(vs) for ph, vs in by.items()}
+
+
+def encode_audio(y: np.ndarray) -> str:
+    """A take's 16 kHz float audio as base64 of 16-bit little-endian PCM (as the microphone gave it)."""
+    pcm = np.round(np.clip(y, -1.0, 32767 / 32768) * 32768).astype("<i2")
+    return base64.b64encode(pcm.tobytes()).decode("ascii")
+
+
+def profile_takes(prof: Profile) -> list[Take] | None:
+    """The trimmed takes a profile was built from, or None for a profile saved without them
+    (before they were kept). Raises ValueError when they are there but malformed."""
+    raw = prof.extra.get("audio")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        raise ValueError("the takes' audio is not a list of [phrase, PCM]")
+    takes = []
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) for v in item)):
+            raise ValueError("a take's audio is not [phrase, base64 PCM]")
+        try:
+            pcm = np.frombuffer(base64.b64decode(item[1], validate=True), "<i2")
+        except binascii.Error as exc:
+            raise ValueError(f"a take's audio is not base64 ({exc})") from exc
+        if len(pcm) < F.FRAME:
+            raise ValueError(f"a take's audio holds {len(pcm)} samples")
+        takes.append(Take(item[0], pcm.astype(np.float32) / 32768.0))
+    return takes
 
 
 def profile_speech(prof: Profile) -> np.ndarray | None:
