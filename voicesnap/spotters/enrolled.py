@@ -569,7 +569,7 @@ class EnrolledSpotter:
         loud = np.nonzero(energy >= max(st.floor_db + 10.0, self.min_db))[0]
         v0, v1 = (max(s - 5, lo) + int(loud[0]), max(s - 5, lo) + int(loud[-1]) + 1) if len(loud) else (s, e)
         call = self._samples(st, v0, v1)
-        voices = self.voices.for_call(call)  # a shout, or one past full scale: the takes driven alike
+        voices, note = self.voices.for_call(call)  # a call past full scale: the takes clipped alike
         best, _ = voices.ratios(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel, None)
         (top, _ph), (top_r, _h) = min(best.items(), key=lambda kv: kv[1][0])
         players_r = min((v[0] for k, v in best.items() if k[0] not in voices.rivals), default=9.0)
@@ -586,6 +586,8 @@ class EnrolledSpotter:
         # so the template may fit loosely as long as the voice fits (in noise the encoder's word suffices)
         att = voices.decide(best, voice, accept=1.0, r_limit=SPAN_R_LIMIT, rank=rank, enc=enc,
                             heard_snr=snr)
+        if note:
+            att = replace(att, reason=att.reason + note)
         mapped = self.voices.player_for_channel(channel) if len(self._channels) > 1 else None
         if mapped is not None and att.player is not None:
             att = replace(att, player=mapped)  # keeps the ratios and reason

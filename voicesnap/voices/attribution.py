@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import encoder as E
 from .. import features as F
-from .loudness import Adaptation, adapted_profile, adaptation, takes_level
+from .loudness import clip_adaptation, clipped_profile, level_gain_db, rms_db, takes_level
 from .near_miss import CODA_HEAD_MAX, CODA_LIMIT, CODA_OVER_HEAD, coda_costs, coda_line
 from .profiles import (VOICE_MIN_THRESHOLD, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_FACTOR, Profile, build_profile,
                        load_all, profile_embeddings, profile_speech, unit)
@@ -196,45 +196,37 @@ class Voices:
         self._rank_models = self._pooled_voice_models(profiles)
         self.encoder, self._enc_models = self._encoder_models(profiles, every, encoder)
         self._coda_lines: dict[tuple[str, str], tuple[float, float]] = {}  # near_miss's lines, on first use
-        self.adapted_to: Adaptation | None = None  # set on voices learnt from driven takes (``loudness``)
-        self.takes_db = takes_level(list(profiles))  # the players' takes' level; None: saved without takes
-        self._adapted: dict[Adaptation, Voices | None] = {}  # built on first use
+        self.clipped_to: float | None = None  # set on voices learnt from clipped takes (``loudness``)
+        self._levels = {p.name: takes_level(p) for p in every}  # each voice's takes' level (None: not kept)
+        self._clipped: dict[float, Voices | None] = {}  # clip share -> those voices, built on first use
 
-    def adapted(self, how: Adaptation) -> Voices | None:
-        """These voices learnt again from their takes driven as ``how`` says (``voices.loudness``), or
-        None when some voice was saved without its takes. Built on first use for each level or share
-        (about 0.1 s of CPU per player with the speaker encoder), then kept."""
-        if self.adapted_to is not None:
+    def clipped(self, share: float) -> Voices | None:
+        """These voices learnt again from their takes clipped until ``share`` of each passes full scale
+        (``voices.loudness``), or None when some voice was saved without its takes. Built on first use
+        for each share (about 0.1 s of CPU per voice with the speaker encoder), then kept."""
+        if self.clipped_to is not None:
             return self
-        if how not in self._adapted:
-            players = [adapted_profile(self.profiles[n], how, self.encoder) for n in self.players]
-            rivals = [adapted_profile(self.profiles[n], how, self.encoder) for n in sorted(self.rivals)]
+        if share not in self._clipped:
+            players = [clipped_profile(self.profiles[n], share, self.encoder) for n in self.players]
+            rivals = [clipped_profile(self.profiles[n], share, self.encoder) for n in sorted(self.rivals)]
             if any(p is None for p in players):
-                self._adapted[how] = None
+                self._clipped[share] = None
             else:
                 voices = Voices([p for p in players if p is not None], [r for r in rivals if r is not None],
                                 encoder=self.encoder)
-                voices.adapted_to = how
-                self._adapted[how] = voices
-        return self._adapted[how]
+                voices.clipped_to = share
+                self._clipped[share] = voices
+        return self._clipped[share]
 
-    def for_call(self, y: np.ndarray) -> Voices:
-        """The voices to match call ``y`` (float audio, the call itself) against: these or, when it is
-        clipped or far louder than the takes (``loudness.adaptation``), these learnt from takes driven alike."""
-        if self.adapted_to is not None or self.takes_db is None:
-            return self
-        how = adaptation(y, self.takes_db)
-        voices = None if how is None else self.adapted(how)
-        return self if voices is None else voices
-
-    def adapted_note(self) -> str:
-        """Why these voices are not the enrolled ones, for an attribution's reason ("" when they are)."""
-        if self.adapted_to is None:
-            return ""
-        kind, value = self.adapted_to
-        if kind == "clipped":
-            return f" (against takes clipped as the call is: {value:.0%} of its samples at full scale)"
-        return f" (against takes raised to the call's level, {value:.0f} dBFS)"
+    def for_call(self, y: np.ndarray) -> tuple[Voices, str]:
+        """The voices to match call ``y`` (float audio, the call itself) against, and a note for the
+        attribution's reason: a clipped call (``loudness.clip_adaptation``) against these voices learnt
+        from their takes clipped alike; any other call, or a table saved without its takes, (self, "")."""
+        share = None if self.clipped_to is not None else clip_adaptation(y)
+        voices = None if share is None else self.clipped(share)
+        if voices is None:
+            return self, ""
+        return voices, f" (against takes clipped as the call is: {share:.0%} of its samples at full scale)"
 
     @staticmethod
     def _encoder_models(profiles: Sequence[Profile], every: Sequence[Profile], encoder: E.Encoder | None | str
@@ -282,8 +274,17 @@ class Voices:
         known = around is not None and len(around) >= ENC_MIN_AROUND * F.RATE
         if noisy and (not known or snr < ENC_DENOISED_MIN_SNR):
             return None
-        e = self.encoder.embed(y, noise=around if noisy else None)
-        return {n: float(np.max(c @ e)) for n, (c, _thr) in self._enc_models.items()}
+        # a call far louder than a voice's takes is heard at their level (voices.loudness: the encoder
+        # never lowers loud input); one embedding per distinct gain, most often just the one
+        level = rms_db(y)
+        gains = {n: level_gain_db(level, self._levels.get(n)) for n in self._enc_models}
+        embs = {}
+        for g in {0.0, *gains.values()}:
+            k = np.float32(10.0 ** (g / 20.0))
+            embs[g] = self.encoder.embed(y * k, noise=around * k if noisy and around is not None else None)
+        # as heard, or brought down: whichever fits the voice better (a word can be loud by nature)
+        return {n: float(max(np.max(c @ embs[0.0]), np.max(c @ embs[gains[n]])))
+                for n, (c, _thr) in self._enc_models.items()}
 
     def encoder_ratio(self, name: str, cos: float) -> float:
         """(1 - cosine) over (1 - the player's threshold): 1 = the boundary, like the other ratios."""
@@ -373,10 +374,10 @@ class Voices:
         y, _level, _snr = trim(full)
         if len(y) == 0 or not self.players:
             return Attribution(None, 0.0, None, {n: 0.0 for n in self.players})
-        voices = self.for_call(y)
+        voices, note = self.for_call(y)
         if voices is not self:
             att = voices.attribute(x, rate)
-            return replace(att, reason=att.reason + voices.adapted_note())
+            return replace(att, reason=att.reason + note)
         feats = F.analyse(full)
         floor = F.noise_floor(feats.log_mel)
         # match on the call with generous context: a fricative lost in noise by
