@@ -73,3 +73,18 @@ def test_damaged_profile_listed_not_crashing(capsys):
     assert main(["players", "identify", str(PLAYERS_DIR / "enroll" / "dev_snap_6.wav")]) == 2
     err = capsys.readouterr().err
     assert "bob.json is damaged" in err and "voicesnap players forget bob" in err
+
+
+def test_a_player_saved_before_the_takes_were_kept_is_told_how_to_get_them(capsys):
+    """A profile without its takes still works, but cannot be matched to a shout or a clipped call
+    (voices.loudness): the listing names the player and the command that fixes it."""
+    import dataclasses
+
+    old = V.load_profile("bob")
+    V.save_profile(dataclasses.replace(old, extra={k: v for k, v in old.extra.items() if k != "audio"}))
+    assert main(["players"]) == 0
+    got = capsys.readouterr()
+    assert [line.split()[0] for line in got.out.splitlines()] == ["alice", "bob", "dev"]
+    note = [line for line in got.err.splitlines() if "kept the takes" in line]
+    assert len(note) == 1 and "bob enrolled before" in note[0] and "voicesnap enroll bob" in note[0], got.err
+    assert "alice" not in note[0] and "dev" not in note[0]

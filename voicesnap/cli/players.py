@@ -41,6 +41,7 @@ def _list(args: argparse.Namespace) -> int:
     enc = E.load_encoder(data=args.data_dir)
     without = []
     mute = []  # enrolled with the encoder but no speech sample
+    bare = []  # saved before the takes were kept (voices.loudness cannot adapt to them)
     for name in names:
         try:
             p = V.load_profile(name, args.data_dir)
@@ -59,10 +60,16 @@ def _list(args: argparse.Namespace) -> int:
             mark += f", speech sample {sp['seconds']:.0f} s" if isinstance(sp, dict) else ", no speech sample"
         if V.missing_speech(p, enc):
             mute.append(p.name)
+        if V.profile_takes(p) is None:
+            bare.append(p.name)
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
     if mute:
         print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
               "taken for them: " + "; ".join(f"voicesnap enroll {n} --speech-only" for n in mute), file=sys.stderr)
+    if bare:
+        print(f"note: {', '.join(bare)} enrolled before voicesnap kept the takes, so a call of theirs shouted far "
+              "louder than they enrolled, or clipped by the microphone, is more often named to nobody: "
+              + "; ".join(f"voicesnap enroll {n}" for n in bare), file=sys.stderr)
     if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
         print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
               "apart by the older voiceprint (weak on real voices) until they enroll again: "
