@@ -387,7 +387,8 @@ class EnrolledSpotter:
         log_mel = st.log_mel[lo - st.frame0: hi - st.frame0]
         if len(log_mel) < MIN_FRAMES or not self.voices.players:
             return []
-        best, _ = self.voices.ratios(log_mel, st.floor_mel, None, crop=self.crop)
+        voices, _note = self.voices.for_call(self._samples(st, s, e))  # clipped: the takes clipped alike
+        best, _ = voices.ratios(log_mel, st.floor_mel, None, crop=self.crop)
         # voiceprint per candidate span (the span its own template matched)
         voice: dict[str, float] = {}
         rank: dict[str, float] = {}
@@ -395,22 +396,22 @@ class EnrolledSpotter:
             if player in voice:
                 continue
             vp = voiceprint(self._samples(st, max(s, lo + h.start), min(e, lo + h.end + 1)))
-            voice[player] = self.voices.voice_ratio(player, vp)
-            rank[player] = self.voices.rank_ratio(player, vp)
+            voice[player] = voices.voice_ratio(player, vp)
+            rank[player] = voices.rank_ratio(player, vp)
         # speaker encoder, when installed and the stretch is clear enough above the floor for it;
         # not where no player's template fits (no call whoever said it: most stretches of chatter)
-        fits = any(r <= R_LIMIT for (p, _ph), (r, _h) in best.items() if p not in self.voices.rivals)
-        enc = self._embedding_scores(st, s, e, self._snr(c, st, s, e)) if fits else None
+        fits = any(r <= R_LIMIT for (p, _ph), (r, _h) in best.items() if p not in voices.rivals)
+        enc = self._embedding_scores(st, s, e, self._snr(c, st, s, e), voices) if fits else None
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
             # the mic names the caller: the voice only has to be plausibly theirs
             # (a neighbour's crosstalk at the start of the stretch blurs the fit)
-            mine = {k: v for k, v in best.items() if k[0] == mapped or k[0] in self.voices.rivals}
-            att = self.voices.decide(mine, voice, accept=1.0, rank=rank, enc=enc)
+            mine = {k: v for k, v in best.items() if k[0] == mapped or k[0] in voices.rivals}
+            att = voices.decide(mine, voice, accept=1.0, rank=rank, enc=enc)
         else:
-            att = self.voices.decide(best, voice, rank=rank, enc=enc)
+            att = voices.decide(best, voice, rank=rank, enc=enc)
         if self.overlaps and mapped is None:
-            tie = self.voices.tie(log_mel, st.floor_mel, best)
+            tie = voices.tie(log_mel, st.floor_mel, best)
             if tie is not None:
                 return self._tie_detections(c, s, lo, tie)
         detections: list[Detection] = []
@@ -423,7 +424,7 @@ class EnrolledSpotter:
         # not on a player's own mic, where a neighbour's crosstalk over the call's end is what
         # fits badly (bench_voices ties, per-mic calls: 17/18 right -> 15/18 with the check there)
         if att.player is not None and att.phrase is not None:
-            why = None if mapped is not None else self.voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel)
+            why = None if mapped is not None else voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel)
             if why is None:
                 found.append((att.player, att.phrase, best[(att.player, att.phrase)][1]))
             else:
