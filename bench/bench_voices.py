@@ -1065,7 +1065,7 @@ def loud(quick: bool) -> list[Row]:
                             f"worst {1000 * max(times):.0f} ms (the first call at a clip share learns the clipped takes)"))
     return rows
 
-REAL_LOUDER_DB = (6.0, 12.0)  # real held-out takes called this much louder than the speaker enrolled
+REAL_LOUDER_DB = (-12.0, 6.0, 12.0)  # real held-out takes called this much louder than the speaker enrolled
 
 
 def loud_real(quick: bool) -> list[Row]:
@@ -1110,7 +1110,8 @@ def loud_real(quick: bool) -> list[Row]:
                                     t[3] += player is not None
                                     t[4] += 1
         for how, (right, wrong, n, fa, unk) in tally.items():
-            rows.append(Row(AREA, f"real same-word takes called {gain_db:.0f} dB louder, 2 and 4 players, {how}: "
+            louder = f"{abs(gain_db):.0f} dB {'louder' if gain_db > 0 else 'quieter'}"
+            rows.append(Row(AREA, f"real same-word takes called {louder}, 2 and 4 players, {how}: "
                                   "named right", right / n if n else float("nan"), "", "",
                             f"{right}/{n}, wrong player {wrong}; strangers accepted {fa}/{unk}; with the speech "
                             f"sample; takes' median RMS {float(np.median(levels)):.0f} dBFS, "

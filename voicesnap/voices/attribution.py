@@ -274,8 +274,8 @@ class Voices:
         known = around is not None and len(around) >= ENC_MIN_AROUND * F.RATE
         if noisy and (not known or snr < ENC_DENOISED_MIN_SNR):
             return None
-        # a call far louder than a voice's takes is heard at their level (voices.loudness: the encoder
-        # never lowers loud input); one embedding per distinct gain, most often just the one
+        # a call far louder (or quieter) than a voice's takes is also heard at their level
+        # (voices.loudness: the encoder never lowers loud input); one embedding per distinct gain
         level = rms_db(y)
         gains = {n: level_gain_db(level, self._levels.get(n)) for n in self._enc_models}
         embs = {}
