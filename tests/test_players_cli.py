@@ -58,7 +58,10 @@ def test_identify_stranger_is_nobody(capsys, tmp_path):
     seg = fx.segments[0]
     write_wav(tmp_path / "s.wav", fx.read()[seg.onset - 4000: seg.end + 4000], 16000)
     assert main(["players", "identify", str(tmp_path / "s.wav")]) == 0
-    assert "nobody enrolled" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "nobody enrolled" in out
+    why = [line for line in out.splitlines() if line.startswith("  why: ")]
+    assert len(why) == 1 and len(why[0]) > len("  why: "), out  # the reason, not only the scores
     assert main(["players", "identify", "--json", str(tmp_path / "s.wav")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["player"] is None and data["reason"]  # e.g. "closest is bob, but voice 1.40 > 1.25"

@@ -158,6 +158,8 @@ def _identify(args: argparse.Namespace) -> int:
     who = att.player or "nobody enrolled (unknown voice)"
     print(f"{args.file}: {who}" + (f", saying '{att.phrase}'" if att.phrase else "")
           + f" (score {att.score:.2f}; {V.ACCEPT_SCORE:.2f} is the acceptance line)")
+    if att.reason:
+        print(f"  why: {att.reason}")  # what a player asks when their call was named to nobody
     for name, sc in sorted(att.scores.items(), key=lambda kv: -kv[1]):
         print(f"  {name:16s} {sc:.2f}")
     return 0
