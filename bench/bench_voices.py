@@ -766,6 +766,24 @@ def real_words_encoder(quick: bool) -> list[Row]:
     return rows
 
 
+
+def count_call(tally: list[int], speaker: str, enrolled: bool, player: str | None) -> None:
+    """Add one attributed call to ``tally`` = [named right, wrong player, players' calls, strangers
+    accepted, strangers' calls]; ``enrolled``: whether ``speaker`` is one of the table's players."""
+    if enrolled:
+        tally[0] += player == speaker
+        tally[1] += player not in (None, speaker)
+        tally[2] += 1
+    else:
+        tally[3] += player is not None
+        tally[4] += 1
+
+
+def without_takes(prof):
+    """``prof`` as it was saved before profiles kept their takes' audio (voices.loudness cannot adapt it)."""
+    return dataclasses.replace(prof, extra={k: v for k, v in prof.extra.items() if k != "audio"})
+
+
 NOISE_LABEL = "real same-word in noise"
 NOISE_SNR = 10.0  # dB under the RMS of the word itself
 
@@ -845,14 +863,7 @@ def real_words_noise(quick: bool) -> list[Row]:
                             vs = V.Voices([profs[n] for n in combo], [rival] if rival else [], encoder=enc)
                             for spk, xs in noisy.items():
                                 for x in xs[ENROLL_TAKES if spk in combo else 0:]:
-                                    got = vs.attribute(x).player
-                                    if spk in combo:
-                                        t[0] += got == spk
-                                        t[1] += got not in (None, spk)
-                                        t[2] += 1
-                                    else:
-                                        t[3] += got is not None
-                                        t[4] += 1
+                                    count_call(t, spk, spk in combo, vs.attribute(x).player)
                 finally:
                     attribution.ENC_DENOISED_MIN_SNR = saved
         for k in (2, 4):
@@ -1028,8 +1039,7 @@ def loud(quick: bool) -> list[Row]:
     from voicesnap.voices.loudness import clip_share, clipped_like, rms_db
 
     profiles = _profiles()
-    bare = {n: dataclasses.replace(p, extra={k: v for k, v in p.extra.items() if k != "audio"})
-            for n, p in profiles.items()}
+    bare = {n: without_takes(p) for n, p in profiles.items()}
     rival = V.announcer_profile("snap")
     calls = [(spk, F.resample(x, F.RATE)) for spk, x in _calls()]
     takes_db = float(np.median([rms_db(t.audio) for n in NAMES for t in _takes(n)]))
@@ -1045,7 +1055,7 @@ def loud(quick: bool) -> list[Row]:
         level = float(np.median([rms_db(V.trim(x)[0]) for _s, x in made]))
         share = float(np.median([clip_share(V.trim(x)[0]) for _s, x in made]))
         for how, table in (("loudness matched", profiles), ("takes saved without audio", bare)):
-            right = wrong = known = fa = unknown = 0
+            t = [0, 0, 0, 0, 0]
             times = []
             for combo in combos:
                 vs = V.Voices([table[n] for n in combo], [rival] if rival else [])
@@ -1053,13 +1063,8 @@ def loud(quick: bool) -> list[Row]:
                     t0 = time.perf_counter()
                     att = vs.attribute(x)
                     times.append(time.perf_counter() - t0)
-                    if spk in combo:
-                        known += 1
-                        right += att.player == spk
-                        wrong += att.player not in (spk, None)
-                    else:
-                        unknown += 1
-                        fa += att.player is not None
+                    count_call(t, spk, spk in combo, att.player)
+            right, wrong, known, fa, unknown = t
             rows.append(Row(AREA, f"{label}, 4 players, {how}: named right", right / known, "", "",
                             f"{right}/{known}, wrong player {wrong}; strangers accepted {fa}/{unknown}; "
                             f"{len(combos)} player sets; calls' median RMS {level:.0f} dBFS (takes {takes_db:.0f}), "
@@ -1088,8 +1093,7 @@ def loud_real(quick: bool) -> list[Row]:
             profiles, _refused = real_words_profiles(word, takes, speech=True)
             if len(profiles) < 2:
                 continue
-            bare = {n: dataclasses.replace(p, extra={k: v for k, v in p.extra.items() if k != "audio"})
-                    for n, p in profiles.items()}
+            bare = {n: without_takes(p) for n, p in profiles.items()}
             rival = V.announcer_profile(word)
             for k in (2, 4):
                 for combo in itertools.combinations(sorted(profiles), k):
@@ -1103,14 +1107,7 @@ def loud_real(quick: bool) -> list[Row]:
                                     trimmed = V.trim(y)[0]
                                     levels.append(rms_db(trimmed))
                                     clipped.append(clip_share(trimmed))
-                                player = vs.attribute(y).player
-                                if spk in combo:
-                                    t[0] += player == spk
-                                    t[1] += player not in (spk, None)
-                                    t[2] += 1
-                                else:
-                                    t[3] += player is not None
-                                    t[4] += 1
+                                count_call(t, spk, spk in combo, vs.attribute(y).player)
         for how, (right, wrong, n, fa, unk) in tally.items():
             louder = f"{abs(gain_db):.0f} dB {'louder' if gain_db > 0 else 'quieter'}"
             rows.append(Row(AREA, f"real same-word takes called {louder}, 2 and 4 players, {how}: "

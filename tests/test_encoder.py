@@ -376,9 +376,7 @@ def test_four_real_speakers_calling_12_db_louder_than_they_enrolled_are_still_na
     """The encoder never lowers loud input (Resemblyzer's front end), so a real speaker's "the" 12 dB
     over their takes was another input to it: 13 of 28 named among four players. Heard also at the
     takes' level (voices.loudness), 25 of 28 (measured), never as another player."""
-    import dataclasses
-
-    from bench.bench_voices import ENROLL_TAKES
+    from bench.bench_voices import ENROLL_TAKES, without_takes
     from voicesnap import voices as V
 
     encoder_or_skip()
@@ -387,9 +385,7 @@ def test_four_real_speakers_calling_12_db_louder_than_they_enrolled_are_still_na
     louder = np.float32(10 ** (12 / 20))
     named = {}
     for label, table in (("matched", profiles),
-                         ("saved without takes", {n: dataclasses.replace(p, extra={k: v for k, v in p.extra.items()
-                                                                                  if k != "audio"})
-                                                  for n, p in profiles.items()})):
+                         ("saved without takes", {n: without_takes(p) for n, p in profiles.items()})):
         voices = V.Voices([table[n] for n in four], [V.announcer_profile("the")])
         got = [(spk, voices.attribute(np.clip(x * louder, -1, 1)).player)
                for spk in four for x, _m in takes[spk][ENROLL_TAKES:]]

@@ -276,8 +276,7 @@ def test_shouted_and_clipped_calls_are_matched_on_the_takes_footing(voices, how)
     takes' level, and a clipped one is matched against the takes clipped alike (voices.loudness).
     Measured on 54 held-out calls of six players: at peak 45 named instead of 26, 20% clipped 21
     instead of 0; never as another player, no stranger or announcer call taken."""
-    import dataclasses
-
+    from bench.bench_voices import without_takes
     from voicesnap.voices.loudness import clipped_like
 
     def make(x: np.ndarray) -> np.ndarray:
@@ -286,9 +285,7 @@ def test_shouted_and_clipped_calls_are_matched_on_the_takes_footing(voices, how)
         return clipped_like(x, 0.2 * len(V.trim(x)[0]) / len(x))
 
     calls = [(spk, make(x)) for spk, x in _held_out_and_strangers()]
-    bare = V.Voices([dataclasses.replace(voices.profiles[n], extra={k: v for k, v in voices.profiles[n].extra.items()
-                                                                   if k != "audio"}) for n in NAMES],
-                    [voices.profiles[r] for r in voices.rivals])
+    bare = V.Voices([without_takes(voices.profiles[n]) for n in NAMES], [voices.profiles[r] for r in voices.rivals])
     named = {}
     for label, vs in (("matched", voices), ("saved without takes", bare)):
         got = [(spk, vs.attribute(x)) for spk, x in calls]
