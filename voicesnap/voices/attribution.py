@@ -376,7 +376,7 @@ class Voices:
             return Attribution(None, 0.0, None, {n: 0.0 for n in self.players})
         voices, note = self.for_call(y)
         if voices is not self:
-            att = voices.attribute(x, rate)
+            att = voices.attribute(full)  # already at the features rate: not resampled again
             return replace(att, reason=att.reason + note)
         feats = F.analyse(full)
         floor = F.noise_floor(feats.log_mel)
