@@ -1,0 +1,53 @@
+"""Suite-wide rules: how the tests share the machine's cores and its one sound server.
+
+The suite runs on two workers (pytest-xdist: the README's test command passes
+``-n 2``). Every test that plays into or records from the virtual sound
+server runs on one worker, one after another, as it would alone: two at once
+would hear each other (they feed the same virtual microphone) and each would
+judge the other's audio. The rest are handed out one test at a time.
+
+xdist's own ``--dist loadgroup`` would do this from an ``xdist_group`` mark,
+but with pytest 9 its worker can no longer rename the tests it groups (pytest
+made a test's id read-only), so every test ran ungrouped; the grouping is
+done here by module instead, with xdist's public scheduler hook.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import pytest
+
+# Modules with tests that open the virtual sound server (PortAudio streams, paplay/parec, pactl).
+SOUND_SERVER_MODULES = frozenset({
+    "test_device_loss", "test_doctor", "test_e2e_devices", "test_mic", "test_play_devices", "test_playback",
+    "test_playback_underflow", "test_replay_reference", "test_table",
+})
+SOUND_SERVER = "sound-server"
+
+
+def _module(nodeid: str) -> str:
+    return PurePosixPath(nodeid.split("::", 1)[0]).stem
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A device test in a module the scheduler does not know would run beside the others: refuse."""
+    strays = sorted({_module(i.nodeid) for i in items
+                     if i.get_closest_marker("audio_device") and _module(i.nodeid) not in SOUND_SERVER_MODULES})
+    if strays:
+        raise pytest.UsageError(f"tests/conftest.py: {', '.join(strays)} has audio_device tests; add it to "
+                                f"SOUND_SERVER_MODULES so that they run one at a time with the other device tests")
+
+
+@pytest.hookimpl(optionalhook=True)  # only called when pytest-xdist is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 (xdist's types)
+    """Sound-server modules as one unit of work on one worker; every other test on its own."""
+    if config.getvalue("dist") == "each":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SoundServerScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SOUND_SERVER if _module(nodeid) in SOUND_SERVER_MODULES else nodeid
+
+    return SoundServerScheduling(config, log)
