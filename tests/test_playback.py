@@ -180,26 +180,15 @@ def _virtual_devices_or_skip() -> str:
     return sink
 
 
-@pytest.mark.audio_device
-def test_mapped_start_times_match_what_the_microphone_hears(monkeypatch):
-    """Loopback: the announcer's output goes into the virtual microphone, so the
-    input clock shows when each clip really arrived; the mapped SpeechStarted
-    time must agree with it (after calibrating on three clips) within 5 ms, all but one clip."""
+def _loopback(clips: list[np.ndarray], texts: tuple[str, ...]) -> dict:
+    """Play ``clips`` 1.5 s apart into the virtual microphone (PULSE_SINK set by the caller) while
+    recording it; what was heard, the mapped SpeechStarted events, and how the devices behaved."""
     import threading
     import time
 
-    import soxr
-
     from voicesnap.audio import MicSource
-    from voicesnap.playback import anchor_from_input, find_onset
+    from voicesnap.playback import anchor_from_input
 
-    sink = _virtual_devices_or_skip()
-    monkeypatch.setenv("PULSE_SINK", sink)  # our "speaker" plays into the mic sink
-    try:
-        cache = SpeechCache(None, rate=48000)
-        clips = [cache.get(t).samples for t in ("Eight", "Queen of Hearts", "alice", "Seven", "bob", "King")]
-    except NoSpeechEngine:
-        pytest.skip("espeak-ng is not installed")
     cm = ClockMap()
     chunks = []
     with MicSource(rate=16000, block_frames=320) as mic:
@@ -224,31 +213,93 @@ def test_mapped_start_times_match_what_the_microphone_hears(monkeypatch):
                     time.sleep(0.01)
 
             wait(1.0)  # let the output settle (first buffers may underrun)
+            settled, began, at = pb.underflows, time.monotonic(), mic.position
             for i, clip in enumerate(clips):
-                pb.play(i, "clip", clip)
+                pb.play(i, texts[i], clip)
                 wait(1.5)
+            pace = (mic.position - at) / 16000 / (time.monotonic() - began)  # s of input per s
+            underflows = pb.underflows - settled
         finally:
             pb.close()
             stop.set()
             th.join()
+        overflows = mic.overflows
     rec = np.concatenate([c.samples[:, 0] for c in chunks])
-    base = chunks[0].start
+    return {"clock_map": cm, "starts": sorted(starts, key=lambda ev: ev.id), "rec": rec, "base": chunks[0].start,
+            "underflows": underflows, "overflows": overflows, "pace": pace}
+
+
+LOOPBACK_TRIES = 3
+# The virtual sound server, on a loaded 2-core machine, sometimes runs the speaker dry or the microphone
+# slow (measured 2026-12-02, 12 runs: 4 with speaker underflows during the clips, one of them a clip
+# 43 ms off; one with none flagged but a clip garbled past recognition, a gap inside the server). The
+# mapping cannot be judged on such a run; the game's own remedies (a longer buffer after an underflow,
+# the echo reference placed afresh) are tested elsewhere.
+MIN_PACE = 0.97  # s of microphone input per second a judged run must have had
+
+
+def _disturbed(run: dict, probes: list[np.ndarray]) -> str | None:
+    """Why the devices did not keep up in ``run`` (None: they did): underflows, overflows, a slow
+    microphone, or a clip that is nowhere whole in the recording (a gap, not a timing error)."""
+    from voicesnap.playback import find_onset
+
+    garbled = [i for i, p in enumerate(probes) if find_onset(run["rec"], p, 16000) is None]
+    if run["underflows"] or run["overflows"] or run["pace"] < MIN_PACE or garbled:
+        return (f"{run['underflows']} speaker underflows, {run['overflows']} microphone overflows, "
+                f"{run['pace']:.2f} s of input per second, clips nowhere whole: {garbled}")
+    return None
+
+
+@pytest.mark.audio_device
+def test_mapped_start_times_match_what_the_microphone_hears(monkeypatch):
+    """Loopback: the announcer's output goes into the virtual microphone, so the
+    input clock shows when each clip really arrived; the mapped SpeechStarted
+    time must agree with it (after calibrating on three clips) within 5 ms, all but one clip.
+    Judged on the first run the devices kept up with (up to LOOPBACK_TRIES); skipped if none did."""
+    import soxr
+
+    from voicesnap.playback import find_onset
+
+    sink = _virtual_devices_or_skip()
+    monkeypatch.setenv("PULSE_SINK", sink)  # our "speaker" plays into the mic sink
+    try:
+        cache = SpeechCache(None, rate=48000)
+        texts = ("Eight", "Queen of Hearts", "alice", "Seven", "bob", "King")
+        clips = [cache.get(t).samples for t in texts]
+    except NoSpeechEngine:
+        pytest.skip("espeak-ng is not installed")
+    probes = [soxr.resample(clip.astype(np.float32), 48000, 16000) for clip in clips]
+    troubles = []
+    for _ in range(LOOPBACK_TRIES):
+        run = _loopback(clips, texts)
+        trouble = _disturbed(run, probes)
+        if trouble is None:
+            break
+        troubles.append(trouble)
+    else:
+        pytest.skip(f"the virtual sound server did not keep up in {LOOPBACK_TRIES} runs ({'; '.join(troubles)}): "
+                    f"the mapping cannot be judged on this sound server now")
+    cm, starts, rec, base = run["clock_map"], run["starts"], run["rec"], run["base"]
+    assert [ev.id for ev in starts] == list(range(len(clips))), f"one SpeechStarted per clip: {starts}"
     raw = []
-    for ev, clip in zip(starts, clips):
-        probe = soxr.resample(clip.astype(np.float32), 48000, 16000)
+    for ev, probe in zip(starts, probes):
         at = int(ev.t * 16000) - base
         lo = max(0, at - 4000)
         heard = find_onset(rec[lo : at + 4000 + len(probe)], probe, 16000, start=lo + base)
-        assert heard is not None, "the clip never reached the microphone"
+        if heard is None:
+            anywhere = find_onset(rec, probe, 16000, start=base)
+            pytest.fail(f"clip {ev.id} ({ev.text!r}, mapped start {ev.t:.3f} s) was not found within 0.25 s of it; "
+                        f"in the whole recording ({base / 16000:.3f}-{(base + len(rec)) / 16000:.3f} s): {anywhere}; "
+                        f"mapped starts {[round(e.t, 3) for e in starts]}; runs disturbed before: {troubles}")
         raw.append(heard - ev.t)  # ev.t was mapped with no correction yet
-    assert len(raw) == len(clips)
     # calibrate on the first three clips, then predict the rest
     for ev, r in zip(starts[:3], raw[:3]):
         cm.calibrate(ev.t, ev.t + r)
     errors = [r - cm.correction for r in raw[3:]]
-    report = ", ".join(f"{r * 1000:.1f}" for r in raw)
+    report = f"raw errors (ms): {', '.join(f'{r * 1000:.1f}' for r in raw)}; after calibration {errors}; " \
+             f"runs disturbed before: {troubles}"
     # PortAudio's per-block DAC time wanders through PulseAudio on a loaded machine (the same cause as
     # in test_e2e_devices): a CI run saw raw offsets of -30 to -39 ms, one clip 7 ms off after
     # calibration. So all but one within 5 ms, none as far as 10 ms: a broken mapping is tens off.
-    assert sum(abs(e) < 0.005 for e in errors) >= len(errors) - 1, f"raw errors (ms): {report}; after calibration {errors}"
-    assert all(abs(e) < 0.010 for e in errors), f"raw errors (ms): {report}; after calibration {errors}"
+    assert sum(abs(e) < 0.005 for e in errors) >= len(errors) - 1, report
+    assert all(abs(e) < 0.010 for e in errors), report
