@@ -200,6 +200,37 @@ def test_lstm_matches_a_step_by_step_reference_in_torch_gate_order() -> None:
         np.testing.assert_allclose(got[b], e / np.linalg.norm(e), atol=2e-5)
 
 
+def test_a_batch_of_different_lengths_gives_each_item_its_own_embedding() -> None:
+    """Padded items stop at their own length: a batch is the same as running each alone."""
+    enc = E.Encoder(_random_params(3))
+    rng = np.random.default_rng(4)
+    lengths = [5, 9, 2, 9]
+    mels = np.zeros((len(lengths), max(lengths), E.N_MELS), np.float32)
+    for k, n in enumerate(lengths):
+        mels[k, :n] = np.abs(rng.standard_normal((n, E.N_MELS)))
+    mels[0, 5:] = 7.0  # padding must not leak in, whatever it holds
+    got = enc.forward(mels, lengths)
+    for k, n in enumerate(lengths):
+        np.testing.assert_allclose(got[k], enc.forward(mels[k:k + 1, :n])[0], atol=1e-6)
+    assert not np.allclose(enc.forward(mels)[0], got[0], atol=1e-3)  # unmasked, item 0 runs on into the 7s
+
+
+def test_embedding_a_players_takes_at_once_is_embedding_each() -> None:
+    """embed_many (enrollment, takes learnt again for a clipped call) against embed, on real takes
+    of different lengths, with the background given for some."""
+    from voicesnap import voices as V
+
+    enc = encoder_or_skip()
+    takes, _profiles = _real_the()
+    words = [V.trim(x)[0] for x, _meta in takes["2609"][:6]]
+    assert len({len(w) for w in words}) > 1
+    noises = [None, _pink(4000, 1).astype(np.float32) * 0.01, None, None, _pink(8000, 2).astype(np.float32) * 0.01, None]
+    many = enc.embed_many(words, noises)
+    for w, n, e in zip(words, noises, many):
+        np.testing.assert_allclose(e, enc.embed(w, noise=n), atol=1e-5)
+    assert enc.embed_many([]) == []
+
+
 def test_mel_front_end_is_librosas_slaney_filterbank() -> None:
     # librosa's documented values: hz_to_mel(60) = 0.9, hz_to_mel([110, 220, 440]) = [1.65, 3.3, 6.6]
     np.testing.assert_allclose(E._hz_to_mel(np.array([60.0, 110, 220, 440, 1000])), [0.9, 1.65, 3.3, 6.6, 15.0])

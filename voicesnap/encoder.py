@@ -47,7 +47,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Sequence
 
 import numpy as np
 
@@ -400,10 +400,18 @@ class Encoder:
                                "install them again with 'voicesnap models download --kind encoder'") from exc
         return cls(params)  # its own EncoderError for missing or misshapen arrays
 
-    def forward(self, mels: np.ndarray) -> np.ndarray:
-        """Embeddings of a batch of mel spectrograms of one length, (batch, frames, 40) -> (batch, 256)."""
+    def forward(self, mels: np.ndarray, lengths: Sequence[int] | None = None) -> np.ndarray:
+        """Embeddings of a batch of mel spectrograms, (batch, frames, 40) -> (batch, 256).
+
+        ``lengths``: each item's own number of frames, the rest of it padding; its state stops
+        there, so that its embedding is the one it gets alone (a batch costs about what one
+        item does: the recurrence is per frame, whatever the batch).
+        """
         x = np.asarray(mels, np.float32)
         b, t, _ = x.shape
+        live = None
+        if lengths is not None and min(lengths) < t:
+            live = np.arange(t)[:, None] < np.asarray(lengths)[None, :]  # (frames, batch)
         for layer in range(LAYERS):
             # the input projection for every frame at once; only the recurrence is per frame
             gates_x = F.matmul(x.reshape(b * t, -1), self.w_ih[layer]) + self.bias[layer]
@@ -418,8 +426,13 @@ class Encoder:
                 f = _sigmoid(gx[1][:, k] + F.matmul(h, w_f))
                 g = np.tanh(gx[2][:, k] + F.matmul(h, w_g))
                 o = _sigmoid(gx[3][:, k] + F.matmul(h, w_o))
-                c = f * c + i * g
-                h = o * np.tanh(c)
+                if live is None or live[k].all():
+                    c = f * c + i * g
+                    h = o * np.tanh(c)
+                else:  # items already ended keep their last state
+                    on = live[k][:, None]
+                    c = np.where(on, f * c + i * g, c)
+                    h = np.where(on, o * np.tanh(c), h)
                 if seq is not None:
                     seq[:, k] = h
             if seq is not None:
@@ -439,12 +452,28 @@ class Encoder:
         speaker most alike in 40/41 takes instead of 32/41: scratch measurement
         on the real same-word set, see docs/voices.md).
         """
-        x = np.asarray(wav, np.float32)
-        gain = volume_gain(x)
-        mel = mel_spectrogram(x if gain == 1.0 else (x * gain).astype(np.float32))
-        if noise is not None and len(noise) >= N_FFT:
-            mel = denoise(mel, mel_spectrogram(np.asarray(noise, np.float32) * np.float32(gain)))
-        return self.forward(mel[None])[0]
+        return self.embed_many([wav], [noise])[0]
+
+    def embed_many(self, wavs: Sequence[np.ndarray], noises: Sequence[np.ndarray | None] | None = None
+                   ) -> list[np.ndarray]:
+        """``embed`` of each stretch, run as one batch: the same embeddings, at about the cost of the
+        longest (a profile's takes, learnt again for a clipped call, are 8-9 at once)."""
+        mels = []
+        for k, wav in enumerate(wavs):
+            x = np.asarray(wav, np.float32)
+            gain = volume_gain(x)
+            mel = mel_spectrogram(x if gain == 1.0 else (x * gain).astype(np.float32))
+            noise = None if noises is None else noises[k]
+            if noise is not None and len(noise) >= N_FFT:
+                mel = denoise(mel, mel_spectrogram(np.asarray(noise, np.float32) * np.float32(gain)))
+            mels.append(mel)
+        if not mels:
+            return []
+        lengths = [len(m) for m in mels]
+        batch = np.zeros((len(mels), max(lengths), N_MELS), np.float32)
+        for k, m in enumerate(mels):
+            batch[k, :len(m)] = m
+        return list(self.forward(batch, lengths))
 
     def embed_speech(self, wav: np.ndarray) -> tuple[np.ndarray, float]:
         """(unit embedding, seconds of voice used) of a player's free speech, for enrollment.
@@ -463,7 +492,7 @@ class Encoder:
         n, hop = int(SPEECH_WINDOW * RATE), int(SPEECH_WINDOW * RATE) // 2
         if len(x) < n:
             raise ValueError(f"need at least {SPEECH_WINDOW:g} s of voice, heard {len(x) / RATE:.1f} s")
-        mean = np.mean([self.embed(x[s:s + n]) for s in range(0, len(x) - n + 1, hop)], axis=0)
+        mean = np.mean(self.embed_many([x[s:s + n] for s in range(0, len(x) - n + 1, hop)]), axis=0)
         return (mean / np.linalg.norm(mean)).astype(np.float32), len(x) / RATE
 
     def embed_utterance(self, wav: np.ndarray, rate: float = 1.3, min_coverage: float = 0.75) -> np.ndarray:

@@ -278,10 +278,10 @@ class Voices:
         # (voices.loudness: the encoder never lowers loud input); one embedding per distinct gain
         level = rms_db(y)
         gains = {n: level_gain_db(level, self._levels.get(n)) for n in self._enc_models}
-        embs = {}
-        for g in {0.0, *gains.values()}:
-            k = np.float32(10.0 ** (g / 20.0))
-            embs[g] = self.encoder.embed(y * k, noise=around * k if noisy and around is not None else None)
+        levels = sorted({0.0, *gains.values()})
+        ks = [np.float32(10.0 ** (g / 20.0)) for g in levels]
+        embs = dict(zip(levels, self.encoder.embed_many(
+            [y * k for k in ks], [around * k if noisy and around is not None else None for k in ks])))
         # as heard, or brought down: whichever fits the voice better (a word can be loud by nature)
         return {n: float(max(np.max(c @ embs[0.0]), np.max(c @ embs[gains[n]])))
                 for n, (c, _thr) in self._enc_models.items()}

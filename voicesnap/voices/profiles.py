@@ -200,7 +200,8 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
     extra: dict = {"audio": [[t.phrase, encode_audio(t.audio)] for t in takes]}
     if isinstance(enc, E.Encoder):
         extra["encoder"] = enc.fingerprint
-        extra["embeddings"] = [[t.phrase, [round(float(v), 5) for v in enc.embed(t.audio)]] for t in takes]
+        extra["embeddings"] = [[t.phrase, [round(float(v), 5) for v in e]]
+                               for t, e in zip(takes, enc.embed_many([t.audio for t in takes]))]
         if speech is not None:
             extra["speech"] = speech_extra(enc, name, speech)
     return Profile(
