@@ -64,11 +64,28 @@ def _detect(spotter, fx) -> list:
 
 
 _RUNS: dict[tuple[str, bool], list] = {}
+# The modules whose constants tests patch, and those constants as shipped (the objects themselves:
+# monkeypatch.setattr puts another object in their place)
+_TUNED = ("voicesnap.spotters.combined", "voicesnap.spotters.judges", "voicesnap.spotters.enrolled",
+          "voicesnap.spotters.gate", "voicesnap.voices.attribution", "voicesnap.voices.loudness",
+          "voicesnap.voices.near_miss", "voicesnap.voices.ties")
+
+
+def _constants() -> dict[tuple[str, str], object]:
+    import importlib
+
+    return {(m, k): v for m in _TUNED for k, v in vars(importlib.import_module(m)).items() if k.isupper()}
+
+
+_SHIPPED = _constants()
 
 
 def _default_run(vosk_factory, enrolled, fx, gated: bool = False) -> list:
-    """``_detect`` with the engine as it ships (no constant patched), once per fixture and gate setting:
-    several tests judge the same run, and each run of a file through Vosk costs seconds."""
+    """``_detect`` with the engine as it ships, once per fixture and gate setting: several tests judge
+    the same run, and each run of a file through Vosk costs seconds. Refused while a test has a
+    constant patched: that run would be kept and judged by the tests after it."""
+    patched = sorted(f"{m}.{k}" for (m, k), v in _constants().items() if _SHIPPED.get((m, k), v) is not v)
+    assert not patched, f"_default_run with {', '.join(patched)} patched: call _detect for a patched engine"
     key = (fx.name, gated)
     if key not in _RUNS:
         _RUNS[key] = _detect(_combined(vosk_factory, enrolled, gated), fx)
