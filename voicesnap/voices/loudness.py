@@ -29,6 +29,8 @@ table still tells the players that the microphone clipped.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import encoder as E
@@ -40,7 +42,13 @@ FULL_SCALE = 32700 / 32768  # a 16-bit converter's clipped run sits at 32767 (or
 # loud but clean call's peaks touch full scale on a few samples only; the corpus's clipped calls
 # hold 39-50%.
 CLIP_ADAPT = 0.02
-CLIP_STEP = 0.05  # shares are rounded to this before adapting: one set of clipped takes per step
+# Shares are rounded on a grid of CLIP_RATIO steps through CLIP_BASE before adapting (... 3.5%, 5%, 7.1%,
+# 10%, 14%, 20%, 28%, 40%, 57% ...): one set of clipped takes per step, each within 19% of the share
+# it stands for. Even steps of 5% (before) learnt the takes again three times for the corpus's one
+# clipped file (35, 40 and 45%), about 1.6 s of CPU each on the slower machine; on this grid once, and
+# the same calls are named (docs/voices.md, "What the clipped path costs").
+CLIP_BASE = 0.05
+CLIP_RATIO = 2.0 ** 0.5
 # The speaker encoder also hears a call this many dB (RMS) over or under a voice's takes (their median)
 # brought to their level, in LEVEL_STEP dB steps: nearer than that, levels vary from take to take and
 # call to call anyway (at 6 dB real strangers without a speech sample rose 22 -> 25 of 172).
@@ -61,11 +69,11 @@ def clip_share(y: np.ndarray) -> float:
 
 def clip_adaptation(y: np.ndarray) -> float | None:
     """The clip share to clip the takes to for call ``y`` (float audio, trimmed to the call): its share
-    of samples at full scale rounded to CLIP_STEP, or None when under CLIP_ADAPT (not clipped)."""
+    of samples at full scale rounded on the CLIP_RATIO grid, or None when under CLIP_ADAPT (not clipped)."""
     share = clip_share(y)
     if share < CLIP_ADAPT:
         return None
-    return max(CLIP_STEP, round(share / CLIP_STEP) * CLIP_STEP)
+    return round(CLIP_BASE * CLIP_RATIO ** round(math.log(share / CLIP_BASE, CLIP_RATIO)), 4)
 
 
 def level_gain_db(call_db: float, takes_db: float | None) -> float:
