@@ -404,8 +404,9 @@ class Encoder:
         """Embeddings of a batch of mel spectrograms, (batch, frames, 40) -> (batch, 256).
 
         ``lengths``: each item's own number of frames, the rest of it padding; its state stops
-        there, so that its embedding is the one it gets alone (a batch costs about what one
-        item does: the recurrence is per frame, whatever the batch).
+        there, so that its embedding is the one it gets alone. The recurrence is one step per
+        frame whatever the batch, but each step's products are cut for one BLAS thread
+        (``features.matmul``: three rows at a time), so nine takes cost about 0.6 of nine runs.
         """
         x = np.asarray(mels, np.float32)
         b, t, _ = x.shape
@@ -456,8 +457,8 @@ class Encoder:
 
     def embed_many(self, wavs: Sequence[np.ndarray], noises: Sequence[np.ndarray | None] | None = None
                    ) -> list[np.ndarray]:
-        """``embed`` of each stretch, run as one batch: the same embeddings, at about the cost of the
-        longest (a profile's takes, learnt again for a clipped call, are 8-9 at once)."""
+        """``embed`` of each stretch, run as one batch (``forward``'s ``lengths``): the same embeddings
+        within 2e-7, for less CPU (a profile's 8-9 takes: 0.30 s instead of 0.51 on the slower machine)."""
         mels = []
         for k, wav in enumerate(wavs):
             x = np.asarray(wav, np.float32)

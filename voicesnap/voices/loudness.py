@@ -45,7 +45,7 @@ CLIP_ADAPT = 0.02
 # Shares are rounded on a grid of CLIP_RATIO steps through CLIP_BASE before adapting (... 3.5%, 5%, 7.1%,
 # 10%, 14%, 20%, 28%, 40%, 57% ...): one set of clipped takes per step, each within 19% of the share
 # it stands for. Even steps of 5% (before) learnt the takes again three times for the corpus's one
-# clipped file (35, 40 and 45%), about 1.6 s of CPU each on the slower machine; on this grid once, and
+# clipped file (its calls rounded to 35, 40 and 45%), about 1.6 s of CPU each on the slower machine; on this grid once, and
 # the same calls are named (docs/voices.md, "What the clipped path costs").
 CLIP_BASE = 0.05
 CLIP_RATIO = 2.0 ** 0.5
