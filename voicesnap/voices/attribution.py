@@ -280,8 +280,9 @@ class Voices:
         gains = {n: level_gain_db(level, self._levels.get(n)) for n in self._enc_models}
         levels = sorted({0.0, *gains.values()})
         ks = [np.float32(10.0 ** (g / 20.0)) for g in levels]
+        background = around if noisy else None
         embs = dict(zip(levels, self.encoder.embed_many(
-            [y * k for k in ks], [around * k if noisy and around is not None else None for k in ks])))
+            [y * k for k in ks], [None if background is None else background * k for k in ks])))
         # as heard, or brought down: whichever fits the voice better (a word can be loud by nature)
         return {n: float(max(np.max(c @ embs[0.0]), np.max(c @ embs[gains[n]])))
                 for n, (c, _thr) in self._enc_models.items()}
