@@ -224,6 +224,30 @@ def run_engine(name: str, factory: Factory, fixtures: list[Fixture], *, isolate:
 # --------------------------------------------------------------------------- metrics
 
 
+def poisson_interval(k: int, hours: float, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Garwood) interval for a rate of ``k`` events in ``hours``, per hour."""
+    if hours <= 0:
+        return math.nan, math.nan
+
+    def cdf(n: int, mu: float) -> float:
+        term = total = math.exp(-mu)
+        for i in range(1, n + 1):
+            term *= mu / i
+            total += term
+        return total
+
+    def solve(n: int, p: float) -> float:  # the mu where P(X <= n) = p (decreasing in mu)
+        lo, hi = 0.0, 10.0 + 5.0 * n
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if cdf(n, mid) > p else (lo, mid)
+        return 0.5 * (lo + hi)
+
+    tail = (1.0 - level) / 2
+    lower = 0.0 if k == 0 else solve(k - 1, 1.0 - tail)
+    return lower / hours, solve(k, tail) / hours
+
+
 def _by_category(fixtures: Iterable[Fixture], scores: dict[str, Score]) -> dict[str, Score]:
     groups: dict[str, list[Score]] = {}
     for fx in fixtures:
@@ -299,8 +323,10 @@ def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") 
     false_calls = [(n, d) for n, d in every.false if d.word in CALL_WORDS]
     where = Counter(next(f.category for f in fixtures if f.name == n) for n, _ in false_calls)
     conf = sum(1 for _, d, s in every.confusions if d.word in CALL_WORDS and s.text in CALL_WORDS)
+    lo, hi = poisson_interval(len(false_calls), every.non_target_seconds / 3600)
     rows.append(Row(area, "false calls per hour of non-call audio", every.false_per_hour(CALL_WORDS), "/h", "<= 0.5",
-                    f"{e}: {len(false_calls)} in {every.non_target_seconds / 60:.1f} min"
+                    f"{e}: {len(false_calls)} in {every.non_target_seconds / 60:.1f} min (95% interval "
+                    f"{lo:.1f}-{hi:.1f}/h)"
                     + (f"; {', '.join(f'{k} {v}' for k, v in where.most_common())}" if where else "")
                     + (f"; {conf} snap/snap pool swaps" if conf else "")))
 

@@ -69,3 +69,55 @@ def test_peer_through_the_harness_gets_clock_true_latency() -> None:
     assert run.cpu_seconds > 0 and run.peak_rss_mb >= 0
     again, _ = feed(PocketSphinxSpotter(), fx.read()[:, :1], fx.rate, chunk)
     assert [(d.word, d.onset) for d in again] == [(d.word, d.onset) for d in dets]  # deterministic
+
+
+def test_the_false_call_interval_is_the_exact_poisson_one() -> None:
+    """Garwood's 95% limits (tabulated: 0 -> 0-3.689, 1 -> 0.0253-5.572, 4 -> 1.090-10.242), per hour."""
+    assert spotting.poisson_interval(0, 1.0) == pytest.approx((0.0, 3.689), abs=1e-3)
+    assert spotting.poisson_interval(1, 1.0) == pytest.approx((0.0253, 5.572), abs=1e-3)
+    assert spotting.poisson_interval(4, 0.5) == pytest.approx((2.180, 20.484), abs=2e-3)
+    assert all(math.isnan(v) for v in spotting.poisson_interval(3, 0.0))
+
+
+def test_the_no_call_stream_is_rendered_once_holds_no_call_and_is_scored(tmp_path, monkeypatch) -> None:
+    """The long no-call stream: six kinds of file, nothing a detector should report, the same audio from
+    the same code, a second run reads the cache; false calls are counted word by word and by player."""
+    import shutil
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
+    from bench import bench_nocall as N
+
+    monkeypatch.setattr(N, "FILE_SECONDS", 8)
+    fixtures = N.render_stream(0.8, cache=tmp_path / "a")
+    assert [f.name.split("_", 2)[2] for f in fixtures] == list(N.KINDS)
+    assert all(f.duration == 8 and not f.targets() for f in fixtures)
+    assert {s.kind for f in fixtures for s in f.segments} >= {"chatter", "nearmiss", "announcement"}
+    assert [f.path for f in N.render_stream(0.8, cache=tmp_path / "a")] == [f.path for f in fixtures]  # cached
+    assert len(list((tmp_path / "a").iterdir())) == 1  # no half-written render left beside it
+    again = N.render_stream(0.8, cache=tmp_path / "b")
+    assert all((f.read() == g.read()).all() for f, g in zip(fixtures, again))  # deterministic
+
+    class Deaf:
+        name = "deaf"
+
+        def accept(self, chunk):
+            return []
+
+        def flush(self):
+            return []
+
+    rows = {r.metric: r for r in N.rows_for("deaf", Deaf, fixtures)}
+    assert rows["no-call hour: false calls per hour"].value == 0
+    said = [s for f in fixtures for s in f.segments if s.kind == "nearmiss"]
+    run = EngineRun("eager", audio_seconds=sum(f.duration for f in fixtures))
+    for f in fixtures:  # "snap" at every near-miss word, named to alice
+        run.detections[f.name] = [Detection("snap", s.onset / f.rate, s.end / f.rate, 0.9, player="alice")
+                                  for s in f.segments if s.kind == "nearmiss"]
+    monkeypatch.setattr(N, "run_engine", lambda name, factory, fx: run)
+    rows = {r.metric: r for r in N.rows_for("eager", Deaf, fixtures)}
+    hours = sum(f.duration for f in fixtures) / 3600
+    assert rows["no-call hour: false calls per hour"].value == pytest.approx(len(said) / hours)
+    assert rows["no-call hour: near-miss words and sentences taken for a call"].value == 1.0
+    assert rows["no-call hour: false calls named to a player, per hour"].value == pytest.approx(len(said) / hours)
+    assert f"{len(said)} in " in rows["no-call hour: false calls per hour"].note
