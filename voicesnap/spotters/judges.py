@@ -90,16 +90,25 @@ class WhatJudges:
     def doubts(self, d: Detection, now: float, final: bool) -> bool | None:
         """For a Vosk call: True when the keyword model heard no call there (drop it), None while its
         scores may still say so (wait), False otherwise."""
-        score_over = getattr(self.keyword, "score_over", None)
-        if d.engine != "vosk" or d.word not in self.words or not callable(score_over):
+        if d.engine != "vosk" or d.word not in self.words:
             return False
-        best = score_over(d.onset, d.end + KEYWORD_WAIT)
+        return self.unheard(d.onset, d.end, now, final)
+
+    def unheard(self, onset: float, end: float, now: float, final: bool) -> bool | None:
+        """Whether the keyword model heard no call over [onset, end + KEYWORD_WAIT]: True (it scored
+        under KEYWORD_VETO everywhere there and was awake), None while its scores may still say so, False
+        otherwise (or with no keyword model). For any judge's call: Vosk's, or the combined engine's
+        rescue of an enrolled call Vosk did not know."""
+        score_over = getattr(self.keyword, "score_over", None)
+        if not callable(score_over):
+            return False
+        best = score_over(onset, end + KEYWORD_WAIT)
         if best is not None and best >= KEYWORD_VETO:
             return False
-        if final or now >= d.end + KEYWORD_WAIT:
+        if final or now >= end + KEYWORD_WAIT:
             # asleep there (its own energy tracker saw no speech where Vosk heard a word): no opinion
             slept = getattr(self.keyword, "slept_over", None)
-            return not (callable(slept) and slept(d.onset, d.end + KEYWORD_WAIT))
+            return not (callable(slept) and slept(onset, end + KEYWORD_WAIT))
         return None
 
     def heard_other(self, d: Detection) -> bool:
