@@ -175,6 +175,13 @@ def _tone_through(sink: str, seconds: float, rate: int = 48000, cap_rate: int = 
             "sink_pace": len(raw) / 2 / cap_rate / (ended - began)}
 
 
+TONE_TRIES = 3
+# s of monitor capture per s of wall time under which a run shows the sound server behind, not our
+# stream (a server keeping up delivers 0.99-1.0; the skips seen: 0.21-0.24 and, with 1.0 of 6 s heard,
+# a run after one that heard 5.5 s)
+MONITOR_PACE = 0.95
+
+
 @pytest.mark.audio_device
 def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
     """6 s of tone through DevicePlayback ("high", the fallback latency) and the ALSA pulse plugin: the
@@ -184,7 +191,7 @@ def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
     delivers 0.2-0.9 s per second, whatever our stream does), and with a core spinning and the
     load average above 2.5 even "high" latency had 50-90 ms of gaps in 2 of 3 runs ("low":
     0.2-0.7 s in every run; bench/bench_playback.py): a run that is not whole is measured once
-    more before judging.
+    more (up to TONE_TRIES runs), and only runs whose monitor kept pace are judged.
     """
     sink = os.environ.get("VOICESNAP_TEST_SPEAKER_SINK")
     if not sink:
@@ -197,15 +204,22 @@ def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
     def whole(got: dict) -> bool:
         return got["finished"] and abs(got["heard"] - seconds) <= 0.03 and got["gaps"] <= 0.01
 
-    first = _tone_through(sink, seconds)
-    got = first if whole(first) else _tone_through(sink, seconds)
-    if not whole(got) and max(first["sink_pace"], got["sink_pace"]) < 0.5:
-        # Seen in CI and on a freshly started daemon: the null sink's monitor delivered ~0.2 s per
-        # second in both runs (1.8 s and 1.0 s of the 6 s tone, without gaps), whatever our stream did.
-        pytest.skip(f"the virtual sound server fell behind real time in both runs (its monitor delivered "
-                    f"{first['sink_pace']:.2f} and {got['sink_pace']:.2f} s per second): the speaker stream "
-                    "cannot be judged on this sound server now")
+    tries: list[dict] = []
+    while len(tries) < TONE_TRIES and not (tries and whole(tries[-1])):
+        tries.append(_tone_through(sink, seconds))
+    figures = "; ".join(f"heard {t['heard']:.2f} s, gaps {t['gaps']:.2f} s, underflows {t['underflows']}, "
+                        f"monitor {t['sink_pace']:.2f} s per second" for t in tries)
+    got = tries[-1]
+    if not whole(got):
+        # Seen in CI and on a freshly started daemon: the null sink's monitor delivered 0.2-0.9 s per
+        # second (1.8 s and 1.0 s of the 6 s tone, without gaps or underflows), whatever our stream did.
+        # Only a run the sound server kept up with says anything about our stream.
+        kept_up = [t for t in tries if t["sink_pace"] >= MONITOR_PACE]
+        if not kept_up:
+            pytest.skip(f"the virtual sound server fell behind real time in every run ({figures}): the "
+                        "speaker stream cannot be judged on this sound server now")
+        got = kept_up[-1]
     assert isinstance(got["underflows"], int)
-    assert got["finished"], f"the tone never finished playing: {got}"
-    assert got["heard"] == pytest.approx(seconds, abs=0.03), (first, got)
-    assert got["gaps"] <= 0.01, f"gaps in the tone twice running: {first}, {got}"
+    assert got["finished"], f"the tone never finished playing: {figures}"
+    assert got["heard"] == pytest.approx(seconds, abs=0.03), figures
+    assert got["gaps"] <= 0.01, f"gaps in the tone in every run: {figures}"
