@@ -25,7 +25,8 @@ the rendering. Needs espeak-ng, as the generator does.
 
 ``python3 -m bench.bench_nocall [ENGINE ...] [--minutes M] [--show]``: the rows for
 those engines (default: combined and enrolled, the one-mic engines a game
-runs); ``python3 -m bench`` runs it with the defaults (``--quick``: 12 min).
+runs; "vosk+keyword" is what listens on each mic of per-player microphones,
+where every false call is charged to the mic's player); ``python3 -m bench`` runs it with the defaults (``--quick``: 12 min).
 """
 
 from __future__ import annotations
@@ -265,6 +266,11 @@ def run(quick: bool, engines: tuple[str, ...] = ENGINES, minutes: float | None =
         os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment never touches a player's real data dir
         try:
             factories, why = engine_factories(tmp)
+            if "vosk" in factories and "keyword" in factories:  # per-player mics: both judges, no enrollment
+                from voicesnap.spotters.judges import JudgedSpotter
+
+                vosk, keyword = factories["vosk"], factories["keyword"]
+                factories["vosk+keyword"] = lambda: JudgedSpotter(vosk(), keyword())
             for name in engines:
                 if name not in factories:
                     rows.append(Row(AREA, "no-call hour", "n/a", note=f"{name}: {why.get(name, 'not available')}"))
