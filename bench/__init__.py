@@ -7,7 +7,11 @@ and noisy, so targets are printed beside the figures, not asserted.
 
 from __future__ import annotations
 
+import os
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 
 @dataclass(frozen=True)
@@ -18,3 +22,20 @@ class Row:
     unit: str = ""
     target: str = ""  # e.g. ">= 100000", "<= 0.05"; empty when there is none
     note: str = ""  # engine/peer name, sample size, anything needed to read the figure
+
+
+@contextmanager
+def scratch_data_dir() -> Iterator[str]:
+    """A temporary VOICESNAP_DATA_DIR for a benchmark's enrollments, so that a player's real data dir
+    is never touched; the variable is put back as it was afterwards (later benchmarks run in the
+    same process)."""
+    with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
+        old = os.environ.get("VOICESNAP_DATA_DIR")
+        os.environ["VOICESNAP_DATA_DIR"] = tmp
+        try:
+            yield tmp
+        finally:
+            if old is None:
+                os.environ.pop("VOICESNAP_DATA_DIR", None)
+            else:
+                os.environ["VOICESNAP_DATA_DIR"] = old

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from . import Row
+from . import Row, scratch_data_dir
 from .spotting import claim_open_row, claim_rows, corpus, run_engine, settle_rows, summarize, tail_noise_rows
 
 AREA = "listening"
@@ -147,42 +145,34 @@ def run(quick: bool) -> list[Row]:
                            f"{sum(f.duration for f in fixtures) / 60:.1f} min, "
                            f"{sum(len(f.targets(('snap', 'snap pool'))) for f in fixtures)} calls"
                            + (" (--quick subset)" if quick else ""))]
-    with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
-        old = os.environ.get("VOICESNAP_DATA_DIR")
-        os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment profiles never touch a real data dir
-        try:
-            engines, about = engine_factories(tmp)
-            for name, why in about.items():
-                if name in engines:
-                    rows.append(Row(AREA, "engine", name, note=why))
-                elif name in ("vosk", "vosk-gated", "keyword", "keyword-gated", "pocketsphinx"):
-                    rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
-            if "enrolled" in about and "enrolled" not in engines:
-                rows.append(Row(AREA, "engine skipped", "n/a", note=about["enrolled"]))
-            for name in engines:
-                if name not in about:
-                    rows.append(Row(AREA, "engine", name, note="from bench/enrolled_setup.py"))
-            plain = {}
-            for name, factory in engines.items():
-                result = plain[name] = run_engine(name, factory, fixtures, audio=audio)
-                rows += summarize(result, fixtures, AREA)
-                if name == "vosk":  # its main run is the worst case (claim open); the usual case and a game's mix
-                    rows += claim_open_row(result, fixtures, AREA)
-                    rows += claim_rows(name, factory, fixtures, audio, AREA, modes=("none", "mix"))
-                if name == "combined":  # the engine play uses on one mic: does the table's line wait for it?
-                    rows += settle_rows(name, factory, fixtures, audio, AREA)
-                if name in ("enrolled", "combined"):  # the near-miss check judges a call by its end
-                    rows += tail_noise_rows(name, factory, fixtures, AREA)
-            from .echo_rows import echo_rows  # the same engines behind the echo canceller
+    with scratch_data_dir() as tmp:  # enrollment profiles never touch a real data dir
+        engines, about = engine_factories(tmp)
+        for name, why in about.items():
+            if name in engines:
+                rows.append(Row(AREA, "engine", name, note=why))
+            elif name in ("vosk", "vosk-gated", "keyword", "keyword-gated", "pocketsphinx"):
+                rows.append(Row(AREA, "engine skipped", "n/a", note=f"{name}: {why}"))
+        if "enrolled" in about and "enrolled" not in engines:
+            rows.append(Row(AREA, "engine skipped", "n/a", note=about["enrolled"]))
+        for name in engines:
+            if name not in about:
+                rows.append(Row(AREA, "engine", name, note="from bench/enrolled_setup.py"))
+        plain = {}
+        for name, factory in engines.items():
+            result = plain[name] = run_engine(name, factory, fixtures, audio=audio)
+            rows += summarize(result, fixtures, AREA)
+            if name == "vosk":  # its main run is the worst case (claim open); the usual case and a game's mix
+                rows += claim_open_row(result, fixtures, AREA)
+                rows += claim_rows(name, factory, fixtures, audio, AREA, modes=("none", "mix"))
+            if name == "combined":  # the engine play uses on one mic: does the table's line wait for it?
+                rows += settle_rows(name, factory, fixtures, audio, AREA)
+            if name in ("enrolled", "combined"):  # the near-miss check judges a call by its end
+                rows += tail_noise_rows(name, factory, fixtures, AREA)
+        from .echo_rows import echo_rows  # the same engines behind the echo canceller
 
-            rows += echo_rows(fixtures, audio, engines, plain)
-            if not quick:
-                from .real_words import real_word_rows  # real people's words, none of them a call
+        rows += echo_rows(fixtures, audio, engines, plain)
+        if not quick:
+            from .real_words import real_word_rows  # real people's words, none of them a call
 
-                rows += real_word_rows(engines)
-        finally:
-            if old is None:
-                os.environ.pop("VOICESNAP_DATA_DIR", None)
-            else:
-                os.environ["VOICESNAP_DATA_DIR"] = old
+            rows += real_word_rows(engines)
     return rows

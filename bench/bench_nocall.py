@@ -46,7 +46,7 @@ import numpy as np
 
 from voicesnap.corpus import Fixture, load, merge, score
 
-from . import Row
+from . import Row, scratch_data_dir
 from .spotting import CALL_WORDS, poisson_interval, run_engine
 
 AREA = "listening"
@@ -261,26 +261,18 @@ def run(quick: bool, engines: tuple[str, ...] = ENGINES, minutes: float | None =
 
     fixtures = render_stream(minutes or (QUICK_MINUTES if quick else MINUTES))
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
-        old = os.environ.get("VOICESNAP_DATA_DIR")
-        os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment never touches a player's real data dir
-        try:
-            factories, why = engine_factories(tmp)
-            if "vosk" in factories and "keyword" in factories:  # per-player mics: both judges, no enrollment
-                from voicesnap.spotters.judges import JudgedSpotter
+    with scratch_data_dir() as tmp:
+        factories, why = engine_factories(tmp)
+        if "vosk" in factories and "keyword" in factories:  # per-player mics: both judges, no enrollment
+            from voicesnap.spotters.judges import JudgedSpotter
 
-                vosk, keyword = factories["vosk"], factories["keyword"]
-                factories["vosk+keyword"] = lambda: JudgedSpotter(vosk(), keyword())
-            for name in engines:
-                if name not in factories:
-                    rows.append(Row(AREA, "no-call hour", "n/a", note=f"{name}: {why.get(name, 'not available')}"))
-                    continue
-                rows += rows_for(name, factories[name], fixtures, show)
-        finally:
-            if old is None:
-                os.environ.pop("VOICESNAP_DATA_DIR", None)
-            else:
-                os.environ["VOICESNAP_DATA_DIR"] = old
+            vosk, keyword = factories["vosk"], factories["keyword"]
+            factories["vosk+keyword"] = lambda: JudgedSpotter(vosk(), keyword())
+        for name in engines:
+            if name not in factories:
+                rows.append(Row(AREA, "no-call hour", "n/a", note=f"{name}: {why.get(name, 'not available')}"))
+                continue
+            rows += rows_for(name, factories[name], fixtures, show)
     return rows
 
 

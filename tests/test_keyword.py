@@ -43,10 +43,7 @@ def model() -> K.KeywordModel:
 
 
 def _detect(spotter, fx: C.Fixture) -> list:
-    dets = []
-    for ch in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
-        dets += spotter.accept(ch)
-    return dets + spotter.flush()
+    return _detect_array(spotter, fx.read()[:, :1], fx.rate)
 
 
 def test_streaming_gives_what_the_whole_recording_gives(model):
@@ -538,8 +535,8 @@ def test_a_near_miss_only_the_enrollment_takes_for_a_call_is_not_rescued(model, 
     assert [(d.player, round(d.onset - 2.0, 1)) for d in got] == [("bob", 0.0)], got
 
 
-def _detect_array(spotter, x: np.ndarray) -> list:
+def _detect_array(spotter, x: np.ndarray, rate: int = 16000) -> list:
     dets = []
-    for ch in ArraySource(x, 16000, chunk_frames=320):
+    for ch in ArraySource(x, rate, chunk_frames=320):
         dets += spotter.accept(ch)
     return dets + spotter.flush()
