@@ -26,7 +26,8 @@ the rendering. Needs espeak-ng, as the generator does.
 ``python3 -m bench.bench_nocall [ENGINE ...] [--minutes M] [--show]``: the rows for
 those engines (default: combined and enrolled, the one-mic engines a game
 runs; "vosk+keyword" is what listens on each mic of per-player microphones,
-where every false call is charged to the mic's player); ``python3 -m bench`` runs it with the defaults (``--quick``: 12 min).
+both behind the speech gate as play runs them, where every false call is
+charged to the mic's player); ``python3 -m bench`` runs it with the defaults (``--quick``: 12 min).
 """
 
 from __future__ import annotations
@@ -263,10 +264,11 @@ def run(quick: bool, engines: tuple[str, ...] = ENGINES, minutes: float | None =
     rows: list[Row] = []
     with scratch_data_dir() as tmp:
         factories, why = engine_factories(tmp)
-        if "vosk" in factories and "keyword" in factories:  # per-player mics: both judges, no enrollment
+        if "vosk-gated" in factories and "keyword-gated" in factories:
             from voicesnap.spotters.judges import JudgedSpotter
 
-            vosk, keyword = factories["vosk"], factories["keyword"]
+            # per-player mics: both judges behind the speech gate, no enrollment, as play runs each mic
+            vosk, keyword = factories["vosk-gated"], factories["keyword-gated"]
             factories["vosk+keyword"] = lambda: JudgedSpotter(vosk(), keyword())
         for name in engines:
             if name not in factories:
