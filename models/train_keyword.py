@@ -11,11 +11,12 @@ Training audio is made here, deterministically (a seed per stream), as
 ~90 variants, random pitch and speed; never the fixture players' or
 strangers' voice+variant, tests/fixtures/audio/voices.json) say calls, near
 misses (the issue's list and ~40 more words that share sounds with "snap"
-or "pool"), voice commands, table talk, and real LibriSpeech speech (the
-``../shared/speech`` utterances the corpus does not use); the announcer (the
-game's own espeak-ng voice) says ranks and rulings through a room. Then
-reverb, a microphone's tilt, and one background: room tone, pink, white or
-brown noise, real babble (the same LibriSpeech utterances), synthetic
+or "pool", a third of them inside a sentence of table talk), cards named
+("seven of clubs", "my jack"), voice commands, table talk, and real
+LibriSpeech speech (the ``../shared/speech`` utterances the corpus does not
+use); the announcer (the game's own espeak-ng voice) says ranks and rulings
+through a room. Then reverb, a microphone's tilt, and one background: room
+tone, pink, white or brown noise, real babble (the same LibriSpeech utterances), synthetic
 babble, with table clatter, at -2 to 25 dB SNR; a few streams are clipped.
 Two calls by two voices up to 250 ms apart are in the mix too.
 
@@ -23,8 +24,11 @@ Labels, per 80 ms step (the audio under a step ends at its time): the call
 class from 40 ms to 360 ms after a call's last sample (so the head hears the
 whole word before it fires; "snap" of a "snap pool" until "pool" starts);
 ignored while a call is being said and for a while after; "nothing"
-everywhere else. The fixture corpus and Speech Commands are never used, so
-the benchmarks measure held-out voices, noise and real words.
+everywhere else, and a near miss's steps (from its onset to 0.5 s after it,
+where a false call would fire) weigh ``--near-weight`` times as much in the
+loss. The fixture corpus, its voices (which also speak bench/bench_nocall.py's
+hour) and Speech Commands are never used, so the benchmarks measure held-out
+voices, noise and real words.
 
 Needs espeak-ng, onnxruntime and the keyword model's front end; about 47
 minutes on two cores for the default 6000 streams (``--workers``); the
@@ -64,6 +68,8 @@ NEAR = ["snack", "stop", "map", "slap", "cap", "nap", "trap", "snow",  # the iss
         "sling", "snoop", "spool", "pool", "cool", "stool", "school", "rule", "stop it", "slap it", "map pool",
         "snack pool", "nap time", "trap door", "what", "yes", "no", "pass"]
 RANKS = ["ace", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "jack", "queen", "king"]
+CARDS = [f"{r} of {s}" for r in RANKS for s in ("hearts", "spades", "clubs", "diamonds")] + \
+        [f"{w} {r}" for r in RANKS for w in ("my", "a", "another", "the")]
 ANNOUNCE = [r.capitalize() for r in RANKS] + ["Queen of hearts", "Alice, seven", "Pool formed, top card five",
                                                "Bob wins the pile", "Tie! The pile goes to the pool", "Cara, king",
                                                "Dev is out", "Your turn"]
@@ -84,6 +90,8 @@ CORPUS_REAL = ROOT / "tests" / "fixtures" / "audio" / "real" / "librispeech"
 # fired ~90 ms sooner but took twice the corpus's near misses for calls (docs/listening.md).
 POS = (0.04, 0.36)
 IGNORE_AFTER = 0.9  # s after a call during which steps are neither positive nor negative
+NEAR_AFTER = 0.5  # s after a near miss during which its "nothing" steps weigh NEAR_WEIGHT
+NEAR_WEIGHT = 6.0
 CONTEXT = 16  # embeddings the head sees
 
 
@@ -190,15 +198,18 @@ def say(v: dict, text: str, rng: np.random.Generator) -> np.ndarray:
     return espeak(text, v["voice"], speed, pitch, v["amp"])
 
 
-def talk(rng: np.random.Generator) -> str:
-    return " ".join(WORDS[i] for i in rng.integers(len(WORDS), size=int(rng.integers(2, 9))))
+def talk(rng: np.random.Generator, lo: int = 2, hi: int = 9) -> str:
+    return " ".join(WORDS[i] for i in rng.integers(len(WORDS), size=int(rng.integers(lo, hi))))
 
 
 # --------------------------------------------------------------------------- one stream
 
 
 def stream(seed: int) -> tuple[np.ndarray, list[tuple]]:
-    """One table stream (int16) and its calls: (class, onset, end, snap's end, pool's onset) in samples."""
+    """One table stream (int16) and its calls: (class, onset, end, snap's end, pool's onset) in samples.
+
+    Near misses and named cards are listed too, as class "near", so that training can weight them.
+    """
     rng = np.random.default_rng(seed)
     n = int(SECONDS * RATE)
     speech = np.zeros(n + 2 * RATE, np.float32)
@@ -236,16 +247,23 @@ def stream(seed: int) -> tuple[np.ndarray, list[tuple]]:
             else:
                 x = put(say(v, ["snap pool", "snap pool!", "Snap, pool!"][rng.integers(3)], rng), at, lev)
                 calls.append(("snap pool", at, at + len(x), None, None))
-        elif r < 0.66:  # a near miss, half of them from the issue's list
-            x = put(say(v, NEAR[rng.integers(8)] if rng.random() < 0.5 else NEAR[rng.integers(len(NEAR))], rng), at, lev)
-        elif r < 0.73:
+        elif r < 0.66:  # a near miss, half of them from the issue's list, some inside a sentence
+            word = NEAR[rng.integers(8)] if rng.random() < 0.5 else NEAR[rng.integers(len(NEAR))]
+            if rng.random() < 0.35:
+                word = " ".join([talk(rng, 1, 4), word] + ([talk(rng, 1, 3)] if rng.random() < 0.5 else []))
+            x = put(say(v, word, rng), at, lev)
+            calls.append(("near", at, at + len(x), None, None))
+        elif r < 0.69:  # a card named by a player, as players do at a table
+            x = put(say(v, CARDS[rng.integers(len(CARDS))], rng), at, lev)
+            calls.append(("near", at, at + len(x), None, None))
+        elif r < 0.76:
             x = put(say(v, "dealer " + ["pause", "resume", "status", "help", "score", "repeat", "louder", "quieter",
                                         "faster", "slower", "flip", "end game"][rng.integers(12)], rng), at, lev)
-        elif r < 0.81:  # the announcer, through a room
+        elif r < 0.84:  # the announcer, through a room
             x = espeak(ANNOUNCE[rng.integers(len(ANNOUNCE))], "gmw/en", 200, 50, 100)
             x = reverb(x, rng) * (10 ** ((lev + rng.uniform(-3, 6)) / 20) / rms(x))
             speech[at: at + len(x)] += x[: len(speech) - at]
-        elif r < 0.86:  # a real person talking near the microphone
+        elif r < 0.89:  # a real person talking near the microphone
             y = real_speech()[rng.integers(len(real_speech()))]
             s0 = int(rng.integers(0, max(1, len(y) - 3 * RATE)))
             x = put(y[s0: s0 + int(rng.uniform(1, 4) * RATE)].copy(), at, lev)
@@ -257,7 +275,8 @@ def stream(seed: int) -> tuple[np.ndarray, list[tuple]]:
         speech = reverb(speech, rng)[:n]
     if rng.random() < 0.4:
         speech = colour(speech, rng)
-    power = np.mean([rms(speech[o:e]) ** 2 for _, o, e, _, _ in calls]) if calls else (10 ** (level / 20)) ** 2
+    said = [(o, e) for c, o, e, _, _ in calls if c != "near"]
+    power = np.mean([rms(speech[o:e]) ** 2 for o, e in said]) if said else (10 ** (level / 20)) ** 2
     t = np.arange(n) / RATE
     room = pink(n, rng) + 0.3 * np.sin(2 * np.pi * rng.choice([50, 60]) * t).astype(np.float32)
     bed = room / rms(room) * 10 ** (rng.uniform(-75, -50) / 20)
@@ -297,20 +316,40 @@ def stream(seed: int) -> tuple[np.ndarray, list[tuple]]:
     return np.clip(np.round(audio * 32767), -32768, 32767).astype(np.int16), calls
 
 
-def labels(calls: list[tuple], steps: int) -> np.ndarray:
+def labels(calls: list[tuple], steps: int, pos: tuple[float, float] = POS) -> np.ndarray:
     """Per step: 0 nothing, 1 snap, 2 snap pool, -1 not trained on (see module docstring)."""
     from voicesnap.keyword import EMBED_SPAN, STEP
 
     end = STEP * np.arange(steps) + EMBED_SPAN
     y = np.zeros(steps, np.int8)
-    for _cls, onset, last, _s, _p in calls:
+    for cls, onset, last, _s, _p in calls:
+        if cls == "near":
+            continue
         y[(end > onset) & (end <= last + int(IGNORE_AFTER * RATE)) & (y == 0)] = -1
-    lo, hi = int(POS[0] * RATE), int(POS[1] * RATE)
+    lo, hi = int(pos[0] * RATE), int(pos[1] * RATE)
     for cls, _onset, last, snap_end, pool_at in calls:
+        if cls == "near":
+            continue
         y[(end >= last + lo) & (end <= last + hi)] = 1 if cls == "snap" else 2
         if snap_end is not None:  # the "snap" of a "snap pool", until "pool" begins
             y[(end >= snap_end + lo) & (end <= min(snap_end + hi, pool_at + int(0.04 * RATE)))] = 1
     return y
+
+
+def weights(calls: list[tuple], steps: int, near: float) -> np.ndarray:
+    """Per step: how much its loss counts; ``near`` from a near miss's onset to NEAR_AFTER s after it.
+
+    The head fires 40-360 ms after a word, so its false calls land on a near miss's end: there a
+    "nothing" step is worth more than one of silence (docs/listening.md, "Fourteenth round").
+    """
+    from voicesnap.keyword import EMBED_SPAN, STEP
+
+    end = STEP * np.arange(steps) + EMBED_SPAN
+    w = np.ones(steps, np.float32)
+    for cls, onset, last, _s, _p in calls:
+        if cls == "near":
+            w[(end > onset) & (end <= last + int(NEAR_AFTER * RATE))] = near
+    return w
 
 
 _MODEL = None
@@ -335,16 +374,19 @@ def _embed(seed: int) -> tuple[np.ndarray, list[tuple]]:
 # --------------------------------------------------------------------------- training
 
 
-def windows(emb: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def windows(emb: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     idx = np.arange(CONTEXT - 1, len(emb))
     keep = idx[y[idx] >= 0]
     x = np.stack([emb[j - CONTEXT + 1: j + 1].reshape(-1) for j in keep]).astype(np.float32)
-    return x, y[keep]
+    return x, y[keep], w[keep]
 
 
-def train(x: np.ndarray, y: np.ndarray, epochs: int, seed: int = 0, hidden: int = 128, lr: float = 1e-3,
+def train(x: np.ndarray, y: np.ndarray, epochs: int, sw: np.ndarray | None = None, seed: int = 0, hidden: int = 128, lr: float = 1e-3,
           decay: float = 1e-4, drop: float = 0.3, log=print) -> dict[str, np.ndarray]:
-    """A ReLU MLP (two hidden layers) by Adam on class-weighted cross-entropy ("nothing" weighted x2)."""
+    """A ReLU MLP (two hidden layers) by Adam on class-weighted cross-entropy ("nothing" weighted x2).
+
+    ``sw``: a weight per step on top of its class's (see ``weights``).
+    """
     rng = np.random.default_rng(seed)
     dims = [x.shape[1], hidden, hidden, 3]
     w = [(rng.standard_normal((a, b)) * np.sqrt((2 if i < 2 else 1) / a)).astype(np.float32)
@@ -372,7 +414,8 @@ def train(x: np.ndarray, y: np.ndarray, epochs: int, seed: int = 0, hidden: int 
             p = np.exp(z)
             p /= p.sum(1, keepdims=True)
             yb = y[ib]
-            wt = weight[yb] / weight[yb].sum()
+            wt = weight[yb] if sw is None else weight[yb] * sw[ib]
+            wt = wt / wt.sum()
             total += float(-(wt * np.log(p[np.arange(len(ib)), yb] + 1e-9)).sum()) * len(ib)
             g = p
             g[np.arange(len(ib)), yb] -= 1
@@ -397,13 +440,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard", type=int, default=500, help="streams per cached shard")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--positive", type=float, nargs=2, default=POS, metavar=("FROM", "TO"),
+                        help="s after a call's end between which steps are taught as the call")
+    parser.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
+                        help="loss weight of the steps over and just after a near miss")
     parser.add_argument("--work", type=Path, default=Path("/tmp/voicesnap-keyword-train"))
     parser.add_argument("--out", type=Path, default=ROOT / "voicesnap" / "data" / "keyword_head.npz")
     args = parser.parse_args(argv)
     from multiprocessing import Pool
 
     args.work.mkdir(parents=True, exist_ok=True)
-    xs, ys = [], []
+    xs, ys, ws = [], [], []
     for lo in range(0, args.streams, args.shard):
         seeds = range(lo, min(lo + args.shard, args.streams))
         path = args.work / f"streams-{seeds.start}-{seeds.stop}.npz"
@@ -417,19 +464,22 @@ def main(argv: list[str] | None = None) -> int:
         calls = json.loads(str(data["calls"]))
         for s in seeds:
             emb = data[f"e{s}"].astype(np.float32)
-            x, y = windows(emb, labels([tuple(c) for c in calls[str(s)]], len(emb)))
+            said = [tuple(c) for c in calls[str(s)]]
+            x, y, w = windows(emb, labels(said, len(emb), tuple(args.positive)), weights(said, len(emb), args.near_weight))
             xs.append(x)
             ys.append(y)
-    x, y = np.concatenate(xs), np.concatenate(ys)
+            ws.append(w)
+    x, y, sw = np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
     print(f"{len(x)} training steps: {np.bincount(y, minlength=3).tolist()} (nothing, snap, snap pool)", flush=True)
     mu, sd = x.mean(0), x.std(0) + 1e-3
     x -= mu
     x /= sd
-    params = train(x, y, args.epochs, log=lambda m: print(m, flush=True))
+    params = train(x, y, args.epochs, sw, log=lambda m: print(m, flush=True))
     buf = io.BytesIO()
     np.savez_compressed(buf, mu=mu.astype(np.float32), sd=sd.astype(np.float32), K=CONTEXT,
                         **{k: v.astype(np.float32) for k, v in params.items()},
-                        recipe=json.dumps({"streams": args.streams, "epochs": args.epochs, "positive": POS}))
+                        recipe=json.dumps({"streams": args.streams, "epochs": args.epochs, "positive": list(args.positive),
+                                           "near_weight": args.near_weight, "near_after": NEAR_AFTER}))
     from voicesnap.files import atomic_write_bytes
 
     atomic_write_bytes(args.out, buf.getvalue(), mode=0o644)

@@ -1,0 +1,66 @@
+"""The keyword head's training recipe (models/train_keyword.py): what each 80 ms step is taught.
+
+Training itself takes most of an hour, so these check the parts that decide what the head learns:
+which steps are calls, which are ignored, and which near-miss steps weigh more.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voicesnap.keyword import EMBED_SPAN, STEP
+
+SCRIPT = Path(__file__).resolve().parent.parent / "models" / "train_keyword.py"
+RATE = 16000
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    spec = importlib.util.spec_from_file_location("train_keyword", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _step_at(seconds: float) -> int:
+    """The first step whose audio ends at or after ``seconds``."""
+    return int(np.ceil((seconds * RATE - EMBED_SPAN) / STEP))
+
+
+def test_a_call_is_taught_after_its_end_and_a_near_miss_only_weighs_more(recipe):
+    calls = [("snap", 2 * RATE, int(2.3 * RATE), None, None), ("near", 6 * RATE, int(6.3 * RATE), None, None)]
+    steps = 120
+    y = recipe.labels(calls, steps)
+    w = recipe.weights(calls, steps, 3.0)
+    assert set(np.nonzero(y == 1)[0]) == set(range(_step_at(2.3 + recipe.POS[0]),
+                                                     _step_at(2.3 + recipe.POS[1] + 1e-6)))
+    assert (y == 2).sum() == 0
+    # the near miss is a "nothing" everywhere, never ignored, and counts three times over it and after it
+    near = np.nonzero(w > 1)[0]
+    assert near[0] == _step_at(6.0 + 1e-6) and near[-1] == _step_at(6.3 + recipe.NEAR_AFTER + 1e-6) - 1
+    assert np.all(y[near] == 0) and np.all(w[near] == 3.0)
+    assert np.all(w[: _step_at(5.9)] == 1.0)
+
+
+def test_the_snap_of_a_snap_pool_is_taught_as_snap_until_pool_begins(recipe):
+    snap_end, pool_at, end = int(1.3 * RATE), int(1.4 * RATE), int(1.8 * RATE)
+    y = recipe.labels([("snap pool", RATE, end, snap_end, pool_at)], 80)
+    assert np.any(y == 1) and np.any(y == 2)
+    assert np.nonzero(y == 1)[0].max() < np.nonzero(y == 2)[0].min()
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="training streams are spoken by espeak-ng")
+def test_a_stream_lists_its_near_misses_apart_from_its_calls(recipe):
+    kinds = set()
+    for seed in range(4):
+        pcm, calls = recipe.stream(seed)
+        assert pcm.dtype == np.int16 and len(pcm) == int(recipe.SECONDS * RATE)
+        kinds |= {c[0] for c in calls}
+        again, same = recipe.stream(seed)
+        assert same == calls and np.array_equal(again, pcm)  # a seed gives the same stream
+    assert {"snap", "near"} <= kinds <= {"snap", "snap pool", "near"}
