@@ -78,15 +78,22 @@ def _whole_file_scores(model, x):
 
 def test_in_babble_the_stream_is_clamped_as_the_whole_recording_is(model):
     """The mel network clamps to 80 dB under the loudest of its input; fed 20 ms at a time, each piece
-    had its own loudest and the quiet bins of babble came out lower (scores off by up to 0.24 here)."""
+    had its own loudest and the quiet bins of babble came out lower (scores off by up to 0.24 here).
+    Clamped under the last 18 s instead, a few mid-range scores still differ (0.07 at most with the
+    head trained on weighted near misses, 0.05 before it), and no step is a call in one and not the other."""
+    from voicesnap.spotters.keyword import THRESHOLD
+
     x, _rate = read_wav(CORPUS / "noisy_babble_10db.wav")
     x = x[:, 0]
     stream = K.KeywordStream(model)
     got = []
     for at in range(0, len(x), 320):
         got += stream.push(at, x[at:at + 320])
-    want = _whole_file_scores(model, x)
-    assert np.abs(np.array([s.probs for s in got]) - want[: len(got)]).max() < 0.05
+    want = _whole_file_scores(model, x)[: len(got)]
+    got = np.array([s.probs for s in got])
+    assert np.abs(got - want).max() < 0.1
+    assert np.array_equal(1 - got[:, 0] > THRESHOLD, 1 - want[:, 0] > THRESHOLD)
+    assert (1 - want[:, 0] > THRESHOLD).sum() >= 3  # the file's calls are there to be judged
 
 
 def test_asleep_away_from_speech_the_stream_scores_what_it_scores_awake(model):

@@ -17,16 +17,17 @@ phrase, from synthetic speech. That is what this is:
   last 16 embeddings (2.0 s of audio) giving P(nothing), P(snap), P(snap
   pool) every 80 ms. It is trained by ``models/train_keyword.py`` on
   thousands of espeak-ng voices (none of the fixture players' or strangers'),
-  in synthetic and real noise, against near-miss words, table talk, card
-  ranks and the announcer; see docs/listening.md for what it was measured on.
+  in synthetic and real noise, against near-miss words (alone and inside
+  sentences, their steps weighted in the loss), table talk, named cards and
+  the announcer; see docs/listening.md for what it was measured on.
 
 Times: frame i of the mel covers clock samples [160 i, 160 i + 512) from the
 stream's first sample; step j (one embedding) covers frames [8 j, 8 j + 76),
 so its audio ends at sample 1280 j + 12512, and that is the time of step j's
 scores. ``KeywordStream`` computes what the whole recording would give (the mel
 of a longer input is the same frames, once clamped as a whole recording is:
-``TOP``), within 0.05, so training, benchmarks and a live game see the same
-numbers.
+``TOP``), within 0.1 (0.07 in 10 dB babble, and the same steps over the call
+line), so training, benchmarks and a live game see the same numbers.
 """
 
 from __future__ import annotations
