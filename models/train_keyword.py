@@ -16,9 +16,10 @@ or "pool", a third of them inside a sentence of table talk), cards named
 LibriSpeech speech (the ``../shared/speech`` utterances the corpus does not
 use); the announcer (the game's own espeak-ng voice) says ranks and rulings
 through a room. Then reverb, a microphone's tilt, and one background: room
-tone, pink, white or brown noise, real babble (the same LibriSpeech utterances), synthetic
-babble, with table clatter, at -2 to 25 dB SNR; a few streams are clipped.
-Two calls by two voices up to 250 ms apart are in the mix too.
+tone, pink, white or brown noise, real babble (the same LibriSpeech
+utterances), synthetic babble, with table clatter, at -2 to 25 dB SNR; a few
+streams are clipped. Two calls by two voices up to 250 ms apart are in the mix
+too.
 
 Labels, per 80 ms step (the audio under a step ends at its time): the call
 class from 40 ms to 360 ms after a call's last sample (so the head hears the
@@ -247,14 +248,14 @@ def stream(seed: int) -> tuple[np.ndarray, list[tuple]]:
             else:
                 x = put(say(v, ["snap pool", "snap pool!", "Snap, pool!"][rng.integers(3)], rng), at, lev)
                 calls.append(("snap pool", at, at + len(x), None, None))
-        elif r < 0.66:  # a near miss, half of them from the issue's list, some inside a sentence
-            word = NEAR[rng.integers(8)] if rng.random() < 0.5 else NEAR[rng.integers(len(NEAR))]
-            if rng.random() < 0.35:
-                word = " ".join([talk(rng, 1, 4), word] + ([talk(rng, 1, 3)] if rng.random() < 0.5 else []))
-            x = put(say(v, word, rng), at, lev)
-            calls.append(("near", at, at + len(x), None, None))
-        elif r < 0.69:  # a card named by a player, as players do at a table
-            x = put(say(v, CARDS[rng.integers(len(CARDS))], rng), at, lev)
+        elif r < 0.69:  # listed as "near", to be weighted
+            if r < 0.66:  # a near miss, half of them from the issue's list, some inside a sentence
+                text = NEAR[rng.integers(8)] if rng.random() < 0.5 else NEAR[rng.integers(len(NEAR))]
+                if rng.random() < 0.35:
+                    text = " ".join([talk(rng, 1, 4), text] + ([talk(rng, 1, 3)] if rng.random() < 0.5 else []))
+            else:  # a card named by a player, as players do at a table
+                text = CARDS[rng.integers(len(CARDS))]
+            x = put(say(v, text, rng), at, lev)
             calls.append(("near", at, at + len(x), None, None))
         elif r < 0.76:
             x = put(say(v, "dealer " + ["pause", "resume", "status", "help", "score", "repeat", "louder", "quieter",
@@ -316,20 +317,22 @@ def stream(seed: int) -> tuple[np.ndarray, list[tuple]]:
     return np.clip(np.round(audio * 32767), -32768, 32767).astype(np.int16), calls
 
 
-def labels(calls: list[tuple], steps: int, pos: tuple[float, float] = POS) -> np.ndarray:
-    """Per step: 0 nothing, 1 snap, 2 snap pool, -1 not trained on (see module docstring)."""
+def _step_ends(steps: int) -> np.ndarray:
+    """The clock sample at which each step's audio ends."""
     from voicesnap.keyword import EMBED_SPAN, STEP
 
-    end = STEP * np.arange(steps) + EMBED_SPAN
+    return STEP * np.arange(steps) + EMBED_SPAN
+
+
+def labels(calls: list[tuple], steps: int, pos: tuple[float, float] = POS) -> np.ndarray:
+    """Per step: 0 nothing, 1 snap, 2 snap pool, -1 not trained on (see module docstring)."""
+    end = _step_ends(steps)
     y = np.zeros(steps, np.int8)
-    for cls, onset, last, _s, _p in calls:
-        if cls == "near":
-            continue
+    calls = [c for c in calls if c[0] != "near"]  # near misses are "nothing"; ``weights`` weighs them
+    for _cls, onset, last, _s, _p in calls:
         y[(end > onset) & (end <= last + int(IGNORE_AFTER * RATE)) & (y == 0)] = -1
     lo, hi = int(pos[0] * RATE), int(pos[1] * RATE)
     for cls, _onset, last, snap_end, pool_at in calls:
-        if cls == "near":
-            continue
         y[(end >= last + lo) & (end <= last + hi)] = 1 if cls == "snap" else 2
         if snap_end is not None:  # the "snap" of a "snap pool", until "pool" begins
             y[(end >= snap_end + lo) & (end <= min(snap_end + hi, pool_at + int(0.04 * RATE)))] = 1
@@ -342,9 +345,7 @@ def weights(calls: list[tuple], steps: int, near: float) -> np.ndarray:
     The head fires 40-360 ms after a word, so its false calls land on a near miss's end: there a
     "nothing" step is worth more than one of silence (docs/listening.md, "Fourteenth round").
     """
-    from voicesnap.keyword import EMBED_SPAN, STEP
-
-    end = STEP * np.arange(steps) + EMBED_SPAN
+    end = _step_ends(steps)
     w = np.ones(steps, np.float32)
     for cls, onset, last, _s, _p in calls:
         if cls == "near":
@@ -381,8 +382,9 @@ def windows(emb: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, 
     return x, y[keep], w[keep]
 
 
-def train(x: np.ndarray, y: np.ndarray, epochs: int, sw: np.ndarray | None = None, seed: int = 0, hidden: int = 128, lr: float = 1e-3,
-          decay: float = 1e-4, drop: float = 0.3, log=print) -> dict[str, np.ndarray]:
+def train(x: np.ndarray, y: np.ndarray, epochs: int, sw: np.ndarray | None = None, seed: int = 0,
+          hidden: int = 128, lr: float = 1e-3, decay: float = 1e-4, drop: float = 0.3,
+          log=print) -> dict[str, np.ndarray]:
     """A ReLU MLP (two hidden layers) by Adam on class-weighted cross-entropy ("nothing" weighted x2).
 
     ``sw``: a weight per step on top of its class's (see ``weights``).
@@ -465,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
         for s in seeds:
             emb = data[f"e{s}"].astype(np.float32)
             said = [tuple(c) for c in calls[str(s)]]
-            x, y, w = windows(emb, labels(said, len(emb), tuple(args.positive)), weights(said, len(emb), args.near_weight))
+            y, w = labels(said, len(emb), tuple(args.positive)), weights(said, len(emb), args.near_weight)
+            x, y, w = windows(emb, y, w)
             xs.append(x)
             ys.append(y)
             ws.append(w)
@@ -478,8 +481,9 @@ def main(argv: list[str] | None = None) -> int:
     buf = io.BytesIO()
     np.savez_compressed(buf, mu=mu.astype(np.float32), sd=sd.astype(np.float32), K=CONTEXT,
                         **{k: v.astype(np.float32) for k, v in params.items()},
-                        recipe=json.dumps({"streams": args.streams, "epochs": args.epochs, "positive": list(args.positive),
-                                           "near_weight": args.near_weight, "near_after": NEAR_AFTER}))
+                        recipe=json.dumps({"streams": args.streams, "epochs": args.epochs,
+                                           "positive": list(args.positive), "near_weight": args.near_weight,
+                                           "near_after": NEAR_AFTER}))
     from voicesnap.files import atomic_write_bytes
 
     atomic_write_bytes(args.out, buf.getvalue(), mode=0o644)
