@@ -36,6 +36,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -144,6 +145,11 @@ def _quiet(g: ModuleType, fx: Any, frames: int) -> None:
         at += fx.gap(1.0, 5.0)
 
 
+def _kind(name: str) -> str:
+    """A stream file's kind, from its name (``nocall_007_nearmiss`` -> ``nearmiss``)."""
+    return name.split("_", 2)[2]
+
+
 def _names(minutes: float) -> list[str]:
     count = max(len(KINDS), int(round(minutes * 60 / FILE_SECONDS)))
     return [f"nocall_{i:03d}_{KINDS[i % len(KINDS)]}" for i in range(count)]
@@ -195,8 +201,6 @@ def render_stream(minutes: float = MINUTES, cache: Path = CACHE) -> list[Fixture
         for i in range(len(names)):
             _render(g, i)
         if folder.exists():  # another run finished first: keep its files
-            import shutil
-
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             os.replace(tmp, folder)  # whole or not at all: a run cut short leaves no half stream
@@ -211,26 +215,26 @@ def rows_for(name: str, factory: Callable[[], Any], fixtures: list[Fixture], sho
     scores = {f.name: score(f, run.detections[f.name], words=CALL_WORDS) for f in fixtures}
     every = merge(scores.values())
     hours = every.non_target_seconds / 3600
-    false = [(n, d) for n, d in every.false]
+    false = list(every.false)
     lo, hi = poisson_interval(len(false), hours)
-    by_kind: Counter[str] = Counter(n.split("_", 2)[2] for n, _ in false)
+    by_kind: Counter[str] = Counter(_kind(n) for n, _ in false)
     kind_hours: dict[str, float] = {}
     for f in fixtures:
-        kind = f.name.split("_", 2)[2]
-        kind_hours[kind] = kind_hours.get(kind, 0.0) + f.duration / 3600
+        kind_hours[_kind(f.name)] = kind_hours.get(_kind(f.name), 0.0) + f.duration / 3600
+    by_name = {f.name: f for f in fixtures}
     per_kind = ", ".join(f"{k} {by_kind[k]} ({by_kind[k] / kind_hours[k]:.0f}/h)" for k in KINDS if kind_hours.get(k))
     named = [d for _, d in false if d.player]
     words = [s for f in fixtures for s in f.segments if s.kind == "nearmiss"]
     hit_words: Counter[str] = Counter()
     for n, d in false:
-        fx = next(f for f in fixtures if f.name == n)
+        fx = by_name[n]
         over = [s for s in fx.segments if s.kind == "nearmiss" and s.onset / fx.rate - 0.25 <= d.onset <= s.end / fx.rate]
         if over:
             hit_words[over[0].text] += 1
     said = Counter(s.text for s in words)
     if show:
         for n, d in false:
-            fx = next(f for f in fixtures if f.name == n)
+            fx = by_name[n]
             near = [s for s in fx.segments if s.onset / fx.rate - 0.3 <= d.onset <= s.end / fx.rate + 0.1]
             what = f"{near[0].speaker} {near[0].text!r}" if near else "(no segment)"
             print(f"FALSE {name:10} {n:28} {d.onset:7.2f}s {d.word!r} conf {d.confidence:.2f} "
