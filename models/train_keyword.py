@@ -442,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard", type=int, default=500, help="streams per cached shard")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=0, help="the head's initial weights, dropout and batch order")
     parser.add_argument("--positive", type=float, nargs=2, default=POS, metavar=("FROM", "TO"),
                         help="s after a call's end between which steps are taught as the call")
     parser.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
@@ -477,11 +478,11 @@ def main(argv: list[str] | None = None) -> int:
     mu, sd = x.mean(0), x.std(0) + 1e-3
     x -= mu
     x /= sd
-    params = train(x, y, args.epochs, sw, log=lambda m: print(m, flush=True))
+    params = train(x, y, args.epochs, sw, seed=args.seed, log=lambda m: print(m, flush=True))
     buf = io.BytesIO()
     np.savez_compressed(buf, mu=mu.astype(np.float32), sd=sd.astype(np.float32), K=CONTEXT,
                         **{k: v.astype(np.float32) for k, v in params.items()},
-                        recipe=json.dumps({"streams": args.streams, "epochs": args.epochs,
+                        recipe=json.dumps({"streams": args.streams, "epochs": args.epochs, "seed": args.seed,
                                            "positive": list(args.positive), "near_weight": args.near_weight,
                                            "near_after": NEAR_AFTER}))
     from voicesnap.files import atomic_write_bytes
