@@ -71,3 +71,12 @@ def test_a_stream_lists_its_near_misses_apart_from_its_calls(recipe, monkeypatch
         again, same = recipe.stream(seed)
         assert same == calls and np.array_equal(again, pcm)  # a seed gives the same stream
     assert {"snap", "near"} <= kinds <= {"snap", "snap pool", "near"}
+
+
+def test_a_training_seed_gives_the_same_head_and_another_seed_another(recipe):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((600, 8)).astype(np.float32)
+    y = (x[:, 0] > 0.5).astype(np.int64) + (x[:, 1] > 1.0)
+    a, b, c = (recipe.train(x, y, 2, hidden=16, seed=s, log=lambda _m: None) for s in (0, 0, 1))
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert not np.allclose(a["W0"], c["W0"])
