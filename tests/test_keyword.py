@@ -195,6 +195,39 @@ def test_snap_and_snap_pool_are_told_apart_while_a_claim_is_open(model):
         assert not s.misses and not s.false and not s.confusions, (name, s.misses, s.false)
 
 
+def _runs(spotter, steps: list[tuple[float, float, float]]) -> list:
+    """The spotter's calls from head scores (time, P(snap), P(snap pool)) given as the stream would give them,
+    over quiet room tone (the onsets' envelope needs a signal)."""
+    room = (np.random.default_rng(0).standard_normal(int(K.RATE * (steps[-1][0] + 1))) * 3).astype(np.int16)
+    spotter._env.push(0, room)
+    out = []
+    for t, snap, pool in steps:
+        out += spotter._step(K.Scores(t, np.array([1.0 - snap - pool, snap, pool])), t)
+        out += spotter._decide_held(t)
+    return out + spotter.flush()
+
+
+def test_a_snap_pool_whose_score_dips_between_the_words_is_one_call(model):
+    """Real case (clean_bob's 8.49 s "snap pool" with a three-seed head): "snap" over the line, a dip to
+    the release line, then "snap pool". It was reported twice, as two "snap pool" calls."""
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    dip = [(8.86, 0.47, 0.0), (8.94, 0.93, 0.0), (9.02, 0.78, 0.0), (9.10, 0.46, 0.03), (9.18, 0.04, 0.92),
+           (9.26, 0.0, 1.0), (9.34, 0.0, 1.0), (9.42, 0.0, 1.0), (9.50, 0.02, 0.4), (9.58, 0.0, 0.05)]
+    calls = _runs(KeywordSpotter(model, pool_exists=True), dip)
+    assert [d.word for d in calls] == ["snap pool"]
+    assert calls[0].onset < 8.94
+
+
+def test_a_second_snap_while_the_first_is_held_for_its_pool_keeps_both(model):
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    two = [(1.0, 0.95, 0.0), (1.08, 0.2, 0.0), (1.16, 0.96, 0.0), (1.24, 0.1, 0.0)] + [
+        (1.24 + 0.08 * k, 0.0, 0.0) for k in range(1, 20)]
+    calls = _runs(KeywordSpotter(model, pool_exists=True), two)
+    assert [d.word for d in calls] == ["snap", "snap"]
+
+
 @pytest.mark.parametrize("name", ["echo_ranks", "long_quiet_table", "chatter_real_2", "commands_1"])
 def test_no_call_in_the_announcer_a_noisy_table_real_talk_or_commands(model, name):
     from voicesnap.spotters.keyword import KeywordSpotter

@@ -11,7 +11,9 @@ Why it looks the way it does:
   (``pool_exists`` False) every call is "snap" at once. While one is open a
   "snap" is held until P(snap pool) passes ``threshold`` (then "snap pool"),
   or the signal has been quiet for ``pool_quiet`` after it, or ``pool_wait``
-  has passed.
+  has passed. A new run while one is held is that call's "pool" when it
+  hears "snap pool" (the score can dip between the two words), else a second
+  "snap": one call either way, never two for one "snap pool".
 * Onsets come from the signal (``onsets.Envelope``): the start of the word's
   "s", refined to the energy rise (``_place``). The model's own time grid is
   80 ms, far too coarse for ties.
@@ -170,6 +172,7 @@ class KeywordSpotter:
         call = s.call
         if self._held is not None and s.probs[2] >= self.threshold:
             held, self._held = self._held, None
+            self._armed = False  # the "pool" run is the held call's, not a call of its own
             return [self._emit(SNAP_POOL, held, detected_at, end=s.time)]
         if not self._armed:
             self._armed = call < self.release
@@ -178,14 +181,22 @@ class KeywordSpotter:
             return []
         self._armed = False
         snap_pool = s.probs[2] > s.probs[1]
+        found: list[Detection] = []
+        if self._held is not None:
+            # a new run while a "snap" is held: the score dipped between "snap" and "pool" (then this
+            # run is that call's "pool"), or another "snap" followed it (then the held one was a "snap")
+            held, self._held = self._held, None
+            if snap_pool:
+                return [self._emit(SNAP_POOL, held, detected_at, end=s.time)]
+            found.append(self._emit(SNAP, held, detected_at))
         onset, end = self._place(s.time, snap_pool)
         if snap_pool and self._pool():
-            return [self._emit(SNAP_POOL, _Held(onset, end, call, s.time), detected_at)]
+            return found + [self._emit(SNAP_POOL, _Held(onset, end, call, s.time), detected_at)]
         if self._pool():
             self._held = _Held(onset, end, call, s.time)
-            return []
+            return found
         word = SNAP if SNAP in self.calls else SNAP_POOL
-        return [self._emit(word, _Held(onset, end, call, s.time), detected_at)]
+        return found + [self._emit(word, _Held(onset, end, call, s.time), detected_at)]
 
     def _decide_held(self, detected_at: float) -> list[Detection]:
         held = self._held
