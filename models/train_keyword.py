@@ -31,10 +31,12 @@ loss. The fixture corpus, its voices (which also speak bench/bench_nocall.py's
 hour) and Speech Commands are never used, so the benchmarks measure held-out
 voices, noise and real words.
 
-Needs espeak-ng, onnxruntime and the keyword model's front end; about 47
-minutes on two cores for the default 6000 streams (``--workers``); the
-embeddings are cached per shard under ``--work`` so training can be re-run
-alone.
+Needs espeak-ng, onnxruntime and the keyword model's front end; about 16
+minutes on two cores to render the default 6000 streams (``--workers``) and 7
+to train a head; the embeddings are cached per shard under ``--work`` so
+training can be re-run alone. Heads of other seeds (``--seed``) differ by up
+to 11 corpus calls; ``--seed 0 1 2`` or ``--join`` makes one head that
+averages several (docs/listening.md, "Fifteenth round").
 """
 
 from __future__ import annotations
@@ -442,7 +444,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard", type=int, default=500, help="streams per cached shard")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--seed", type=int, default=0, help="the head's initial weights, dropout and batch order")
+    parser.add_argument("--seed", type=int, nargs="+", default=[0],
+                        help="the head's initial weights, dropout and batch order; several seeds train one head "
+                        "each, written as one whose probabilities are their mean (voicesnap.keyword.Head)")
+    parser.add_argument("--join", type=Path, nargs="+", metavar="HEAD",
+                        help="write heads already trained on the same streams as one averaged head; no training")
     parser.add_argument("--positive", type=float, nargs=2, default=POS, metavar=("FROM", "TO"),
                         help="s after a call's end between which steps are taught as the call")
     parser.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
@@ -450,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/voicesnap-keyword-train"))
     parser.add_argument("--out", type=Path, default=ROOT / "voicesnap" / "data" / "keyword_head.npz")
     args = parser.parse_args(argv)
+    if args.join:
+        return join(args.join, args.out)
     from multiprocessing import Pool
 
     args.work.mkdir(parents=True, exist_ok=True)
@@ -478,17 +486,43 @@ def main(argv: list[str] | None = None) -> int:
     mu, sd = x.mean(0), x.std(0) + 1e-3
     x -= mu
     x /= sd
-    params = train(x, y, args.epochs, sw, seed=args.seed, log=lambda m: print(m, flush=True))
+    members = []
+    for seed in args.seed:
+        print(f"seed {seed}", flush=True)
+        members.append(train(x, y, args.epochs, sw, seed=seed, log=lambda m: print(m, flush=True)))
+    recipe = {"streams": args.streams, "epochs": args.epochs, "seeds": args.seed, "positive": list(args.positive),
+              "near_weight": args.near_weight, "near_after": NEAR_AFTER}
+    write(args.out, mu, sd, members, recipe)
+    return 0
+
+
+def write(out: Path, mu: np.ndarray, sd: np.ndarray, members: list[dict[str, np.ndarray]], recipe: dict) -> None:
+    """One head file (voicesnap.keyword.Head): each layer's members stacked on a first axis."""
     buf = io.BytesIO()
     np.savez_compressed(buf, mu=mu.astype(np.float32), sd=sd.astype(np.float32), K=CONTEXT,
-                        **{k: v.astype(np.float32) for k, v in params.items()},
-                        recipe=json.dumps({"streams": args.streams, "epochs": args.epochs, "seed": args.seed,
-                                           "positive": list(args.positive), "near_weight": args.near_weight,
-                                           "near_after": NEAR_AFTER}))
+                        **{k: np.stack([m[k] for m in members]).astype(np.float32) for k in members[0]},
+                        recipe=json.dumps(recipe))
     from voicesnap.files import atomic_write_bytes
 
-    atomic_write_bytes(args.out, buf.getvalue(), mode=0o644)
-    print(f"wrote {args.out}")
+    atomic_write_bytes(out, buf.getvalue(), mode=0o644)
+    print(f"wrote {out} ({len(members)} member{'s' * (len(members) > 1)})")
+
+
+def join(heads: list[Path], out: Path) -> int:
+    """Heads trained on the same streams (so the same input scaling) written as one averaged head."""
+    members, recipes, first = [], [], None
+    for path in heads:
+        raw = np.load(path)
+        if first is None:
+            first = raw
+        elif not (np.array_equal(raw["mu"], first["mu"]) and np.array_equal(raw["sd"], first["sd"])):
+            raise SystemExit(f"{path}: trained on other streams than {heads[0]} (its input scaling differs)")
+        layers = [k for k in raw.files if k[0] in "Wb"]
+        count = 1 if raw["W0"].ndim == 2 else len(raw["W0"])
+        members += [{k: (raw[k] if raw[k].ndim == (2 if k[0] == "W" else 1) else raw[k][i]) for k in layers}
+                    for i in range(count)]
+        recipes.append(json.loads(str(raw["recipe"])) if "recipe" in raw.files else {})
+    write(out, first["mu"], first["sd"], members, {"joined": recipes})
     return 0
 
 

@@ -80,3 +80,26 @@ def test_a_training_seed_gives_the_same_head_and_another_seed_another(recipe):
     a, b, c = (recipe.train(x, y, 2, hidden=16, seed=s, log=lambda _m: None) for s in (0, 0, 1))
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert not np.allclose(a["W0"], c["W0"])
+
+
+def test_heads_of_other_seeds_are_joined_into_one_that_averages_them(recipe, tmp_path, monkeypatch):
+    from voicesnap.keyword import Head
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((400, 2 * 96)).astype(np.float32)
+    y = (x[:, 0] > 0.6).astype(np.int64) + (x[:, 1] > 1.1)
+    mu, sd = np.zeros(x.shape[1], np.float32), np.ones(x.shape[1], np.float32)
+    monkeypatch.setattr(recipe, "CONTEXT", 2)  # a small head for the test
+    paths = []
+    for seed in (0, 1):
+        paths.append(tmp_path / f"head{seed}.npz")
+        recipe.write(paths[-1], mu, sd, [recipe.train(x, y, 1, hidden=8, seed=seed, log=lambda _m: None)], {})
+    recipe.join(paths, tmp_path / "both.npz")
+    one, other, both = (Head.load((tmp_path / n).read_bytes()) for n in ("head0.npz", "head1.npz", "both.npz"))
+    windows = x[:20].reshape(20, 2, 96)
+    assert (one.members, both.members) == (1, 2)
+    assert np.allclose(both.probs(windows), (one.probs(windows) + other.probs(windows)) / 2, atol=1e-6)
+    assert not np.allclose(one.probs(windows), other.probs(windows))
+    recipe.write(tmp_path / "shifted.npz", mu + 1, sd, [recipe.train(x, y, 1, hidden=8, log=lambda _m: None)], {})
+    with pytest.raises(SystemExit, match="other streams"):
+        recipe.join([paths[0], tmp_path / "shifted.npz"], tmp_path / "no.npz")

@@ -165,7 +165,12 @@ def _session(path: Path) -> Any:
 
 @dataclass(frozen=True)
 class Head:
-    """voicesnap's classifier over the last ``context`` embeddings."""
+    """voicesnap's classifier over the last ``context`` embeddings: one MLP, or several averaged.
+
+    Each layer's weights are (members, in, out) and biases (members, out). Heads trained on the same
+    streams with other seeds disagree by several corpus calls (docs/listening.md, "Fifteenth round"),
+    so the file may hold a few and their probabilities are averaged; a file of 2-D arrays is one.
+    """
 
     mean: np.ndarray
     scale: np.ndarray
@@ -179,19 +184,27 @@ class Head:
             source = resources.files("voicesnap").joinpath("data", HEAD_FILE).read_bytes()
         raw = np.load(io.BytesIO(source) if isinstance(source, bytes) else source)
         layers = sorted(k for k in raw.files if k.startswith("W"))
+
+        def members(a: np.ndarray, ndim: int) -> np.ndarray:
+            return (a[None] if a.ndim == ndim else a).astype(np.float32)
+
         return cls(raw["mu"].astype(np.float32), (1.0 / raw["sd"]).astype(np.float32),
-                   tuple(raw[k].astype(np.float32) for k in layers),
-                   tuple(raw["b" + k[1:]].astype(np.float32) for k in layers), int(raw["K"]))
+                   tuple(members(raw[k], 2) for k in layers),
+                   tuple(members(raw["b" + k[1:]], 1) for k in layers), int(raw["K"]))
+
+    @property
+    def members(self) -> int:
+        return len(self.weights[0]) if self.weights else 0
 
     def probs(self, windows: np.ndarray) -> np.ndarray:
-        """(n, context, 96) embeddings -> (n, 3) class probabilities."""
-        h = (windows.reshape(len(windows), -1) - self.mean) * self.scale
+        """(n, context, 96) embeddings -> (n, 3) class probabilities (the members' mean)."""
+        h = ((windows.reshape(len(windows), -1) - self.mean) * self.scale)[None]
         for w, b in zip(self.weights[:-1], self.biases[:-1]):
-            h = np.maximum(h @ w + b, 0.0)
-        z = h @ self.weights[-1] + self.biases[-1]
-        z -= z.max(axis=1, keepdims=True)
+            h = np.maximum(h @ w + b[:, None], 0.0)
+        z = h @ self.weights[-1] + self.biases[-1][:, None]
+        z -= z.max(axis=2, keepdims=True)
         e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
+        return (e / e.sum(axis=2, keepdims=True)).mean(axis=0)
 
 
 class KeywordModel:
