@@ -170,25 +170,22 @@ class KeywordSpotter:
 
     def _step(self, s: Scores, detected_at: float) -> list[Detection]:
         call = s.call
-        if self._held is not None and s.probs[2] >= self.threshold:
+        starts = self._armed and call >= self.threshold and bool(self.calls)  # a new run begins here
+        if self._held is not None and (s.probs[2] >= self.threshold or (starts and s.probs[2] > s.probs[1])):
+            # the held "snap"'s "pool", also where the score dipped between the words: one call, not two
             held, self._held = self._held, None
-            self._armed = False  # the "pool" run is the held call's, not a call of its own
+            self._armed = False
             return [self._emit(SNAP_POOL, held, detected_at, end=s.time)]
         if not self._armed:
             self._armed = call < self.release
             return []
-        if call < self.threshold or not self.calls:
+        if not starts:
             return []
         self._armed = False
         snap_pool = s.probs[2] > s.probs[1]
-        found: list[Detection] = []
-        if self._held is not None:
-            # a new run while a "snap" is held: the score dipped between "snap" and "pool" (then this
-            # run is that call's "pool"), or another "snap" followed it (then the held one was a "snap")
-            held, self._held = self._held, None
-            if snap_pool:
-                return [self._emit(SNAP_POOL, held, detected_at, end=s.time)]
-            found.append(self._emit(SNAP, held, detected_at))
+        # another "snap" while one is held: the held one was a "snap"
+        found = [self._emit(SNAP, self._held, detected_at)] if self._held is not None else []
+        self._held = None
         onset, end = self._place(s.time, snap_pool)
         if snap_pool and self._pool():
             return found + [self._emit(SNAP_POOL, _Held(onset, end, call, s.time), detected_at)]
