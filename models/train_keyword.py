@@ -510,6 +510,8 @@ def write(out: Path, mu: np.ndarray, sd: np.ndarray, members: list[dict[str, np.
 
 def join(heads: list[Path], out: Path) -> int:
     """Heads trained on the same streams (so the same input scaling) written as one averaged head."""
+    from voicesnap.keyword import Head
+
     members, recipes, first = [], [], None
     for path in heads:
         raw = np.load(path)
@@ -517,10 +519,9 @@ def join(heads: list[Path], out: Path) -> int:
             first = raw
         elif not (np.array_equal(raw["mu"], first["mu"]) and np.array_equal(raw["sd"], first["sd"])):
             raise SystemExit(f"{path}: trained on other streams than {heads[0]} (its input scaling differs)")
-        layers = [k for k in raw.files if k[0] in "Wb"]
-        count = 1 if raw["W0"].ndim == 2 else len(raw["W0"])
-        members += [{k: (raw[k] if raw[k].ndim == (2 if k[0] == "W" else 1) else raw[k][i]) for k in layers}
-                    for i in range(count)]
+        head = Head.load(path.read_bytes())  # its layers as (members, ...), however many it holds
+        members += [{**{f"W{j}": w[i] for j, w in enumerate(head.weights)},
+                     **{f"b{j}": b[i] for j, b in enumerate(head.biases)}} for i in range(head.members)]
         recipes.append(json.loads(str(raw["recipe"])) if "recipe" in raw.files else {})
     write(out, first["mu"], first["sd"], members, {"joined": recipes})
     return 0
