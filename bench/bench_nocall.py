@@ -218,9 +218,9 @@ def rows_for(name: str, factory: Callable[[], Any], fixtures: list[Fixture], sho
     false = list(every.false)
     lo, hi = poisson_interval(len(false), hours)
     by_kind: Counter[str] = Counter(_kind(n) for n, _ in false)
-    kind_hours: dict[str, float] = {}
+    kind_hours: Counter[str] = Counter()
     for f in fixtures:
-        kind_hours[_kind(f.name)] = kind_hours.get(_kind(f.name), 0.0) + f.duration / 3600
+        kind_hours[_kind(f.name)] += f.duration / 3600
     by_name = {f.name: f for f in fixtures}
     per_kind = ", ".join(f"{k} {by_kind[k]} ({by_kind[k] / kind_hours[k]:.0f}/h)" for k in KINDS if kind_hours.get(k))
     named = [d for _, d in false if d.player]
