@@ -33,10 +33,11 @@ voices, noise and real words.
 
 Needs espeak-ng, onnxruntime and the keyword model's front end; about 16
 minutes on two cores to render the default 6000 streams (``--workers``) and 7
-to train a head; the embeddings are cached per shard under ``--work`` so
-training can be re-run alone (12000 streams: 15 min and 13 GB). Heads of other seeds (``--seed``) differ by up
-to 11 corpus calls; ``--seed 0 1 2`` or ``--join`` makes one head that
-averages several (docs/listening.md, "Fifteenth round").
+to train a head (12000 streams: 15 minutes and 13 GB); the embeddings are
+cached per shard under ``--work`` so training can be re-run alone. Heads of
+other seeds (``--seed``) differ by up to 11 corpus calls; ``--seed 0 1 2`` or
+``--join`` makes one head that averages several (docs/listening.md, "Fifteenth
+round").
 """
 
 from __future__ import annotations
@@ -497,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
             ys.append(y)
             ws.append(w)
     x, y, sw = np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
+    del xs, ys, ws  # the per-stream copies: as large as ``x`` itself
     print(f"{len(x)} training steps: {np.bincount(y, minlength=3).tolist()} (nothing, snap, snap pool)", flush=True)
     mu, sd = moments(x)
     members = []

@@ -82,6 +82,21 @@ def test_a_training_seed_gives_the_same_head_and_another_seed_another(recipe):
     assert not np.allclose(a["W0"], c["W0"])
 
 
+def test_compact_windows_scaled_per_batch_train_the_head_that_scaled_float32_windows_do(recipe):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((700, 8)) * 3 + 5).astype(np.float16)  # as the cached embeddings are stored
+    y = (x[:, 0] > 6).astype(np.int64) + (x[:, 1] > 8)
+    mu, sd = recipe.moments(x, rows=128)  # over several chunks
+    wide = x.astype(np.float64)
+    assert np.allclose(mu, wide.mean(0), atol=1e-5) and np.allclose(sd, wide.std(0) + 1e-3, atol=1e-5)
+    scaled = (x.astype(np.float32) - mu) / sd
+    a = recipe.train(x, y, 2, hidden=16, scale=(mu, sd), log=lambda _m: None)
+    b = recipe.train(scaled, y, 2, hidden=16, log=lambda _m: None)
+    assert all(np.allclose(a[k], b[k], atol=1e-6) for k in a)
+    unscaled = recipe.train(x, y, 2, hidden=16, log=lambda _m: None)
+    assert not np.allclose(a["W0"], unscaled["W0"])
+
+
 def test_heads_of_other_seeds_are_joined_into_one_that_averages_them(recipe, tmp_path, monkeypatch):
     from voicesnap.keyword import Head
 
