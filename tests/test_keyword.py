@@ -583,3 +583,37 @@ def _detect_array(spotter, x: np.ndarray, rate: int = 16000) -> list:
     for ch in ArraySource(x, rate, chunk_frames=320):
         dets += spotter.accept(ch)
     return dets + spotter.flush()
+
+
+@pytest.mark.vosk_model
+def test_a_nap_both_judges_take_for_snap_is_dropped_for_want_of_a_hiss(model, monkeypatch):
+    """finn says "nap" in pink noise at 10 dB (the corpus's nearmiss_noisy_pink_10db, 9.32 s): Vosk hears
+    "snap" there and the keyword model scores it over its veto line, but the word adds nothing to the
+    high band where the "s" of "snap" would be (``judges.HISS_MIN``), so the combined engine drops it.
+    With the check off it is a false call; the file's "stop", "snow" and "snack" are not touched."""
+    import table_script as T
+    from bench.bench_listening import _vosk_factory
+    from voicefixtures import NAMES, profile
+    from voicesnap.spotters import combined as CB
+    from voicesnap.spotters import judges as J
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", os.environ.get("VOICESNAP_VOSK_MODEL") or T.model_or_skip())
+    vosk, why = _vosk_factory()
+    if vosk is None:
+        pytest.skip(f"Vosk engine unavailable: {why}")
+    fx = C.load(CORPUS / "nearmiss_noisy_pink_10db.json")
+    nap = next(s for s in fx.segments if s.text == "nap")
+    lo = nap.onset - 2 * fx.rate
+    x = fx.read()[lo: nap.end + 3 * fx.rate, :1]
+    profiles = [profile(n) for n in NAMES]
+
+    def calls() -> list:
+        sp = CB.CombinedSpotter(vosk(), EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
+        return [d for d in _detect_array(sp, x) if d.word in WORDS]
+
+    assert calls() == []
+    monkeypatch.setattr(J, "HISS_MIN", None)
+    got = calls()
+    assert [round(d.onset - 2.0, 1) for d in got] == [0.1], got
