@@ -590,13 +590,15 @@ def test_a_nap_both_judges_take_for_snap_is_dropped_for_want_of_a_hiss(model, mo
     """finn says "nap" in pink noise at 10 dB (the corpus's nearmiss_noisy_pink_10db, 9.32 s): Vosk hears
     "snap" there and the keyword model scores it over its veto line, but the word adds nothing to the
     high band where the "s" of "snap" would be (``judges.HISS_MIN``), so the combined engine drops it.
-    With the check off it is a false call; the file's "stop", "snow" and "snack" are not touched."""
+    With the check off it is a false call. The same with Vosk behind its speech gate, as play runs it:
+    the check reads the keyword spotter's audio, which holds every frame on the stream's clock."""
     import table_script as T
     from bench.bench_listening import _vosk_factory
     from voicefixtures import NAMES, profile
     from voicesnap.spotters import combined as CB
     from voicesnap.spotters import judges as J
     from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.keyword import KeywordSpotter
 
     monkeypatch.setenv("VOICESNAP_VOSK_MODEL", os.environ.get("VOICESNAP_VOSK_MODEL") or T.model_or_skip())
@@ -609,11 +611,15 @@ def test_a_nap_both_judges_take_for_snap_is_dropped_for_want_of_a_hiss(model, mo
     x = fx.read()[lo: nap.end + 3 * fx.rate, :1]
     profiles = [profile(n) for n in NAMES]
 
-    def calls() -> list:
-        sp = CB.CombinedSpotter(vosk(), EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
+    def calls(gated: bool) -> list:
+        judge = SpeechGate(vosk(), channel=0) if gated else vosk()
+        sp = CB.CombinedSpotter(judge, EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
         return [d for d in _detect_array(sp, x) if d.word in WORDS]
 
-    assert calls() == []
-    monkeypatch.setattr(J, "HISS_MIN", None)
-    got = calls()
-    assert [round(d.onset - 2.0, 1) for d in got] == [0.1], got
+    line = J.HISS_MIN
+    for gated in (False, True):
+        monkeypatch.setattr(J, "HISS_MIN", line)
+        assert calls(gated) == [], gated
+        monkeypatch.setattr(J, "HISS_MIN", None)
+        got = calls(gated)
+        assert [round(d.onset - 2.0, 1) for d in got] == [0.1], (gated, got)

@@ -131,7 +131,7 @@ class WhatJudges:
         """Whether ``d``, a call either judge heard, does not start with a hiss (HISS_MIN)."""
         if HISS_MIN is None or d.engine not in ("vosk", "keyword") or d.word not in self.words:
             return False
-        hiss = getattr(self.vosk, "hiss", None)
+        hiss = getattr(self.keyword, "hiss", None)
         value = hiss(d.onset) if callable(hiss) else None
         return value is not None and value < HISS_MIN
 

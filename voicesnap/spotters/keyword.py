@@ -133,6 +133,13 @@ class KeywordSpotter:
         """The energy rise (s) within 50 ms of ``approx``, as the Vosk spotter finds it (CombinedSpotter)."""
         return self._env.rise_near(approx, latest)
 
+    def hiss(self, onset: float) -> float | None:
+        """How much the word at ``onset`` (s) starts with a hiss (``onsets.Envelope.hiss``, dB), or None
+        where the audio there cannot say: for either judge's call (``judges.HISS_MIN``). From this
+        spotter because it keeps every frame on the stream's clock, asleep or awake, where Vosk behind
+        its speech gate hears only the stretches around speech, on a spliced clock."""
+        return self._env.hiss(onset)
+
     def score_over(self, a: float, b: float) -> float | None:
         """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet."""
         got = [s.call for s in self._history if a <= s.time <= b]

@@ -346,11 +346,6 @@ class VoskSpotter:
         or None where there is no clear one: for an onset another engine found (CombinedSpotter)."""
         return self._env.rise_near(approx, latest)
 
-    def hiss(self, onset: float) -> float | None:
-        """How much the word at ``onset`` (s) starts with a hiss (``onsets.Envelope.hiss``, dB), or None
-        where the audio there says nothing: for any judge's "snap" (``judges.HISS_MIN``)."""
-        return self._env.hiss(onset)
-
     QUIET_S = 1.0
 
     def _quiet_now(self) -> bool:
