@@ -1,7 +1,7 @@
 """Whether a word starts with the "s" of "snap" (``onsets.Envelope.hiss``), on the committed corpus.
 
 Both judges of WHAT was called take "nap" and "map" in noise for "snap"; the
-check drops a call whose word starts without a hiss (``judges.HISS_MIN``).
+check drops a call whose word starts without a hiss (``onsets.HISS_MIN``).
 These tests hold it to the corpus's ground truth: every call passes it with a
 margin, the nasal near misses fail it, the "s" words that are not calls
 ("slap", "snack", "stop") pass it (the check is not a near-miss filter for
@@ -18,8 +18,7 @@ import soundfile as sf
 import soxr
 
 from voicesnap import corpus
-from voicesnap.onsets import RATE, Envelope
-from voicesnap.spotters.judges import HISS_MIN
+from voicesnap.onsets import HISS_MIN, RATE, Envelope
 
 CORPUS = Path(__file__).parent / "fixtures" / "audio" / "corpus"
 

@@ -197,14 +197,19 @@ def test_snap_and_snap_pool_are_told_apart_while_a_claim_is_open(model):
 
 def _runs(spotter, steps: list[tuple[float, float, float]]) -> list:
     """The spotter's calls from head scores (time, P(snap), P(snap pool)) given as the stream would give them,
-    over quiet room tone (the onsets' envelope needs a signal)."""
+    over quiet room tone (the onsets' envelope needs a signal), with the hiss check off: room tone holds
+    no word to start with one (that check is tests/test_hiss.py's)."""
+    from voicesnap import onsets
+
     room = (np.random.default_rng(0).standard_normal(int(K.RATE * (steps[-1][0] + 1))) * 3).astype(np.int16)
     spotter._env.push(0, room)
     out = []
-    for t, snap, pool in steps:
-        out += spotter._step(K.Scores(t, np.array([1.0 - snap - pool, snap, pool])), t)
-        out += spotter._decide_held(t)
-    return out + spotter.flush()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(onsets, "HISS_MIN", None)
+        for t, snap, pool in steps:
+            out += spotter._step(K.Scores(t, np.array([1.0 - snap - pool, snap, pool])), t)
+            out += spotter._decide_held(t)
+        return out + spotter.flush()
 
 
 @pytest.mark.parametrize("pool", [0.88, 0.92])
@@ -589,14 +594,14 @@ def _detect_array(spotter, x: np.ndarray, rate: int = 16000) -> list:
 def test_a_nap_both_judges_take_for_snap_is_dropped_for_want_of_a_hiss(model, monkeypatch):
     """finn says "nap" in pink noise at 10 dB (the corpus's nearmiss_noisy_pink_10db, 9.32 s): Vosk hears
     "snap" there and the keyword model scores it over its veto line, but the word adds nothing to the
-    high band where the "s" of "snap" would be (``judges.HISS_MIN``), so the combined engine drops it.
+    high band where the "s" of "snap" would be (``onsets.HISS_MIN``), so the combined engine drops it.
     With the check off it is a false call. The same with Vosk behind its speech gate, as play runs it:
     the check reads the keyword spotter's audio, which holds every frame on the stream's clock."""
     import table_script as T
     from bench.bench_listening import _vosk_factory
     from voicefixtures import NAMES, profile
     from voicesnap.spotters import combined as CB
-    from voicesnap.spotters import judges as J
+    from voicesnap import onsets as O
     from voicesnap.spotters.enrolled import EnrolledSpotter
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.keyword import KeywordSpotter
@@ -616,10 +621,26 @@ def test_a_nap_both_judges_take_for_snap_is_dropped_for_want_of_a_hiss(model, mo
         sp = CB.CombinedSpotter(judge, EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
         return [d for d in _detect_array(sp, x) if d.word in WORDS]
 
-    line = J.HISS_MIN
+    line = O.HISS_MIN
     for gated in (False, True):
-        monkeypatch.setattr(J, "HISS_MIN", line)
+        monkeypatch.setattr(O, "HISS_MIN", line)
         assert calls(gated) == [], gated
-        monkeypatch.setattr(J, "HISS_MIN", None)
+        monkeypatch.setattr(O, "HISS_MIN", None)
         got = calls(gated)
         assert [round(d.onset - 2.0, 1) for d in got] == [0.1], (gated, got)
+
+
+def test_the_keyword_spotter_alone_does_not_report_a_word_without_a_hiss(model, monkeypatch):
+    """The keyword model alone (``--engine keyword``, and the per-mic judge) takes finn's "nap" in pink
+    noise at 10 dB for "snap"; the word starts without an "s", so the spotter does not report it. Its
+    "slap" in nearmiss_alice does start with one and is still reported (what the check cannot tell)."""
+    from voicesnap import onsets as O
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    def calls(name: str) -> list[tuple[str, float]]:
+        return [(d.word, round(d.onset, 1)) for d in _detect(KeywordSpotter(model), C.load(CORPUS / f"{name}.json"))]
+
+    assert calls("nearmiss_noisy_pink_10db") == []
+    assert calls("nearmiss_alice") == [("snap", 10.2)]
+    monkeypatch.setattr(O, "HISS_MIN", None)
+    assert calls("nearmiss_noisy_pink_10db") == [("snap", 9.4)]

@@ -15,8 +15,8 @@ the caller, so no enrollment is needed).
 * A Vosk call that the keyword model never scored KEYWORD_VETO from its start
   to KEYWORD_WAIT after its end is dropped (``doubts``).
 * Either judge's call whose word does not start with a hiss is dropped
-  (``hissless``): every call starts with the "s" of "snap", while both judges
-  take "nap" in noise for it.
+  (``hissless``, ``onsets.HISS_MIN``): every call starts with the "s" of
+  "snap", while both judges take "nap" in noise for it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
+from .. import onsets
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
 from . import Detection, Spotter, undecided_from
@@ -39,16 +40,6 @@ from . import Detection, Spotter, undecided_from
 # turns it (and this veto) off.
 KEYWORD_VETO = 0.9
 KEYWORD_WAIT = 0.36
-# A call (either judge's) whose word adds less high band than low band at its start by this much
-# (``onsets.Envelope.hiss``, dB) does not start with the "s" of "snap" and is dropped. Measured at the
-# true onsets (docs/listening.md, "Seventeenth round"): the corpus's calls -9.9 to +31 dB, the 7 under
-# +3 dB over the announcer, in babble at 5 dB or a second caller 200 ms into another's call (the 3 under
-# the line: two calls the combined engine misses anyway, and a tie partner it still finds);
-# "nap" on the no-call hour -1.2 dB at most, 87-93% under the line; "map" 98-100%; real people's "s"
-# words (tests/fixtures/audio/real/commands: "six", "seven", "stop", "sheila") -0.7 to +47, their "no",
-# "nine", "marvin" 12 of 13 under it. On the corpus no call is lost and 1 of 2 false calls goes; on
-# the no-call hour 33 -> 23 false calls per hour. None turns the check off.
-HISS_MIN: float | None = -5.0
 CALL_TOKENS = ("snap", "pool")  # Vosk's words of the calls the keyword model hears
 SAME_CALL = 0.15  # s: two judges' reports of one word overlap in time, or start this close
 UNKNOWN = "[unk]"
@@ -128,12 +119,13 @@ class WhatJudges:
         return None
 
     def hissless(self, d: Detection) -> bool:
-        """Whether ``d``, a call either judge heard, does not start with a hiss (HISS_MIN)."""
-        if HISS_MIN is None or d.engine not in ("vosk", "keyword") or d.word not in self.words:
+        """Whether ``d``, a call either judge heard, does not start with a hiss (``onsets.HISS_MIN``)."""
+        line = onsets.HISS_MIN
+        if line is None or d.engine not in ("vosk", "keyword") or d.word not in self.words:
             return False
         hiss = getattr(self.keyword, "hiss", None)
         value = hiss(d.onset) if callable(hiss) else None
-        return value is not None and value < HISS_MIN
+        return value is not None and value < line
 
     def heard_other(self, d: Detection) -> bool:
         """For a keyword call: whether Vosk heard a known non-call word over it, finally or so far."""
