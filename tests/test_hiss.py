@@ -27,8 +27,7 @@ def _hiss(name: str, through: int | None = None) -> list[tuple[str, str, float |
     """(kind, text, hiss) at every call and near miss of the corpus file ``name``, heard through a
     channel of ``through`` Hz sample rate when given."""
     fx = corpus.load(CORPUS / f"{name}.json")
-    x = fx.read()
-    x = x[:, 0] if x.ndim > 1 else x
+    x = fx.read()[:, 0]
     if through is not None:
         x = soxr.resample(soxr.resample(x, RATE, through), through, RATE).astype(np.float32)
     env = Envelope(seconds=len(x) / RATE + 1.0)
@@ -76,8 +75,7 @@ def test_too_little_audio_before_the_word_gives_no_opinion():
     fx = corpus.load(CORPUS / "clean_alice.json")
     first = fx.segments[0]
     env = Envelope()
-    x = fx.read()
-    x = x[:, 0] if x.ndim > 1 else x
+    x = fx.read()[:, 0]
     env.push(first.onset - 400, x[first.onset - 400: first.onset + 4000])
     assert env.hiss(first.onset / RATE) is None
 

@@ -169,8 +169,9 @@ class Envelope:
         (-5 to -40 dB). The floor is the 30th percentile of each band over the 0.55 s before the word,
         so a caller's "s" over another's vowel, 200 ms into it, still counts. Minus infinity where the
         high band never rises 6 dB over its floor (a "nap" in pink noise adds nothing up there; every
-        corpus call, in noise at 5 dB too, rises 10 dB or more). None (no opinion) with too little audio before the word, or where the input
-        carries nothing above 4 kHz (a telephone-band headset), where every call would look hiss-less."""
+        corpus call rises over it, in noise at 5 dB too). None (no opinion) with too little audio
+        before the word, or where the input carries nothing above 4 kHz (a telephone-band headset),
+        where every call would look hiss-less."""
         n, hop = self._FFT, self._FFT_HOP
         c = int(round(onset * RATE))
         x, first = self.segment(c - int(0.6 * RATE), c + int((after + 0.02) * RATE))
@@ -197,6 +198,12 @@ class Envelope:
         added_high = np.maximum(h - high_floor, 0.0) + 1e-3 * h.max() + 1e-12
         added_low = np.maximum(lo - low_floor, 0.0) + 1e-3 * lo.max() + 1e-12
         return float(10 * np.log10(added_high[rose] / added_low[rose]).max())
+
+    def hissless(self, onset: float) -> bool:
+        """Whether the word at ``onset`` (s) starts without the hiss of an "s": ``hiss`` under HISS_MIN
+        (False with no opinion, or with HISS_MIN None)."""
+        value = self.hiss(onset) if HISS_MIN is not None else None
+        return value is not None and value < HISS_MIN
 
     def active_after(self, t: float, min_ms: int = 20) -> bool:
         """Whether speech-like energy (over the recent floor) lasts ``min_ms`` somewhere after ``t``."""

@@ -14,9 +14,10 @@ the caller, so no enrollment is needed).
   (``heard_other``).
 * A Vosk call that the keyword model never scored KEYWORD_VETO from its start
   to KEYWORD_WAIT after its end is dropped (``doubts``).
-* Either judge's call whose word does not start with a hiss is dropped
-  (``hissless``, ``onsets.HISS_MIN``): every call starts with the "s" of
-  "snap", while both judges take "nap" in noise for it.
+* A Vosk call whose word does not start with a hiss is dropped (``hissless``,
+  ``onsets.HISS_MIN``): every call starts with the "s" of "snap", while both
+  judges take "nap" in noise for it (the keyword spotter does not report such
+  a call of its own).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
-from .. import onsets
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
 from . import Detection, Spotter, undecided_from
@@ -119,13 +119,12 @@ class WhatJudges:
         return None
 
     def hissless(self, d: Detection) -> bool:
-        """Whether ``d``, a call either judge heard, does not start with a hiss (``onsets.HISS_MIN``)."""
-        line = onsets.HISS_MIN
-        if line is None or d.engine not in ("vosk", "keyword") or d.word not in self.words:
+        """For a Vosk call: whether its word starts without a hiss, as the keyword spotter, which holds
+        every frame on the stream's clock, hears it (``KeywordSpotter.hissless``)."""
+        if d.engine != "vosk" or d.word not in self.words:
             return False
-        hiss = getattr(self.keyword, "hiss", None)
-        value = hiss(d.onset) if callable(hiss) else None
-        return value is not None and value < line
+        hissless = getattr(self.keyword, "hissless", None)
+        return bool(callable(hissless) and hissless(d.onset))
 
     def heard_other(self, d: Detection) -> bool:
         """For a keyword call: whether Vosk heard a known non-call word over it, finally or so far."""

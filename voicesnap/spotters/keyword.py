@@ -37,7 +37,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .. import onsets
 from ..audio import AudioChunk, Resampler
 from ..keyword import RATE, KeywordModel, KeywordStream, Scores
 from ..onsets import Envelope
@@ -134,12 +133,12 @@ class KeywordSpotter:
         """The energy rise (s) within 50 ms of ``approx``, as the Vosk spotter finds it (CombinedSpotter)."""
         return self._env.rise_near(approx, latest)
 
-    def hiss(self, onset: float) -> float | None:
-        """How much the word at ``onset`` (s) starts with a hiss (``onsets.Envelope.hiss``, dB), or None
-        where the audio there cannot say: for either judge's call (``onsets.HISS_MIN``). From this
-        spotter because it keeps every frame on the stream's clock, asleep or awake, where Vosk behind
-        its speech gate hears only the stretches around speech, on a spliced clock."""
-        return self._env.hiss(onset)
+    def hissless(self, onset: float) -> bool:
+        """Whether the word at ``onset`` (s) starts without the hiss of an "s" (``onsets.HISS_MIN``): this
+        spotter reports no such call, and the judges ask it of Vosk's, because it keeps every frame on the
+        stream's clock, asleep or awake, where Vosk behind its speech gate hears only the stretches around
+        speech, on a spliced clock."""
+        return self._env.hissless(onset)
 
     def score_over(self, a: float, b: float) -> float | None:
         """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet."""
@@ -195,7 +194,7 @@ class KeywordSpotter:
         found = [self._emit(SNAP, self._held, detected_at)] if self._held is not None else []
         self._held = None
         onset, end = self._place(s.time, snap_pool)
-        if self._hissless(onset):  # "nap", "map": no "s" at the start, so no call (the run stays disarmed)
+        if self.hissless(onset):  # "nap", "map": no "s" at the start, so no call (the run stays disarmed)
             return found
         if snap_pool and self._pool():
             return found + [self._emit(SNAP_POOL, _Held(onset, end, call, s.time), detected_at)]
@@ -204,12 +203,6 @@ class KeywordSpotter:
             return found
         word = SNAP if SNAP in self.calls else SNAP_POOL
         return found + [self._emit(word, _Held(onset, end, call, s.time), detected_at)]
-
-    def _hissless(self, onset: float) -> bool:
-        """Whether the word at ``onset`` starts without the hiss of an "s" (``onsets.HISS_MIN``)."""
-        line = onsets.HISS_MIN
-        value = self._env.hiss(onset) if line is not None else None
-        return value is not None and value < line
 
     def _decide_held(self, detected_at: float) -> list[Detection]:
         held = self._held
