@@ -126,9 +126,10 @@ def feed_claim(spotter: Any, samples: np.ndarray, rate: int, chunk_frames: int,
 
 
 def claim_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray],
-               area: str = "listening", modes: Iterable[str] = CLAIMS) -> list[Row]:
+               area: str = "listening", modes: Iterable[str] = CLAIMS, slowest: int = 0) -> list[Row]:
     """Detection latency (and what it costs in calls) with no claim open, a claim always open, and
-    the game's mix, for an engine that takes ``set_pool_exists`` (others: no rows)."""
+    the game's mix, for an engine that takes ``set_pool_exists`` (others: no rows). ``slowest``: also
+    print that many of each mode's slowest calls, which are what a p95 is made of."""
     probe = factory()
     if not callable(getattr(probe, "set_pool_exists", None)):
         return []
@@ -144,6 +145,8 @@ def claim_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict
         lat = [x * 1000 for x in calls.latencies]
         false = [d for _, d in calls.false if d.word in CALL_WORDS]
         swaps = sum(1 for _, d, g in calls.confusions if d.word in CALL_WORDS and g.text in CALL_WORDS)
+        if slowest:
+            print_slowest(mode, fixtures, dets, slowest)
         label = {"none": "no claim open", "open": "claim open", "mix": "game mix"}[mode]
         rows.append(Row(area, f"latency word end -> event, {label}, median / p95",
                         f"{percentile(lat, 50):.0f} / {percentile(lat, 95):.0f}", "ms", "p95 <= 150",
@@ -151,6 +154,18 @@ def claim_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict
                         f"{swaps} snap/snap pool swaps"
                         + (" (with no claim every snap pool is heard as snap, by design)" if mode == "none" else "")))
     return rows
+
+
+def print_slowest(mode: str, fixtures: list[Fixture], dets: dict[str, list[Detection]], n: int) -> None:
+    """The ``n`` calls heard latest after their word ended, with who was named (``--slowest``)."""
+    late = []
+    for fx in fixtures:
+        for m in score(fx, dets[fx.name], words=CALL_WORDS).hits:
+            if m.detection.detected_at is not None:
+                late.append((m.detection.detected_at - m.segment.end / fx.rate, fx, m))
+    for lag, fx, m in sorted(late, key=lambda t: -t[0])[:n]:
+        print(f"SLOW  {mode:5} {lag * 1000:6.0f} ms  {fx.name:28} {m.segment.onset / fx.rate:7.2f}s "
+              f"{m.segment.speaker:8} {m.segment.text:10} named {m.detection.player}")
 
 
 def claim_open_row(run: EngineRun, fixtures: list[Fixture], area: str = "listening") -> list[Row]:
@@ -374,7 +389,8 @@ def summarize(run: EngineRun, fixtures: list[Fixture], area: str = "listening") 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python3 -m bench.spotting ENGINE [--category C ...] [--quick] [--show]``: one engine, with its mistakes."""
+    """``python3 -m bench.spotting ENGINE [--category C ...] [--quick] [--show] [--claims [--slowest N]]``: one
+    engine, with its mistakes."""
     import argparse
     import tempfile
 
@@ -387,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="list every miss and false detection")
     parser.add_argument("--claims", action="store_true",
                         help="only detection latency with no claim open, a claim open, and the game's mix")
+    parser.add_argument("--slowest", type=int, default=0, metavar="N",
+                        help="with --claims: list each mode's N calls heard latest")
     args = parser.parse_args(argv)
     fixtures = [f for f in corpus(args.quick) if not args.category or f.category in args.category]
     with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
@@ -397,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if args.claims:
             audio = {f.name: f.read()[:, :1] for f in fixtures}
-            for row in claim_rows(args.engine, factories[args.engine], fixtures, audio):
+            for row in claim_rows(args.engine, factories[args.engine], fixtures, audio, slowest=args.slowest):
                 print(f"{row.metric:52} {row.value:>12} {row.unit:5} {row.note}")
             return 0
         result = run_engine(args.engine, factories[args.engine], fixtures)

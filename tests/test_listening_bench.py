@@ -38,6 +38,21 @@ def test_a_perfect_engine_scores_perfectly() -> None:
     assert rows["CPU real-time factor (one core)"].value == pytest.approx(1.0 / run.audio_seconds)
 
 
+def test_the_slowest_calls_are_listed_latest_first(capsys) -> None:
+    """``--slowest``: each call's lag from its word's end, the latest first, with the player named."""
+    fx = FIXTURES["clean_alice"]
+    calls = fx.targets(spotting.CALL_WORDS)
+    lags = [0.05 * (i + 1) for i in range(len(calls))]
+    dets = {fx.name: [Detection(s.text, s.onset / fx.rate, s.end / fx.rate, 1.0, player="alice",
+                                detected_at=s.end / fx.rate + lag) for s, lag in zip(calls, lags)]}
+    spotting.print_slowest("none", [fx], dets, 2)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    for line, lag, seg in zip(lines, sorted(lags, reverse=True), calls[::-1]):
+        assert line.split()[:3] == ["SLOW", "none", f"{lag * 1000:.0f}"]
+        assert f"{seg.onset / fx.rate:.2f}s" in line and line.endswith("named alice")
+
+
 def test_a_deaf_engine_and_a_broken_one_are_reported() -> None:
     fixtures = [FIXTURES["clean_alice"], FIXTURES["long_quiet_room"]]
     run = EngineRun("deaf", detections={f.name: [] for f in fixtures}, audio_seconds=1.0)
