@@ -644,3 +644,40 @@ def test_the_keyword_spotter_alone_does_not_report_a_word_without_a_hiss(model, 
     assert calls("nearmiss_alice") == [("snap", 10.2)]
     monkeypatch.setattr(O, "HISS_MIN", None)
     assert calls("nearmiss_noisy_pink_10db") == [("snap", 9.4)]
+
+
+@pytest.mark.vosk_model
+def test_a_one_mic_tie_is_passed_on_without_waiting_for_the_keyword_models_score(model, monkeypatch):
+    """bob and emma call 20 ms apart on one mic (overlap_020ms_bob_emma), no claim open: Vosk hears one
+    "snap" 0.14 s after the mixture ends, and the enrollment finds both callers in it; the keyword model scores the
+    mixture 0.35 s after. With ``combined.TIE_VOUCHES`` the two calls are reported when Vosk hears the
+    word; without it, when the keyword model's score comes. Same callers, same onsets, both ways."""
+    import table_script as T
+    from bench.bench_listening import _vosk_factory
+    from voicefixtures import NAMES, profile
+    from voicesnap.spotters import combined as CB
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", os.environ.get("VOICESNAP_VOSK_MODEL") or T.model_or_skip())
+    vosk, why = _vosk_factory()
+    if vosk is None:
+        pytest.skip(f"Vosk engine unavailable: {why}")
+    fx = C.load(CORPUS / "overlap_020ms_bob_emma.json")
+    end = max(s.end for s in fx.segments) / fx.rate
+    profiles = [profile(n) for n in NAMES]
+
+    def calls() -> list:
+        sp = CB.CombinedSpotter(vosk(), EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
+        sp.set_pool_exists(False)  # no claim open, a game's usual state: Vosk's "snap" is final at once
+        return sorted((d for d in _detect_array(sp, fx.read()[:, :1]) if d.word in WORDS), key=lambda d: d.onset)
+
+    soon = calls()
+    monkeypatch.setattr(CB, "TIE_VOUCHES", False)
+    late = calls()
+    want = [(s.speaker, s.onset / fx.rate) for s in sorted(fx.segments, key=lambda s: s.onset)]
+    for got in (soon, late):
+        assert [d.player for d in got] == [w[0] for w in want], got
+        assert all(abs(d.onset - w[1]) <= 0.01 for d, w in zip(got, want)), got
+    assert all(d.detected_at - end <= 0.2 for d in soon), soon  # as Vosk hears it
+    assert all(d.detected_at - end >= 0.3 for d in late), late  # when the keyword model's score comes

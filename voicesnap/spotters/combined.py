@@ -111,6 +111,12 @@ POOL_TAIL = 0.7  # s after a Vosk "snap" searched for the rest of the player's "
 # inside a reported call is that call.
 PAIR_BACK = 0.4
 PAIR_REACH = 0.25
+# A Vosk call whose span fits two players' calls mixed (``Voices.tie``) is passed on without waiting for
+# the keyword model's score (``WhatJudges.keep``'s ``vouched``): two enrolled calls found in one word are
+# evidence of a call by themselves, and the keyword model scores such a mixture late (corpus, no claim
+# open: a 20 ms tie's callers 537 / 355 ms after their words, 0.35 s of it the veto's wait;
+# docs/listening.md, "Nineteenth round").
+TIE_VOUCHES = True
 
 
 class CombinedSpotter:
@@ -139,6 +145,7 @@ class CombinedSpotter:
         self._heard: list[Detection] = []  # recent enrolled calls (for their onsets)
         self._waiting: list[Detection] = []  # Vosk calls whose end is not yet buffered
         self._refused: list[Refusal] = []  # the enrollment's near misses, until Vosk's decode over them is final
+        self._ties: dict[tuple[str, str, float, float], list[Detection]] = {}  # tie searches of calls not done
 
     def set_pool_exists(self, value: bool) -> None:
         """Whether "snap pool" is possible now (both engines then decide "snap" sooner)."""
@@ -200,10 +207,12 @@ class CombinedSpotter:
         heard_to = self.judges.scored_to(now)
         self._waiting += first
         ready = [d for d in self._waiting if final or d.end + _lookahead(d) <= now
-                 and self.judges.doubts(d, heard_to, final) is not None]
+                 and (self.judges.doubts(d, heard_to, final) is not None or self._vouched(d))]
         self._waiting = [d for d in self._waiting if d not in ready]
         for d in ready:
-            if not self.judges.keep(d, heard_to, final):
+            # ready while the keyword model's scores may still come: only a tie gets here so
+            unsure = not final and self.judges.doubts(d, heard_to, final) is None
+            if not self.judges.keep(d, heard_to, final, vouched=unsure and self._vouched(d)):
                 continue
             if d.detected_at is not None:
                 d = replace(d, detected_at=max(d.detected_at, now))
@@ -216,7 +225,7 @@ class CombinedSpotter:
             reported = [c for c in self._emitted + out if c.word in self.vosk_words]
             # a tie's calls end where the mixture ends: a later Vosk word inside one is that call again
             already |= {c.player for c in reported if c.player and c.onset < d.onset < c.end}
-            tie = self._tie_placed(self.enrolled.tie_span(d.onset, d.end, d.word))
+            tie = self._tie_of(d)
             if tie:  # Vosk heard one "snap"; it was two players at once on one mic
                 out += [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at)
                         for e in tie if e.player not in already]
@@ -278,9 +287,22 @@ class CombinedSpotter:
         rescued = self._rescued(now, final, out)
         self._rescued_at = (self._rescued_at + [(d.onset, d.player) for d in rescued])[-20:]
         out += rescued
+        self._ties = {k: v for k, v in self._ties.items() if any(_key(w) == k for w in self._waiting)}
         self._emitted = (self._emitted + out)[-20:]
         self._heard = (self._heard + second)[-20:]
         return sorted(out, key=lambda d: d.onset)
+
+    def _tie_of(self, d: Detection) -> list[Detection]:
+        """The one-mic tie in ``d``'s span (``Voices.tie``, placed by ``_tie_placed``), or []: searched once
+        per call (its span is buffered by then) and kept while the call waits."""
+        key = _key(d)
+        if key not in self._ties:
+            self._ties[key] = self._tie_placed(self.enrolled.tie_span(d.onset, d.end, d.word))
+        return self._ties[key]
+
+    def _vouched(self, d: Detection) -> bool:
+        """Whether a Vosk call is a call whatever the keyword model scores (see TIE_VOUCHES)."""
+        return TIE_VOUCHES and d.engine == "vosk" and d.word in self.vosk_words and bool(self._tie_of(d))
 
     def _energy_onset(self, approx: float, end: float) -> float:
         """The signal's energy rise near ``approx`` as Vosk finds its own onsets (``approx`` where none)."""
@@ -383,6 +405,10 @@ class CombinedSpotter:
                 keep.append(e)  # judged again once Vosk's decode is final
         self._rescue = keep
         return done
+
+
+def _key(d: Detection) -> tuple[str, str, float, float]:
+    return d.engine, d.word, d.onset, d.end
 
 
 def _lookahead(d: Detection) -> float:

@@ -135,12 +135,13 @@ class WhatJudges:
         words += getattr(self.vosk, "pending", None) or []
         return self.vetoes(w for w in words if w not in CALL_TOKENS)
 
-    def keep(self, d: Detection, now: float, final: bool) -> bool | None:
+    def keep(self, d: Detection, now: float, final: bool, vouched: bool = False) -> bool | None:
         """Whether ``d`` (from either judge) is a call to pass on: None while the keyword model's
-        scores over a Vosk call may still come. Call once per detection that is ready."""
+        scores over a Vosk call may still come. Call once per detection that is ready. ``vouched``:
+        other evidence says the word is a call (a one-mic tie), so the keyword model is not waited for."""
         if self.keyword is None:
             return True
-        doubt = self.doubts(d, now, final)
+        doubt = False if vouched else self.doubts(d, now, final)
         if doubt is None:
             return None
         return not doubt and not self.heard_other(d) and not self.hissless(d) and self.first_report(d)
