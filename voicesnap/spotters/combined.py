@@ -23,8 +23,8 @@ ends, and it hears calls in noise that Vosk decodes as "[unk]". A keyword
 call is dropped where Vosk heard a known non-call word over it ("snack",
 "nap", a rank), and a Vosk call is dropped where the keyword model never
 gave it KEYWORD_VETO, waiting at most KEYWORD_WAIT after the word for its
-scores. Those rules are ``judges.WhatJudges``, shared with per-player
-microphones.
+scores (not for a one-mic tie: TIE_VOUCHES). Those rules are
+``judges.WhatJudges``, shared with per-player microphones.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ the caller, so no enrollment is needed).
 * A keyword call over a word Vosk heard as a known non-call is dropped
   (``heard_other``).
 * A Vosk call that the keyword model never scored KEYWORD_VETO from its start
-  to KEYWORD_WAIT after its end is dropped (``doubts``).
+  to KEYWORD_WAIT after its end is dropped (``doubts``), unless other evidence
+  vouches for it (``keep``'s ``vouched``: the combined engine's one-mic ties).
 * A Vosk call whose word does not start with a hiss is dropped (``hissless``,
   ``onsets.HISS_MIN``): every call starts with the "s" of "snap", while both
   judges take "nap" in noise for it (the keyword spotter does not report such
