@@ -7,10 +7,12 @@ same virtual microphone) and each would judge the other's audio. The rest are
 handed out one test at a time.
 
 Those tests also carry the ``sound_server`` mark, so that the README's test
-command can run them in a pass of their own after the rest: beside the other
-worker's numerical tests on a 2-core machine, the sound server fell behind
-(speaker underflows; announcements placed 30-70 ms off on the microphone's
-clock) and two timing tests failed in one CI run of 2026-12-03 that pass alone.
+command can run them in a pass of their own after the rest, with both cores
+free: their timing tests (announcements placed on the microphone's clock within
+5-30 ms) need the sound server to keep up. Beside the other worker, a 2-core
+machine's server fell behind (speaker underflows) and they failed in runs that
+passed alone; a server left running from earlier runs did the same, which is
+why ``.ci/run`` also starts a fresh one (``VOICESNAP_PULSE_FRESH``).
 
 xdist's own ``--dist loadgroup`` would do this from an ``xdist_group`` mark,
 but with pytest 9 its worker can no longer rename the tests it groups (pytest
