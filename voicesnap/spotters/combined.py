@@ -206,13 +206,17 @@ class CombinedSpotter:
         now = self.enrolled.position
         heard_to = self.judges.scored_to(now)
         self._waiting += first
-        ready = [d for d in self._waiting if final or d.end + _lookahead(d) <= now
-                 and (self.judges.doubts(d, heard_to, final) is not None or self._vouched(d))]
-        self._waiting = [d for d in self._waiting if d not in ready]
-        for d in ready:
-            # ready while the keyword model's scores may still come: only a tie gets here so
-            unsure = not final and self.judges.doubts(d, heard_to, final) is None
-            if not self.judges.keep(d, heard_to, final, vouched=unsure and self._vouched(d)):
+        ready: list[tuple[Detection, bool]] = []  # (call, vouched for: passed on before the keyword model's score)
+        for d in self._waiting:
+            if final or d.end + _lookahead(d) <= now:
+                if final or self.judges.doubts(d, heard_to, final) is not None:
+                    ready.append((d, False))
+                elif self._vouched(d):
+                    ready.append((d, True))
+        taken = {id(d) for d, _v in ready}
+        self._waiting = [d for d in self._waiting if id(d) not in taken]
+        for d, vouched in ready:
+            if not self.judges.keep(d, heard_to, final, vouched=vouched):
                 continue
             if d.detected_at is not None:
                 d = replace(d, detected_at=max(d.detected_at, now))
@@ -287,7 +291,8 @@ class CombinedSpotter:
         rescued = self._rescued(now, final, out)
         self._rescued_at = (self._rescued_at + [(d.onset, d.player) for d in rescued])[-20:]
         out += rescued
-        self._ties = {k: v for k, v in self._ties.items() if any(_key(w) == k for w in self._waiting)}
+        if self._ties:
+            self._ties = {k: v for k, v in self._ties.items() if any(_key(w) == k for w in self._waiting)}
         self._emitted = (self._emitted + out)[-20:]
         self._heard = (self._heard + second)[-20:]
         return sorted(out, key=lambda d: d.onset)
