@@ -141,12 +141,13 @@ def claim_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict
             dets[fx.name] = feed_claim(spotter, audio[fx.name], fx.rate, fx.rate * CHUNK_MS // 1000,
                                        claim_at(fx, mode))
         probe = factory()
-        calls = merge(score(f, dets[f.name], words=CALL_WORDS) for f in fixtures)
+        scores = {f.name: score(f, dets[f.name], words=CALL_WORDS) for f in fixtures}
+        calls = merge(scores.values())
         lat = [x * 1000 for x in calls.latencies]
         false = [d for _, d in calls.false if d.word in CALL_WORDS]
         swaps = sum(1 for _, d, g in calls.confusions if d.word in CALL_WORDS and g.text in CALL_WORDS)
         if slowest:
-            print_slowest(mode, fixtures, dets, slowest)
+            print_slowest(mode, fixtures, scores, slowest)
         label = {"none": "no claim open", "open": "claim open", "mix": "game mix"}[mode]
         rows.append(Row(area, f"latency word end -> event, {label}, median / p95",
                         f"{percentile(lat, 50):.0f} / {percentile(lat, 95):.0f}", "ms", "p95 <= 150",
@@ -156,11 +157,12 @@ def claim_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict
     return rows
 
 
-def print_slowest(mode: str, fixtures: list[Fixture], dets: dict[str, list[Detection]], n: int) -> None:
-    """The ``n`` calls heard latest after their word ended, with who was named (``--slowest``)."""
+def print_slowest(mode: str, fixtures: list[Fixture], scores: dict[str, Score], n: int) -> None:
+    """The ``n`` calls heard latest after their word ended, with who was named (``--slowest``), from
+    each fixture's ``score`` of the calls."""
     late = []
     for fx in fixtures:
-        for m in score(fx, dets[fx.name], words=CALL_WORDS).hits:
+        for m in scores[fx.name].hits:
             if m.detection.detected_at is not None:
                 late.append((m.detection.detected_at - m.segment.end / fx.rate, fx, m))
     for lag, fx, m in sorted(late, key=lambda t: -t[0])[:n]:

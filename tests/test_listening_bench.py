@@ -8,7 +8,7 @@ import pytest
 
 from bench import spotting
 from bench.spotting import EngineRun, feed, run_engine, summarize
-from voicesnap.corpus import load_corpus
+from voicesnap.corpus import load_corpus, score
 from voicesnap.spotters import Detection
 
 FIXTURES = {f.name: f for f in load_corpus()}
@@ -45,7 +45,7 @@ def test_the_slowest_calls_are_listed_latest_first(capsys) -> None:
     lags = [0.05 * (i + 1) for i in range(len(calls))]
     dets = {fx.name: [Detection(s.text, s.onset / fx.rate, s.end / fx.rate, 1.0, player="alice",
                                 detected_at=s.end / fx.rate + lag) for s, lag in zip(calls, lags)]}
-    spotting.print_slowest("none", [fx], dets, 2)
+    spotting.print_slowest("none", [fx], {fx.name: score(fx, dets[fx.name], words=spotting.CALL_WORDS)}, 2)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
     for line, lag, seg in zip(lines, sorted(lags, reverse=True), calls[::-1]):
