@@ -554,18 +554,13 @@ def test_a_near_miss_only_the_enrollment_takes_for_a_call_is_not_rescued(model, 
 
     if shutil.which("espeak-ng") is None:
         pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
-    import table_script as T
     from bench import bench_nocall as N
-    from bench.bench_listening import _vosk_factory
     from voicefixtures import NAMES, profile
     from voicesnap.spotters import combined as CB
     from voicesnap.spotters.enrolled import EnrolledSpotter
     from voicesnap.spotters.keyword import KeywordSpotter
 
-    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", os.environ.get("VOICESNAP_VOSK_MODEL") or T.model_or_skip())
-    vosk, why = _vosk_factory()
-    if vosk is None:
-        pytest.skip(f"Vosk engine unavailable: {why}")
+    vosk = _vosk_or_skip(monkeypatch)
     fx = N.render_file(14, tmp_path)
     snack = next(s for s in fx.segments if s.speaker == "bob" and s.text == "snack"
                  and abs(s.onset / fx.rate - 35.23) < 0.05)
@@ -583,6 +578,19 @@ def test_a_near_miss_only_the_enrollment_takes_for_a_call_is_not_rescued(model, 
     assert [(d.player, round(d.onset - 2.0, 1)) for d in got] == [("bob", 0.0)], got
 
 
+def _vosk_or_skip(monkeypatch):  # noqa: ANN001, ANN202 (pytest's and the bench's types)
+    """The benchmark's Vosk spotter factory on the model a user's install would find (or the CI's), or skip
+    with what is missing."""
+    import table_script as T
+    from bench.bench_listening import _vosk_factory
+
+    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", os.environ.get("VOICESNAP_VOSK_MODEL") or T.model_or_skip())
+    vosk, why = _vosk_factory()
+    if vosk is None:
+        pytest.skip(f"Vosk engine unavailable: {why}")
+    return vosk
+
+
 def _detect_array(spotter, x: np.ndarray, rate: int = 16000) -> list:
     dets = []
     for ch in ArraySource(x, rate, chunk_frames=320):
@@ -597,8 +605,6 @@ def test_a_nap_both_judges_take_for_snap_is_dropped_for_want_of_a_hiss(model, mo
     high band where the "s" of "snap" would be (``onsets.HISS_MIN``), so the combined engine drops it.
     With the check off it is a false call. The same with Vosk behind its speech gate, as play runs it:
     the check reads the keyword spotter's audio, which holds every frame on the stream's clock."""
-    import table_script as T
-    from bench.bench_listening import _vosk_factory
     from voicefixtures import NAMES, profile
     from voicesnap.spotters import combined as CB
     from voicesnap import onsets as O
@@ -606,10 +612,7 @@ def test_a_nap_both_judges_take_for_snap_is_dropped_for_want_of_a_hiss(model, mo
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.keyword import KeywordSpotter
 
-    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", os.environ.get("VOICESNAP_VOSK_MODEL") or T.model_or_skip())
-    vosk, why = _vosk_factory()
-    if vosk is None:
-        pytest.skip(f"Vosk engine unavailable: {why}")
+    vosk = _vosk_or_skip(monkeypatch)
     fx = C.load(CORPUS / "nearmiss_noisy_pink_10db.json")
     nap = next(s for s in fx.segments if s.text == "nap")
     lo = nap.onset - 2 * fx.rate
@@ -652,17 +655,12 @@ def test_a_one_mic_tie_is_passed_on_without_waiting_for_the_keyword_models_score
     "snap" 0.14 s after the mixture ends, and the enrollment finds both callers in it; the keyword model scores the
     mixture 0.35 s after. With ``combined.TIE_VOUCHES`` the two calls are reported when Vosk hears the
     word; without it, when the keyword model's score comes. Same callers, same onsets, both ways."""
-    import table_script as T
-    from bench.bench_listening import _vosk_factory
     from voicefixtures import NAMES, profile
     from voicesnap.spotters import combined as CB
     from voicesnap.spotters.enrolled import EnrolledSpotter
     from voicesnap.spotters.keyword import KeywordSpotter
 
-    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", os.environ.get("VOICESNAP_VOSK_MODEL") or T.model_or_skip())
-    vosk, why = _vosk_factory()
-    if vosk is None:
-        pytest.skip(f"Vosk engine unavailable: {why}")
+    vosk = _vosk_or_skip(monkeypatch)
     fx = C.load(CORPUS / "overlap_020ms_bob_emma.json")
     end = max(s.end for s in fx.segments) / fx.rate
     profiles = [profile(n) for n in NAMES]
