@@ -20,6 +20,11 @@ export VOICESNAP_TEST_MIC_SINK=voicesnap_mic
 export VOICESNAP_TEST_SPEAKER_SINK=voicesnap_spk
 
 _vs_pulse_up() { pactl info >/dev/null 2>&1; }
+# Stop the room-noise writer and the daemon (sox ends with the writer).
+_vs_pulse_stop() {
+  kill "$(cat "$XDG_RUNTIME_DIR/voicesnap-silence.pid" 2>/dev/null)" 2>/dev/null || true
+  pactl exit 2>/dev/null || true
+}
 
 if ! command -v pulseaudio >/dev/null 2>&1; then
   echo "ci: pulseaudio not installed; microphone tests will skip" >&2
@@ -28,8 +33,7 @@ else
   # first. One left running for an hour and reused fell behind real time (its mic monitor delivered
   # 0.21 s per second) and failed the timing tests, which passed on a fresh one (2026-12-03).
   if [ "${VOICESNAP_PULSE_FRESH:-0}" = 1 ] && _vs_pulse_up; then
-    kill "$(cat "$XDG_RUNTIME_DIR/voicesnap-silence.pid" 2>/dev/null)" 2>/dev/null || true
-    pactl exit 2>/dev/null || true
+    _vs_pulse_stop
     for _ in $(seq 1 50); do _vs_pulse_up || break; sleep 0.1; done
   fi
   if ! _vs_pulse_up; then
@@ -63,7 +67,7 @@ else
     echo "ci: virtual audio devices up (mic sink voicesnap_mic, speaker sink voicesnap_spk)"
     # Stop what this script started when the sourcing shell exits (unless it has its own EXIT trap).
     if [ "${_vs_started:-0}" = 1 ] && [ -z "$(trap -p EXIT)" ]; then
-      trap 'kill "$(cat "$XDG_RUNTIME_DIR/voicesnap-silence.pid" 2>/dev/null)" 2>/dev/null; pactl exit 2>/dev/null || true' EXIT
+      trap _vs_pulse_stop EXIT
     fi
   fi
 fi
