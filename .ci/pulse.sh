@@ -20,18 +20,31 @@ export VOICESNAP_TEST_MIC_SINK=voicesnap_mic
 export VOICESNAP_TEST_SPEAKER_SINK=voicesnap_spk
 
 _vs_pulse_up() { pactl info >/dev/null 2>&1; }
-# Stop the room-noise writer and the daemon (sox ends with the writer).
+# Stop the room-noise writer and the daemon (sox ends with the writer). The pid
+# files go too: a process just killed still answers `kill -0` for a moment (and a zombie does until it
+# is reaped), and a restart that read its pid file then started no writer, so the new mic was silent.
 _vs_pulse_stop() {
-  kill "$(cat "$XDG_RUNTIME_DIR/voicesnap-silence.pid" 2>/dev/null)" 2>/dev/null || true
+  local f
+  for f in "$XDG_RUNTIME_DIR/voicesnap-silence.pid"; do
+    kill "$(cat "$f" 2>/dev/null)" 2>/dev/null || true
+    rm -f "$f"
+  done
   pactl exit 2>/dev/null || true
+}
+# A pid file's process is running (a zombie is not).
+_vs_alive() {
+  [ -f "$1" ] || return 1
+  local state
+  state=$(ps -o stat= -p "$(cat "$1")" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
 }
 
 if ! command -v pulseaudio >/dev/null 2>&1; then
   echo "ci: pulseaudio not installed; microphone tests will skip" >&2
 else
   # VOICESNAP_PULSE_FRESH=1 (.ci/run): stop a daemon an earlier run or shell left on this runtime dir
-  # first. One left running for an hour and reused fell behind real time (its mic monitor delivered
-  # 0.21 s per second) and failed the timing tests, which passed on a fresh one (2026-12-03).
+  # first, so that every CI run starts from the same state. (One reused after an hour of runs failed
+  # the timing tests; the "0.21 s per second" it seemed to show was a test's own undrained pipe.)
   if [ "${VOICESNAP_PULSE_FRESH:-0}" = 1 ] && _vs_pulse_up; then
     _vs_pulse_stop
     for _ in $(seq 1 50); do _vs_pulse_up || break; sleep 0.1; done
@@ -51,7 +64,7 @@ else
     # One room-noise writer on the mic sink (kept across re-sourcing via its pid file: pacat's;
     # sox ends with it).
     _vs_pid_file="$XDG_RUNTIME_DIR/voicesnap-silence.pid"
-    if ! { [ -f "$_vs_pid_file" ] && kill -0 "$(cat "$_vs_pid_file")" 2>/dev/null; }; then
+    if ! _vs_alive "$_vs_pid_file"; then
       if command -v sox >/dev/null 2>&1; then
         sox -q -n -t raw -r 16000 -c 1 -b 16 -e signed-integer - synth whitenoise vol 0.001 2>/dev/null \
           | pacat --playback --device=voicesnap_mic --format=s16le --rate=16000 --channels=1 \
