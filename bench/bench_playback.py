@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -43,13 +44,34 @@ def heard_and_gaps(raw: bytes, rate: int) -> tuple[float, float]:
     return heard, span - heard
 
 
+class MonitorCapture:
+    """parec on a sink's monitor, into a temporary file from the start.
+
+    Not into a pipe read at the end: a pipe holds 2 s of this capture, and a parec blocked on it loses
+    the rest, which looked like a sound server delivering 0.2 s per second (2026-12-03).
+    """
+
+    def __init__(self, sink: str, env: dict | None = None) -> None:
+        self._file = tempfile.TemporaryFile()
+        self._parec = subprocess.Popen(["parec", f"--device={sink}.monitor", "--raw", "--format=s16le",
+                                        f"--rate={CAP_RATE}", "--channels=1", "--latency-msec=20"], env=env,
+                                       stdout=self._file, stderr=subprocess.DEVNULL)
+
+    def stop(self) -> bytes:
+        """End the capture; the raw s16le mono samples it took."""
+        self._parec.terminate()
+        self._parec.wait(timeout=10)
+        self._file.seek(0)
+        raw = self._file.read()
+        self._file.close()
+        return raw
+
+
 def trial(sink: str, latency: str | float, seconds: float, rate: int = 48000) -> dict[str, float]:
     from voicesnap.playback import DevicePlayback
 
     env = dict(os.environ, PULSE_SINK=sink)
-    parec = subprocess.Popen(["parec", f"--device={sink}.monitor", "--raw", "--format=s16le", f"--rate={CAP_RATE}",
-                              "--channels=1", "--latency-msec=20"], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL)
+    capture = MonitorCapture(sink, env)
     c0 = time.monotonic()
     old = os.environ.get("PULSE_SINK")
     os.environ["PULSE_SINK"] = sink
@@ -77,8 +99,7 @@ def trial(sink: str, latency: str | float, seconds: float, rate: int = 48000) ->
         else:
             os.environ["PULSE_SINK"] = old
         c1 = time.monotonic()
-        parec.terminate()
-        raw = parec.communicate(timeout=10)[0]
+        raw = capture.stop()
     heard, gaps = heard_and_gaps(raw, CAP_RATE)
     return {"heard": heard, "gaps": gaps, "speed": (f1 - f0) / (w1 - w0) / rate,
             "underflows": float(underflows), "reported": reported,
