@@ -8,8 +8,6 @@ real `play_session` listens to it through `LiveInput` and PortAudio.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import threading
 import time
@@ -20,6 +18,8 @@ from voicesnap import rules
 from voicesnap.audio import MicSource
 from voicesnap.table import LiveInput, TableNote, TableSession, play_session
 
+from virtual_mic import virtual_mic
+
 pytestmark = pytest.mark.audio_device
 
 SINK = "vs_loss_mic"
@@ -29,61 +29,16 @@ def _pactl(*args: str) -> str:
     return subprocess.run(["pactl", *args], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
 
 
-def _sink_index(name: str) -> str:
-    return next((line.split("\t")[0] for line in _pactl("list", "short", "sinks").splitlines()
-                 if line.split("\t")[1:2] == [name]), "")
-
-
-def _playing_into(name: str) -> bool:
-    index = _sink_index(name)
-    return any(line.split("\t")[1:2] == [index] for line in _pactl("list", "short", "sink-inputs").splitlines())
-
-
 @pytest.fixture
 def quiet_room_mic(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     """Our own virtual microphone with room noise on it; PortAudio's default input opens it."""
-    for tool in ("pactl", "pacat", "sox"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (apt-get install pulseaudio-utils sox)")
-    if subprocess.run(["pactl", "info"], capture_output=True, timeout=10).returncode != 0:
-        pytest.skip("no PulseAudio server reachable (start it with: source .ci/pulse.sh)")
-    for line in _pactl("list", "short", "modules").splitlines():  # left by a killed run
-        if f"sink_name={SINK}" in line:
-            subprocess.run(["pactl", "unload-module", line.split()[0]], capture_output=True, timeout=10)
-    module = _pactl("load-module", "module-null-sink", f"sink_name={SINK}", "rate=16000", "channels=1")
-    noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", "16000", "-c", "1", "-b", "16", "-e",
-                              "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    writer = subprocess.Popen(["pacat", "--playback", f"--device={SINK}", "--format=s16le", "--rate=16000",
-                               "--channels=1", "--latency-msec=20"], stdin=noise.stdout,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    noise.stdout.close()
-    # The writer must be playing before the game listens: a fresh sink's monitor delivers nothing
-    # until then, which the game rightly takes for a lost device. Wait until it delivers 0.2 s.
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not _playing_into(SINK):
-        time.sleep(0.05)
-    probe = subprocess.Popen(["parec", f"--device={SINK}.monitor", "--raw", "--format=s16le", "--rate=16000",
-                              "--channels=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    heard: list[bytes] = []
-    reader = threading.Thread(target=lambda: heard.append(probe.stdout.read(6400)), daemon=True)
-    reader.start()
-    reader.join(timeout=10)
-    probe.kill()
-    probe.wait(timeout=5)
-    if not heard or len(heard[0]) < 6400:
-        pytest.fail("the virtual microphone delivered no audio within 10 s (PulseAudio null-sink monitor)")
-    monkeypatch.setenv("PULSE_SOURCE", f"{SINK}.monitor")  # read by libpulse when a stream connects
     try:
         import sounddevice  # noqa: F401
     except OSError as exc:
         pytest.skip(f"PortAudio library missing: {exc}")
-    yield f"{SINK}.monitor"
-    writer.kill()
-    noise.kill()
-    writer.wait(timeout=5)
-    noise.wait(timeout=5)
-    subprocess.run(["pactl", "unload-module", module], capture_output=True, timeout=10)
+    with virtual_mic(SINK) as monitor:
+        monkeypatch.setenv("PULSE_SOURCE", monitor)  # read by libpulse when a stream connects
+        yield monitor
 
 
 def test_a_muted_microphone_pauses_the_game_with_a_spoken_notice_and_it_resumes(quiet_room_mic: str) -> None:

@@ -35,6 +35,7 @@ from voicesnap.session import Session
 from voicesnap.table import TableEnd, TableStep, describe
 
 from table_script import PLAYERS, RATE, enroll, model_or_skip, plan, takes
+from virtual_mic import virtual_mic
 
 pytestmark = [pytest.mark.audio_device, pytest.mark.vosk_model]
 
@@ -71,34 +72,17 @@ def pulse() -> dict:
             pytest.skip("PulseAudio could not be started (see .ci/pulse.sh)")
         started_here = True
     for line in _pactl("list", "short", "modules", env=env).splitlines():  # left by a killed run
-        if f"sink_name={MIC}" in line or f"sink_name={SPK}" in line:
+        if f"sink_name={SPK}" in line:
             subprocess.run(["pactl", "unload-module", line.split()[0]], env=env, capture_output=True, timeout=10)
-    modules = [
-        _pactl("load-module", "module-null-sink", f"sink_name={MIC}", "rate=16000", "channels=4",
-               f"channel_map={QUAD}", env=env),
-        _pactl("load-module", "module-null-sink", f"sink_name={SPK}", "rate=16000", "channels=1", env=env),
-    ]
-    # An idle null-sink monitor delivers nothing and stalls the input stream: keep faint room noise
-    # flowing (-70 dBFS, as .ci/pulse.sh does; exact digital silence would pause the game as a muted mic).
-    noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", "16000", "-c", "4", "-b", "16", "-e",
-                              "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    silence = subprocess.Popen(["pacat", "--playback", f"--device={MIC}", "--format=s16le", "--rate=16000",
-                                "--channels=4", f"--channel-map={QUAD}", "--latency-msec=20"], stdin=noise.stdout,
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    noise.stdout.close()  # pacat holds it now; sox ends when pacat does
-    env.update(PULSE_SOURCE=f"{MIC}.monitor", PULSE_SINK=SPK)
-    yield env
-    silence.kill()
-    silence.wait(timeout=5)
-    noise.kill()
-    noise.wait(timeout=5)
-    for m in modules:
-        subprocess.run(["pactl", "unload-module", m], env=env, capture_output=True, timeout=10)
+    speaker = _pactl("load-module", "module-null-sink", f"sink_name={SPK}", "rate=16000", "channels=1", env=env)
+    with virtual_mic(MIC, channels=4, channel_map=QUAD, env=env) as monitor:
+        yield dict(env, PULSE_SOURCE=monitor, PULSE_SINK=SPK)
+    subprocess.run(["pactl", "unload-module", speaker], env=env, capture_output=True, timeout=10)
     if started_here:
-        pid_file = Path(env.get("XDG_RUNTIME_DIR", "/nonexistent")) / "voicesnap-silence.pid"
-        if pid_file.exists():
-            subprocess.run(["kill", pid_file.read_text().strip()], capture_output=True, timeout=10)
+        for name in ("voicesnap-silence.pid", "voicesnap-keeper.pid"):  # what .ci/pulse.sh left running
+            pid_file = Path(env.get("XDG_RUNTIME_DIR", "/nonexistent")) / name
+            if pid_file.exists():
+                subprocess.run(["kill", pid_file.read_text().strip()], capture_output=True, timeout=10)
         subprocess.run(["pactl", "exit"], env=env, capture_output=True, timeout=10)
 
 
