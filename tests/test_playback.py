@@ -118,6 +118,26 @@ def test_clock_map_envelope_removes_polling_lag():
     assert cm.offset <= true_offset + 1e-12  # never ahead of the truth
 
 
+def test_no_anchor_is_taken_before_the_input_stream_delivers_its_first_frames():
+    """An input stream that waits 0.6 s for its first audio: the polls before it must not anchor the map
+    (each would put the speaker's sounds up to 0.6 s late on the microphone's clock)."""
+    from voicesnap.playback import anchor_from_input
+
+    stream = SimpleNamespace(time=0.0, latency=0.04)
+    cm = ClockMap()
+    opened, first_audio, offset = 500.0, 500.6, 30  # the reopened mic's position starts at 30 s of earlier input
+    for k in range(100):  # polls every 10 ms from the open; 20 ms blocks from 0.6 s on, each one latency late
+        stream.time = opened + 0.01 * k
+        delivered = max(0, int((stream.time - stream.latency - first_audio) / 0.02)) * 320
+        anchor_from_input(cm, stream, offset * 16000 + delivered, 16000, delivered=delivered)
+    truth = offset - first_audio  # input clock = stream time + truth
+    assert cm.offset == pytest.approx(truth, abs=0.025)  # within the polling lag of one block
+    assert cm.offset <= truth + 1e-9
+    early = ClockMap()  # a map polled only before the first frames has no anchor at all
+    anchor_from_input(early, stream, offset * 16000, 16000, delivered=0)
+    assert not early.ready
+
+
 def test_find_onset_locates_a_probe_in_noise_and_refuses_silence():
     from voicesnap.playback import find_onset
 

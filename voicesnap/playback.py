@@ -525,12 +525,20 @@ def find_onset(recording: np.ndarray, probe: np.ndarray, rate: int, start: int =
     return (start + best) / rate
 
 
-def anchor_from_input(clock_map: ClockMap, stream: Any, position: int, rate: int) -> None:
+def anchor_from_input(clock_map: ClockMap, stream: Any, position: int, rate: int,
+                      delivered: int | None = None) -> None:
     """One polled anchor from an open input stream and its frame position.
 
     ``position`` frames have arrived; the last of them was captured about one
     input latency before ``stream.time``. Polled anchors lag by up to a block;
-    ClockMap's envelope removes that.
+    ClockMap's envelope removes that. No anchor until this stream has delivered
+    frames (``delivered``: its own count, when ``position`` carries an offset
+    from an earlier stream): before its first block, ``position`` stands for no
+    captured moment. A stream can take 0.5-2 s to start (a PulseAudio monitor
+    did), and such a poll is *ahead* of the truth by that wait, which the
+    envelope, keeping the highest offset, would hold on to.
     """
+    if (position if delivered is None else delivered) <= 0:
+        return
     latency = stream.latency if isinstance(stream.latency, float) else stream.latency[0]
     clock_map.observe(float(stream.time) - float(latency), position / rate)

@@ -538,7 +538,8 @@ def run(args: argparse.Namespace) -> int:
             from ..playback import anchor_from_input
 
             try:
-                anchor_from_input(clock_map, stream, source.position + live.offset, source.rate)
+                anchor_from_input(clock_map, stream, source.position + live.offset, source.rate,
+                                  delivered=source.position)
             except Exception:  # a stream closing under us: the next tick anchors again
                 pass
         return list(poll_speech())
