@@ -11,10 +11,9 @@ command can run them in a pass of their own after the rest, with both cores
 free: their timing tests (announcements placed on the microphone's clock within
 5-30 ms) need the sound server to keep up. Beside the other worker, a 2-core
 machine's server fell behind (speaker underflows) and they failed in runs that
-passed alone; a server reused from an hour of earlier runs did the same, so
-``.ci/run`` also starts a fresh one (``VOICESNAP_PULSE_FRESH``). Neither makes
-them certain: of three fresh-clone CI runs with both in place on 2026-12-03,
-one still failed two of them (the mic's monitor stalled), and two passed.
+passed alone, so ``.ci/run`` also starts a fresh server (``VOICESNAP_PULSE_FRESH``).
+What still failed them (the mic delivering nothing, or starting late) was the
+virtual devices' own: see .ci/pulse.sh and tests/virtual_mic.py.
 
 xdist's own ``--dist loadgroup`` would do this from an ``xdist_group`` mark,
 but with pytest 9 its worker can no longer rename the tests it groups (pytest
