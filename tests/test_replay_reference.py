@@ -254,6 +254,43 @@ def test_the_reference_follows_an_output_stream_that_stalled_after_opening() -> 
     assert np.flatnonzero(got)[0] == int(round(start * RATE)) and ref.anchors == 2
 
 
+def test_the_reference_is_placed_afresh_when_it_stays_off_but_not_for_one_wandering_block() -> None:
+    """Seen in the e2e game: a stall of ~0.5 s after opening, under the instant JUMP, left the reference
+    0.5 s early all game, where the delay estimator cannot find the echo. Laid off by more than DRIFT
+    on the median of DRIFT_PULLS pulls, it is placed afresh; one block's DAC time 0.3 s off is not."""
+    from types import SimpleNamespace
+
+    from voicesnap.playback import ClockMap, DevicePlayback
+
+    pb = DevicePlayback(rate=16000, clock_map=ClockMap(offset=-100.0))
+    ref = PlaybackReference(pb)
+    buf = np.zeros((160, 1), np.int16)
+    dac = 100.0
+
+    def blocks(n: int, jitter_at: int | None = None) -> None:
+        nonlocal dac
+        for k in range(n):
+            wander = 0.3 if k == jitter_at else 0.0
+            pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac + wander), None)
+            dac += 0.01
+            ref.read(0, 1)  # the spotter pulls as it reads, block by block
+
+    blocks(10)
+    blocks(80, jitter_at=40)  # one wandering block in a steady stream: the place holds
+    assert ref.anchors == 1
+    dac += 0.45  # the stall: under JUMP, so no instant re-placing
+    half = PlaybackReference.DRIFT_PULLS // 2
+    blocks(half - 1)
+    assert ref.anchors == 1  # fewer than half the pulls off yet
+    blocks(half + 1)
+    assert ref.anchors == 2  # off by 0.45 s on the median of DRIFT_PULLS pulls: placed afresh, once
+    pb.play(1, "a tone", np.full(1600, 5000, np.int16))
+    blocks(30)
+    got = ref.read(0, 4 * RATE)
+    start = next(e.t for e in pb.poll() if e.__class__.__name__ == "SpeechStarted")
+    assert np.flatnonzero(got)[0] == int(round(start * RATE)) and ref.anchors == 2
+
+
 @pytest.mark.vosk_model
 def test_replay_as_its_own_process_reads_a_log_with_speech_times(game) -> None:
     """A game with a speaker logs speech-started/-ended; `voicesnap replay` run on its own (nothing

@@ -46,6 +46,7 @@ All positions are frames on the input clock (``AudioChunk.start``).
 
 from __future__ import annotations
 
+import collections
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -156,6 +157,11 @@ class PlaybackReference:
     """
 
     JUMP = 0.5  # s: placed afresh when laid this far from the shell's mapping (DAC wander: up to 0.36 s)
+    # ...or when laid this far from it on the median of the last DRIFT_PULLS pulls: wander is blocks, this
+    # is the place itself. An output stream that stalled 0.5 s after opening left the e2e game's reference
+    # that far early all game (2026-12-03), past what the delay estimator looks for (0.35 s late).
+    DRIFT = 0.15
+    DRIFT_PULLS = 50
 
     def __init__(self, playback: Any, seconds: float = 30.0,
                  record: Callable[[int, np.ndarray], None] | None = None) -> None:
@@ -168,6 +174,7 @@ class PlaybackReference:
         self._write_at: int | None = None  # input frame where the next resampled sample goes
         self._lock = threading.Lock()
         self.anchors = 0  # times the place was set (start, gaps, a stalled output stream)
+        self._drift: collections.deque[float] = collections.deque(maxlen=self.DRIFT_PULLS)  # laid - mapped, s
 
     def _pull(self) -> None:
         got = self.playback.played_since(self._next_frame)
@@ -181,18 +188,18 @@ class PlaybackReference:
             self._out_rate = rate
             self._resampler = None if rate == RATE else _StreamResampler(rate, RATE)
             self._write_at = None
+        clock = float(self.playback.frame_to_clock(first))  # input-clock seconds of its first frame
         if self._write_at is None or self._next_frame != first:  # start, or a gap in what was kept
-            clock = float(self.playback.frame_to_clock(first))  # input-clock seconds of its first frame
-            self._write_at = int(round(clock * RATE)) - self._pending()
-            self.anchors += 1
+            self._place(clock)
         else:
-            clock = float(self.playback.frame_to_clock(first))
-            if abs((self._write_at + self._pending()) / RATE - clock) > self.JUMP:
+            off = (self._write_at + self._pending()) / RATE - clock
+            self._drift.append(off)
+            if abs(off) > self.JUMP or (len(self._drift) == self.DRIFT_PULLS
+                                        and abs(float(np.median(self._drift))) > self.DRIFT):
                 # the stream's frames stopped meaning consecutive time: measured, the output stream
                 # stalls ~1.5 s right after it opens (ALSA pulse plugin) while the frames written
                 # before keep their old DAC times, which left the reference 1.8 s early all game
-                self._write_at = int(round(clock * RATE)) - self._pending()
-                self.anchors += 1
+                self._place(clock)
         self._next_frame = first + len(samples)
         out = samples if self._resampler is None else self._resampler(samples)
         if len(out):
@@ -200,6 +207,11 @@ class PlaybackReference:
             if self.record is not None:
                 self.record(self._write_at, out)
             self._write_at += len(out)
+
+    def _place(self, clock: float) -> None:
+        self._write_at = int(round(clock * RATE)) - self._pending()
+        self.anchors += 1
+        self._drift.clear()
 
     def _pending(self) -> int:
         return 0 if self._resampler is None else self._resampler.delay
