@@ -8,7 +8,6 @@ real `play_session` listens to it through `LiveInput` and PortAudio.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 
@@ -18,15 +17,11 @@ from voicesnap import rules
 from voicesnap.audio import MicSource
 from voicesnap.table import LiveInput, TableNote, TableSession, play_session
 
-from virtual_mic import virtual_mic
+from virtual_mic import pactl, virtual_mic
 
 pytestmark = pytest.mark.audio_device
 
 SINK = "vs_loss_mic"
-
-
-def _pactl(*args: str) -> str:
-    return subprocess.run(["pactl", *args], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
 
 
 @pytest.fixture
@@ -59,11 +54,11 @@ def test_a_muted_microphone_pauses_the_game_with_a_spoken_notice_and_it_resumes(
 
     def script() -> None:  # what a player does to the microphone, on the microphone's clock
         wait_for(1.2)
-        _pactl("set-source-mute", source, "1")
+        pactl("set-source-mute", source, "1")
         marks["muted"] = heard()
         wait_for(marks["muted"] + 3.0)
         marks["unmuting"] = heard()  # the sound returns between these two marks: pactl returns after the
-        _pactl("set-source-mute", source, "0")  # server unmuted, and on a slow machine frames flowed meanwhile
+        pactl("set-source-mute", source, "0")  # server unmuted, and on a slow machine frames flowed meanwhile
         marks["unmuted"] = heard()
         wait_for(marks["unmuted"] + 1.5)
         live.close()  # the session ends with the audio
@@ -80,7 +75,7 @@ def test_a_muted_microphone_pauses_the_game_with_a_spoken_notice_and_it_resumes(
         result = play_session(settings, log, chunks=live, spotter=None, lines=printed.append,
                               say=lambda text, priority, ev: spoken.append(text), tick=0.02)
     finally:
-        _pactl("set-source-mute", source, "0")
+        pactl("set-source-mute", source, "0")
         live.close()
         player.join(timeout=10)
     assert result.reason == "audio ended"

@@ -35,7 +35,7 @@ from voicesnap.session import Session
 from voicesnap.table import TableEnd, TableStep, describe
 
 from table_script import PLAYERS, RATE, enroll, model_or_skip, plan, takes
-from virtual_mic import virtual_mic
+from virtual_mic import load_null_sink, virtual_mic
 
 pytestmark = [pytest.mark.audio_device, pytest.mark.vosk_model]
 
@@ -46,11 +46,6 @@ MIC, SPK = "vs_e2e_mic", "vs_e2e_spk"
 # three-channel stream gets remixed (the third channel leaks into the first two).
 QUAD = "front-left,front-right,rear-left,rear-right"
 CHANNEL = {"alice": 0, "bob": 1, "cara": 3}
-
-
-def _pactl(*args: str, env: dict) -> str:
-    return subprocess.run(["pactl", *args], env=env, capture_output=True, text=True, timeout=10,
-                          check=True).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -71,19 +66,13 @@ def pulse() -> dict:
         if subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
             pytest.skip("PulseAudio could not be started (see .ci/pulse.sh)")
         started_here = True
-    for line in _pactl("list", "short", "modules", env=env).splitlines():  # left by a killed run
-        if f"sink_name={SPK}" in line:
-            subprocess.run(["pactl", "unload-module", line.split()[0]], env=env, capture_output=True, timeout=10)
-    speaker = _pactl("load-module", "module-null-sink", f"sink_name={SPK}", "rate=16000", "channels=1", env=env)
+    speaker = load_null_sink(SPK, env=env)
     with virtual_mic(MIC, channels=4, channel_map=QUAD, env=env) as monitor:
         yield dict(env, PULSE_SOURCE=monitor, PULSE_SINK=SPK)
     subprocess.run(["pactl", "unload-module", speaker], env=env, capture_output=True, timeout=10)
-    if started_here:
-        for name in ("voicesnap-silence.pid", "voicesnap-keeper.pid"):  # what .ci/pulse.sh left running
-            pid_file = Path(env.get("XDG_RUNTIME_DIR", "/nonexistent")) / name
-            if pid_file.exists():
-                subprocess.run(["kill", pid_file.read_text().strip()], capture_output=True, timeout=10)
-        subprocess.run(["pactl", "exit"], env=env, capture_output=True, timeout=10)
+    if started_here:  # pulse.sh's own stop: its room noise, its keeper, their pid files, the daemon
+        subprocess.run(["bash", "-c", "source .ci/pulse.sh >/dev/null 2>&1; _vs_pulse_stop"], cwd=ROOT, env=env,
+                       capture_output=True, timeout=60)
 
 
 def shout_clip(shouts: list, path: Path) -> Path:

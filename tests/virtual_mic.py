@@ -28,9 +28,19 @@ FIRST_AUDIO_S = 0.15  # a new record stream on a warm monitor gets its first 20 
 WARM_UP_S = 10.0
 
 
-def _pactl(*args: str, env: dict | None) -> str:
+def pactl(*args: str, env: dict | None = None) -> str:
     return subprocess.run(["pactl", *args], env=env, capture_output=True, text=True, timeout=10,
                           check=True).stdout.strip()
+
+
+def load_null_sink(sink: str, channels: int = 1, channel_map: str | None = None, env: dict | None = None) -> str:
+    """A fresh null sink ``sink`` (one a killed run left is unloaded first); its module's index."""
+    for line in pactl("list", "short", "modules", env=env).splitlines():
+        if f"sink_name={sink} " in line + " ":
+            subprocess.run(["pactl", "unload-module", line.split()[0]], env=env, capture_output=True, timeout=10)
+    mapping = [f"channel_map={channel_map}"] if channel_map else []
+    return pactl("load-module", "module-null-sink", f"sink_name={sink}", f"rate={RATE}", f"channels={channels}",
+                 *mapping, env=env)
 
 
 def _record(monitor: str, channels: int, env: dict | None, out: int | None) -> subprocess.Popen:
@@ -74,12 +84,7 @@ def virtual_mic(sink: str, *, channels: int = 1, channel_map: str | None = None,
             pytest.skip(f"{tool} is not installed (apt-get install pulseaudio-utils sox)")
     if subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
         pytest.skip("no PulseAudio server reachable (start it with: source .ci/pulse.sh)")
-    for line in _pactl("list", "short", "modules", env=env).splitlines():  # left by a killed run
-        if f"sink_name={sink} " in line + " ":
-            subprocess.run(["pactl", "unload-module", line.split()[0]], env=env, capture_output=True, timeout=10)
-    mapping = [f"channel_map={channel_map}"] if channel_map else []
-    module = _pactl("load-module", "module-null-sink", f"sink_name={sink}", f"rate={RATE}", f"channels={channels}",
-                    *mapping, env=env)
+    module = load_null_sink(sink, channels, channel_map, env)
     noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", str(RATE), "-c", str(channels), "-b", "16",
                               "-e", "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
