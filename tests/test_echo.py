@@ -270,6 +270,39 @@ def test_with_no_echo_in_the_room_the_calls_are_left_alone():
     assert np.abs(got[calls] - pcm[: len(got), 0][calls]).max() <= 2
 
 
+def test_block_levels_say_how_much_of_a_span_the_canceller_removed():
+    """The own-speech check's measure: the median dB removed over a span's loudest output frames,
+    on the input clock; None once the ring no longer holds the span."""
+    from voicesnap.echo import BlockLevels
+
+    levels = BlockLevels(seconds=2.0)
+    rng = np.random.default_rng(0)
+    mic = rng.normal(0, 3000, RATE)  # 1 s of sound from clock frame 16000
+    out = mic * 0.1  # 20 dB removed everywhere...
+    out[8000:9600] = mic[8000:9600]  # ...but where a voice over it was kept (0.1 s)
+    levels.put_mic(RATE, mic)
+    levels.put_out(RATE, out)
+    assert levels.removed_db(1.0, 1.45) == pytest.approx(20.0, abs=0.1)
+    assert levels.removed_db(1.3, 1.9) == pytest.approx(0.0, abs=0.1)  # its loudest frames are the voice
+    assert levels.removed_db(3.0, 3.5) is None  # nothing known there
+    levels.put_mic(3 * RATE, mic)  # two seconds on: the ring has moved past the first second
+    levels.put_out(3 * RATE, out)
+    assert levels.removed_db(1.0, 1.45) is None
+
+
+def test_a_call_taken_for_the_game_own_speech_is_explained_and_logged_as_such():
+    from voicesnap import events
+    from voicesnap.spotters import Refusal
+
+    r = Refusal("snap", 1.83, 2.38, "", reason="at its loudest 10 dB of it was the announcer's echo",
+                taken_for="the game's own speech")
+    assert events.from_data(events.to_data(r)) == r
+    assert r.explain().startswith("a sound at 1.83-2.38 s like 'snap' was taken for the game's own speech")
+    old = events.to_data(Refusal("snap", 1.0, 1.4, "cara", reason="'snack'"))
+    del old["taken_for"]  # a log written before the field existed
+    assert "like cara's 'snap' was taken for another word: 'snack'" in events.from_data(old).explain()
+
+
 # --------------------------------------------------------------------------- with Vosk
 
 

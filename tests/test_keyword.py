@@ -679,3 +679,59 @@ def test_a_one_mic_tie_is_passed_on_without_waiting_for_the_keyword_models_score
         assert all(abs(d.onset - w[1]) <= 0.01 for d, w in zip(got, want)), got
     assert all(d.detected_at - end <= 0.2 for d in soon), soon  # as Vosk hears it
     assert all(d.detected_at - end >= 0.3 for d in late), late  # when the keyword model's score comes
+
+
+def _echo_on_two_mics(fx: C.Fixture) -> np.ndarray:
+    """``fx``'s microphone on mic 0, and on mic 1 the same room 3 dB weaker and 2 ms later: the
+    loudspeaker is heard by every player's mic alike."""
+    x = fx.read()[:, 0].astype(np.float64)
+    far = np.concatenate([np.zeros(32), 0.7 * x[:-32]])
+    return np.stack([x, np.round(far)], axis=1).astype(np.int16)
+
+
+@pytest.mark.vosk_model
+def test_the_announcers_echo_is_never_a_players_call_on_per_player_mics(model):
+    """`play --channels` cancels the announcer on each mic (cli.play.with_echo_cancel); what the
+    canceller leaves of "Two", "Seven" and "Jack" in the fixture room, the keyword model took for
+    "snap", and the channel named its owner: a wrong call charged to a player for the game's own
+    words. The canceller now drops a call whose loudest moments were mostly its echo."""
+    from voicesnap.echo import ArrayReference, EchoCancelled
+    from voicesnap.spotters.vosk_spotter import load_model
+
+    try:
+        vosk = load_model(models.find_model("en", None, None))
+    except Exception as e:  # noqa: BLE001 (any way of not having it)
+        pytest.skip(f"no Vosk English model ({e})")
+    fx = C.load(CORPUS / "echo_ranks.json")
+    track, ref = _echo_on_two_mics(fx), fx.read_reference()[:, 0]
+
+    def heard(own_speech_db):
+        spotter = EchoCancelled(_channels("judged", model, vosk), ArrayReference(ref), own_speech_db=own_speech_db)
+        return _detect_array(spotter, track, fx.rate), spotter
+
+    before, _ = heard(None)  # measured: "Two", "Seven", "Jack" charged to "me" or "you"
+    assert [d for d in before if d.player in ("me", "you")], "the check has nothing to catch here"
+    after, spotter = heard(6.0)
+    assert after == [], after
+    refused = spotter.take_refusals()
+    assert len(refused) == len(before) and all(r.taken_for == "the game's own speech" for r in refused)
+    assert "was taken for the game's own speech" in refused[0].explain()
+
+
+def test_calls_over_the_announcer_are_kept_by_the_own_speech_check(model):
+    """The check must not take a player's call over the announcer for the announcer: on the fixture
+    of calls over the announcer the keyword model hears the same calls with it as without it."""
+    from voicesnap.echo import ArrayReference, EchoCancelled
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    fx = C.load(CORPUS / "noisy_over_announcer.json")
+    ref = ArrayReference(fx.read_reference()[:, 0])
+    runs = [_detect(EchoCancelled(KeywordSpotter(model, pool_exists=True), ref, own_speech_db=db), fx)
+            for db in (None, 6.0)]
+    hits = [C.score(fx, found, words=WORDS).hits for found in runs]
+    assert len(hits[0]) >= 5 and len(hits[1]) == len(hits[0]), hits
+    on_echo = C.load(CORPUS / "echo_ranks.json")
+    ref = ArrayReference(on_echo.read_reference()[:, 0])
+    assert _detect(EchoCancelled(KeywordSpotter(model), ref, own_speech_db=None), on_echo), \
+        "the keyword model no longer hears the residue: the check below is not tested"
+    assert _detect(EchoCancelled(KeywordSpotter(model), ref), on_echo) == []

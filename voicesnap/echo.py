@@ -25,11 +25,25 @@ double-talk", IEEE TASLP 2007):
   once they do measurably better; a background that diverged (a shout it
   tried to learn) is reset from the foreground.
 
-Only the *linear* echo is removed: there is no nonlinear residual-echo
-suppressor. Why: WebRTC's AEC3 (livekit's AudioProcessingModule, tried on the
-fixtures) removes more echo (45 dB on ``echo_ranks``) but its suppressor mutes
-the first 90-180 ms of a call made over the announcer, and the referee judges
-ties on onsets. Why numpy and not a library: speexdsp and the WebRTC builds
+After the linear filter, a residual-echo suppressor of its own
+(``EchoCanceller``'s ``suppress``) takes out the room's tail, bin by bin, and
+leaves bins where the player's voice dominates alone. Why not a library's:
+WebRTC's AEC3 (livekit's AudioProcessingModule, tried on the fixtures) removes
+more echo (45 dB on ``echo_ranks``) but its suppressor mutes the first 90-180
+ms of a call made over the announcer, and the referee judges ties on onsets.
+
+What the canceller leaves of an announcement is not silence: a spectrally
+carved residue of it, which no recogniser was trained on, and which the
+keyword model took for "snap" on the fixture room's "Two", "Seven" and "Jack"
+(the raw announcement it never does). On one mic such a call is named to
+nobody (the table would tell the players so); on per-player mics the channel
+names its owner, so it was charged to a player. Hence ``EchoCancelled`` keeps
+10 ms energies of each mic and of its output, and drops a detection whose
+loudest moments are mostly what it removed (``OWN_SPEECH_DB``): a player's
+voice is not correlated with the reference, so over a real call the output
+keeps the call's level (0-2.3 dB removed at its loudest frames on the
+fixtures, calls over the announcer included), while over the residue 9.6-22
+dB were removed. Why numpy and not a library: speexdsp and the WebRTC builds
 (aec-audio-processing, webrtc-audio-processing) are sdists that need a C/C++
 toolchain and system headers; livekit is a whole realtime SDK (12 MB native
 library plus protobuf) whose AEC cannot be had without its suppressor;
@@ -47,6 +61,7 @@ All positions are frames on the input clock (``AudioChunk.start``).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -54,6 +69,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from .audio import AudioChunk, Resampler
+from .spotters import Detection, Refusal
 
 __all__ = [
     "RATE", "ReferenceSource", "ReferenceTrack", "ArrayReference", "PlaybackReference",
@@ -62,6 +78,11 @@ __all__ = [
 
 RATE = 16000  # the canceller works on the recognisers' rate
 BLOCK = 160  # 10 ms partitions (chunks of 20 ms split evenly: no added delay)
+#: A detection is the game's own speech when, over its loudest ``OWN_SPEECH_FRAMES``
+#: output frames, the canceller removed at least this much (median, dB): real
+#: calls 0-2.3 dB, the residue of announcements 9.6-22 dB (module docstring).
+OWN_SPEECH_DB = 6.0
+OWN_SPEECH_FRAMES = 10
 
 
 class ReferenceSource(Protocol):
@@ -507,10 +528,52 @@ class DelayEstimator:
         return lag if confirmed else None
 
 
+class BlockLevels:
+    """10 ms energies of one mic and of the canceller's output, keyed by block on the input
+    clock, for the last ``seconds``: a call is reported up to seconds after it was said, and
+    by then the audio is gone. Fixed rings: nothing grows with time."""
+
+    def __init__(self, seconds: float = 20.0) -> None:
+        size = max(1, int(seconds * RATE / BLOCK))
+        self.mic = np.zeros(size)
+        self.out = np.zeros(size)
+        self.mic_at = np.full(size, -1, np.int64)
+        self.out_at = np.full(size, -1, np.int64)
+
+    @staticmethod
+    def _put(ring: np.ndarray, at: np.ndarray, first: int, energy: np.ndarray) -> None:
+        keys = first + np.arange(len(energy))
+        slots = keys % len(ring)
+        ring[slots] = energy
+        at[slots] = keys
+
+    def put_mic(self, pos: int, samples: np.ndarray) -> None:
+        """Whole blocks of the mic from clock frame ``pos``."""
+        n = len(samples) // BLOCK
+        self._put(self.mic, self.mic_at, pos // BLOCK, np.mean(samples[:n * BLOCK].reshape(n, BLOCK) ** 2, axis=1))
+
+    def put_out(self, pos: int, samples: np.ndarray) -> None:
+        n = len(samples) // BLOCK
+        self._put(self.out, self.out_at, pos // BLOCK, np.mean(samples[:n * BLOCK].reshape(n, BLOCK) ** 2, axis=1))
+
+    def removed_db(self, t0: float, t1: float, loudest: int = OWN_SPEECH_FRAMES) -> float | None:
+        """Median dB the canceller took away over the ``loudest`` output frames in [t0, t1]
+        (seconds on the clock), or None when fewer than 3 of its frames are still known."""
+        keys = np.arange(int(t0 * RATE) // BLOCK, int(np.ceil(t1 * RATE / BLOCK)) + 1)
+        slots = keys % len(self.mic)
+        known = (self.mic_at[slots] == keys) & (self.out_at[slots] == keys)
+        if np.count_nonzero(known) < 3:
+            return None
+        mic, out = self.mic[slots[known]], self.out[slots[known]]
+        top = np.argsort(out)[-loudest:]
+        return float(np.median(10 * np.log10((mic[top] + 1.0) / (out[top] + 1.0))))
+
+
 @dataclass
 class _Channel:
     canceller: EchoCanceller
     pending: np.ndarray  # mic frames not yet a whole block (float64)
+    levels: BlockLevels = dataclasses.field(default_factory=BlockLevels)
 
 
 class EchoCancelled:
@@ -525,12 +588,18 @@ class EchoCancelled:
     reference is read that much later (``delay``), the filters learning afresh.
     Each channel has its own canceller. ``enabled`` False passes chunks through
     unchanged (same path otherwise: for comparisons).
+
+    A detection from the inner spotter whose loudest output frames are mostly
+    removed echo (``own_speech_db``; None keeps every one) is the game's own
+    speech: dropped, with a ``Refusal`` that says so (``take_refusals``).
     """
 
     def __init__(self, spotter: Any, reference: ReferenceSource, *, length: float = 0.5,
                  lead: float = 0.01, enabled: bool = True, suppress: bool = True,
-                 estimate_delay: bool = True) -> None:
+                 estimate_delay: bool = True, own_speech_db: float | None = OWN_SPEECH_DB) -> None:
         self.spotter = spotter
+        self.own_speech_db = own_speech_db
+        self._refused: list[Refusal] = []
         self.reference = reference
         self.length = length
         self.lead = int(round(lead * RATE))
@@ -599,6 +668,7 @@ class EchoCancelled:
         for c, ch in enumerate(self._channels):
             mic = np.concatenate([ch.pending, data[:, c]])
             ch.pending = mic[blocks * BLOCK:]
+            ch.levels.put_mic(start, mic[:blocks * BLOCK])
             for b in range(blocks):
                 sl = slice(b * BLOCK, (b + 1) * BLOCK)
                 out[sl, c] = ch.canceller.process(mic[sl], ref[sl] if ref is not None else np.zeros(BLOCK))
@@ -608,6 +678,8 @@ class EchoCancelled:
             out, at = out[self._first - at:], self._first
         if not len(out):
             return None
+        for c, ch in enumerate(self._channels):
+            ch.levels.put_out(at, out[:, c])
         pcm = np.clip(np.round(out), -32768, 32767).astype(np.int16)
         return AudioChunk(RATE, 2, pcm.shape[1], at, pcm)
 
@@ -634,7 +706,7 @@ class EchoCancelled:
         if out is None:
             return []
         self.last = out.samples
-        return self.spotter.accept(out)
+        return self._not_own(self.spotter.accept(out))
 
     def flush(self) -> list:
         found: list = []
@@ -648,4 +720,32 @@ class EchoCancelled:
         if out is not None:
             self.last = out.samples
             found += self.spotter.accept(out)
-        return found + list(self.spotter.flush())
+        return self._not_own(found + list(self.spotter.flush()))
+
+    def own_speech(self, d: Detection) -> float | None:
+        """dB the canceller removed over ``d``'s loudest moments when that makes it the game's
+        own speech (module docstring), else None."""
+        if self.own_speech_db is None or not self.enabled or not 0 <= d.channel < len(self._channels):
+            return None
+        removed = self._channels[d.channel].levels.removed_db(d.onset, d.end)
+        return removed if removed is not None and removed >= self.own_speech_db else None
+
+    def _not_own(self, found: list) -> list:
+        kept = []
+        for d in found:
+            removed = self.own_speech(d) if isinstance(d, Detection) else None
+            if removed is None:
+                kept.append(d)
+                continue
+            self._refused.append(Refusal(
+                d.word, d.onset, d.end, d.player or "", channel=d.channel, engine=d.engine,
+                taken_for="the game's own speech",
+                reason=f"at its loudest {removed:.0f} dB of it was the announcer's echo, which the canceller removed"))
+        return kept
+
+    def take_refusals(self) -> list[Refusal]:
+        """Calls dropped as the game's own speech, then the inner spotter's own refusals."""
+        from .spotters import take_refusals
+
+        out, self._refused = self._refused, []
+        return out + take_refusals(self.spotter)

@@ -38,7 +38,7 @@ class Detection:
 @event("refusal")
 @dataclass(frozen=True)
 class Refusal:
-    """A sound that fit a player's call but was judged another word, and why.
+    """A sound that fit a call but was judged another word (or the game's own speech), and why.
 
     Nothing is played on it; it is kept so that "why was my call not heard?"
     has an answer (``voicesnap listen`` prints it, a game's log keeps it).
@@ -48,14 +48,15 @@ class Refusal:
     word: str  # the call it resembled
     onset: float
     end: float
-    player: str  # whose call it resembled
+    player: str  # whose call it resembled ("" when nobody's: the game's own speech)
     reason: str
     channel: int = 0
     engine: str = ""
+    taken_for: str = "another word"  # or "the game's own speech" (voicesnap.echo)
 
     def explain(self) -> str:
-        return (f"a sound at {self.onset:.2f}-{self.end:.2f} s like {self.player}'s '{self.word}' "
-                f"was taken for another word: {self.reason}")
+        like = f"{self.player}'s '{self.word}'" if self.player else f"'{self.word}'"
+        return f"a sound at {self.onset:.2f}-{self.end:.2f} s like {like} was taken for {self.taken_for}: {self.reason}"
 
 
 def take_refusals(spotter: object) -> list[Refusal]:
