@@ -7,7 +7,10 @@ fixtures without announcements get silence, so the canceller passes them
 through). Rows: recall and false calls on ``noisy_over_announcer`` and
 ``echo_ranks`` and on the whole set, per engine and setting; echo return loss
 enhancement on ``echo_ranks`` (linear filter alone, and with the residual
-suppressor); the canceller's own CPU real-time factor.
+suppressor); the canceller's own CPU real-time factor; and players' calls laid
+over the announcer's echo, for what the canceller's own-speech check costs
+(``overlay_rows``). Every engine behind the canceller runs with the check, as
+play does.
 
 ``python3 -m bench.echo_rows [--quick] [--engine NAME ...]`` prints the rows alone.
 """
@@ -97,6 +100,93 @@ def canceller_rows(fixtures: list[Fixture], audio: dict[str, np.ndarray]) -> lis
     return rows
 
 
+OVERLAY_GAINS = (0.5, 1.0, 2.0)  # the call 6 dB under its clean level, at it, 6 dB over
+OVERLAY_OFFSETS = (0.0, 0.15, 0.3)  # s after the announcement starts
+MIX_SCALE = 1 / 3
+
+
+def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any]) -> list[Row]:
+    """Players' clean calls laid over the announcer's echo: what the own-speech check costs.
+
+    Each rank and ruling of ``echo_ranks`` gets one player's clean "snap" (the six players in
+    turn; those of the run's fixtures) at ``OVERLAY_OFFSETS`` after it starts and ``OVERLAY_GAINS`` of its clean level: 9
+    streams of 19 calls, each through ``name`` behind the canceller with the check off. For
+    every detection the dB removed over its loudest frames is read as the check reads it, when
+    the detection comes out (``EchoCancelled.removed_db``), so one run shows both."""
+    from voicesnap.echo import OWN_SPEECH_DB
+
+    by_name = {f.name: f for f in fixtures}
+    if "echo_ranks" not in by_name or not any(n.startswith("clean_") for n in by_name):
+        return [Row(AREA, "calls over the announcer's echo", "skipped", note="needs echo_ranks and clean_* fixtures")]
+    er = by_name["echo_ranks"]
+    mic = er.read()[:, 0].astype(np.float64)
+    ref = _reference(er)
+    takes = []
+    for f in (by_name[n] for n in sorted(by_name) if n.startswith("clean_")):
+        x = f.read()[:, 0].astype(np.float64)
+        s = next(s for s in f.segments if s.kind == "call" and s.text == "snap")
+        pad = int(0.05 * f.rate)
+        takes.append((x[max(0, s.onset - pad): s.end + pad], pad))
+    starts = [s.onset for s in er.segments if s.kind == "announcement"]
+
+    def spot(spotter: Any, pcm: np.ndarray) -> list[tuple[Any, float | None]]:
+        """(call, dB removed as the check reads it when the call comes out) for every call word."""
+        measure = getattr(spotter, "removed_db", lambda d: None)
+        found = [(d, measure(d)) for c in ArraySource(pcm, er.rate, chunk_frames=er.rate // 50)
+                 for d in spotter.accept(c)]
+        found += [(d, measure(d)) for d in spotter.flush()]
+        return [(d, r) for d, r in found if d.word in CALL_WORDS]
+
+    calls = heard = heard_plain = dropped = named = named_dropped = false = false_dropped = 0
+    by_offset = dict.fromkeys(OVERLAY_OFFSETS, 0)
+    removed_real: list[float] = []
+    for gain in OVERLAY_GAINS:
+        for offset in OVERLAY_OFFSETS:
+            y = mic.copy()
+            truth = []
+            for i, at in enumerate(starts):
+                take, pad = takes[i % len(takes)]
+                begin = at + int(offset * er.rate) - pad
+                y[begin: begin + len(take)] += gain * take
+                truth.append((begin + pad) / er.rate)
+            # the fixture's echo peaks at full scale: a third of it leaves the sum room not to clip
+            pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)[:, None]
+            plain = spot(factory(), pcm)
+            found = spot(EchoCancelled(factory(), ArrayReference(ref * MIX_SCALE), own_speech_db=None), pcm)
+            calls += len(truth)
+            for t in truth:
+                heard_plain += any(abs(d.onset - t) <= 0.25 for d, _ in plain)
+                mine = [(d, r) for d, r in found if abs(d.onset - t) <= 0.25]
+                if not mine:
+                    continue
+                d, removed = mine[0]
+                drop = removed is not None and removed >= OWN_SPEECH_DB
+                heard += 1
+                by_offset[offset] += 1
+                dropped += drop
+                named += d.player is not None
+                named_dropped += drop and d.player is not None
+                if removed is not None:
+                    removed_real.append(removed)
+            for d, removed in found:
+                if not any(abs(d.onset - t) <= 0.25 for t in truth):
+                    false += 1
+                    false_dropped += removed is not None and removed >= OWN_SPEECH_DB
+    worst = sorted(removed_real)[-3:]
+    return [
+        Row(AREA, "calls over the announcer's echo: heard / dropped by the own-speech check",
+            f"{heard}/{calls} / {dropped}", "", "",
+            f"{name}+echo ({heard_plain}/{calls} without the canceller); at "
+            f"{' / '.join(f'{o:g}' for o in OVERLAY_OFFSETS)} s into the announcement "
+            f"{' / '.join(str(n) for n in by_offset.values())} of {calls // len(OVERLAY_OFFSETS)}; {named} named to a player, {named_dropped} of them dropped; dB removed at a "
+            f"call's loudest frames: median {np.median(removed_real):.1f}, highest "
+            f"{', '.join(f'{w:.1f}' for w in worst)} (line {OWN_SPEECH_DB:g}); gains {OVERLAY_GAINS}, "
+            f"offsets {OVERLAY_OFFSETS} s"),
+        Row(AREA, "calls over the announcer's echo: other detections / dropped by the check",
+            f"{false} / {false_dropped}", "", "", f"{name}+echo"),
+    ]
+
+
 def echo_rows(fixtures: list[Fixture], audio: dict[str, np.ndarray],
               engines: dict[str, Callable[[], Any]], plain: dict[str, Any] | None = None) -> list[Row]:
     """Every engine with and without the canceller, on the echo files and the whole set
@@ -129,6 +219,9 @@ def echo_rows(fixtures: list[Fixture], audio: dict[str, np.ndarray],
                             f"{calls.recall:.3f} / {every.false_per_hour(CALL_WORDS):.1f}", "", ">= 0.98 / <= 0.5",
                             f"{label}: {len(calls.hits)}/{calls.targets} calls, {false} false in "
                             f"{every.non_target_seconds / 60:.1f} min; RTF {result.cpu_seconds / max(result.audio_seconds, 1e-9):.3f}"))
+    best = next((n for n in ("combined", "vosk", "enrolled") if n in engines), None)
+    if best is not None:
+        rows += overlay_rows(fixtures, best, engines[best])
     return rows
 
 

@@ -722,12 +722,16 @@ class EchoCancelled:
             found += self.spotter.accept(out)
         return self._not_own(found + list(self.spotter.flush()))
 
-    def own_speech(self, d: Detection) -> float | None:
-        """dB the canceller removed over ``d``'s loudest moments when that makes it the game's
-        own speech (module docstring), else None."""
-        if self.own_speech_db is None or not self.enabled or not 0 <= d.channel < len(self._channels):
+    def removed_db(self, d: Detection) -> float | None:
+        """dB the canceller removed over ``d``'s loudest moments (None: not known, or not on
+        one of its channels). Read it when ``d`` comes out: the levels are kept 20 s."""
+        if not self.enabled or not 0 <= d.channel < len(self._channels):
             return None
-        removed = self._channels[d.channel].levels.removed_db(d.onset, d.end)
+        return self._channels[d.channel].levels.removed_db(d.onset, d.end)
+
+    def own_speech(self, d: Detection) -> float | None:
+        """``removed_db(d)`` when that makes ``d`` the game's own speech (module docstring), else None."""
+        removed = None if self.own_speech_db is None else self.removed_db(d)
         return removed if removed is not None and removed >= self.own_speech_db else None
 
     def _not_own(self, found: list) -> list:
