@@ -290,6 +290,21 @@ def test_block_levels_say_how_much_of_a_span_the_canceller_removed():
     assert levels.removed_db(1.0, 1.45) is None
 
 
+def test_a_call_an_enrolled_voice_matched_is_never_the_game_own_speech():
+    """A quiet call under a loud announcement loses as much to the canceller as the announcer's
+    residue does; the voice decides there (the announcer is never an enrolled voice), while a
+    player named by the channel alone (per-player mics: no attribution score) is judged by level."""
+    from voicesnap.echo import OWN_SPEECH_DB, is_own_speech
+    from voicesnap.spotters import Detection
+
+    loud = OWN_SPEECH_DB + 4
+    assert is_own_speech(Detection("snap", 1.0, 1.4, 0.9), loud)  # named to nobody
+    assert is_own_speech(Detection("snap", 1.0, 1.4, 0.9, player="cara"), loud)  # cara's mic
+    assert not is_own_speech(Detection("snap", 1.0, 1.4, 0.9, player="cara", score=0.7), loud)  # her voice
+    assert not is_own_speech(Detection("snap", 1.0, 1.4, 0.9), OWN_SPEECH_DB - 1)
+    assert not is_own_speech(Detection("snap", 1.0, 1.4, 0.9), None)  # levels no longer known
+
+
 def test_a_call_taken_for_the_game_own_speech_is_explained_and_logged_as_such():
     from voicesnap import events
     from voicesnap.spotters import Refusal

@@ -39,7 +39,8 @@ keyword model took for "snap" on the fixture room's "Two", "Seven" and "Jack"
 nobody (the table would tell the players so); on per-player mics the channel
 names its owner, so it was charged to a player. Hence ``EchoCancelled`` keeps
 10 ms energies of each mic and of its output, and drops a detection whose
-loudest moments are mostly what it removed (``OWN_SPEECH_DB``): a player's
+loudest moments are mostly what it removed (``OWN_SPEECH_DB``), unless an
+enrolled player's voice matched it (``is_own_speech``): a player's
 voice is not correlated with the reference, so over a real call the output
 keeps the call's level (0-2.3 dB removed at its loudest frames on the
 fixtures, calls over the announcer included), while over the residue 9.6-22
@@ -73,7 +74,7 @@ from .spotters import Detection, Refusal
 
 __all__ = [
     "RATE", "ReferenceSource", "ReferenceTrack", "ArrayReference", "PlaybackReference",
-    "EchoCanceller", "EchoCancelled", "erle_db",
+    "EchoCanceller", "EchoCancelled", "erle_db", "is_own_speech", "BlockLevels", "OWN_SPEECH_DB",
 ]
 
 RATE = 16000  # the canceller works on the recognisers' rate
@@ -569,6 +570,18 @@ class BlockLevels:
         return float(np.median(10 * np.log10((mic[top] + 1.0) / (out[top] + 1.0))))
 
 
+def is_own_speech(d: Detection, removed: float | None, line: float = OWN_SPEECH_DB) -> bool:
+    """Is ``d``, over whose loudest moments the canceller removed ``removed`` dB, the game's own speech?
+
+    A call whose voice an enrolled player's matched (``player`` with an attribution ``score``)
+    never is, whatever was removed: the announcer is never an enrolled voice, and a quiet call
+    under a loud announcement loses as much to the canceller as its residue does. A player named
+    by the channel alone (per-player mics) is no such evidence."""
+    if d.player is not None and d.score is not None:
+        return False
+    return removed is not None and removed >= line
+
+
 @dataclass
 class _Channel:
     canceller: EchoCanceller
@@ -730,9 +743,11 @@ class EchoCancelled:
         return self._channels[d.channel].levels.removed_db(d.onset, d.end)
 
     def own_speech(self, d: Detection) -> float | None:
-        """``removed_db(d)`` when that makes ``d`` the game's own speech (module docstring), else None."""
-        removed = None if self.own_speech_db is None else self.removed_db(d)
-        return removed if removed is not None and removed >= self.own_speech_db else None
+        """``removed_db(d)`` when that makes ``d`` the game's own speech (``is_own_speech``), else None."""
+        if self.own_speech_db is None:
+            return None
+        removed = self.removed_db(d)
+        return removed if is_own_speech(d, removed, self.own_speech_db) else None
 
     def _not_own(self, found: list) -> list:
         kept = []
