@@ -116,27 +116,66 @@ def one_room(fixture_mic: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return room + np.random.default_rng(3).standard_normal(len(room)) * 30  # room tone
 
 
-def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any]) -> list[Row]:
-    """``overlay_row`` over the fixture's own echo and over one room for the whole stream."""
+def per_mic_factory() -> Callable[[], Any] | None:
+    """Two per-player mics as ``play --channels p0=0,p1=1`` hears them (Vosk and the keyword model
+    judging each mic), or None without both models."""
+    from voicesnap import models
+    from voicesnap.keyword import load_keyword_model
+    from voicesnap.spotters.channels import ChannelSpotters
+    from voicesnap.spotters.gate import SpeechGate
+    from voicesnap.spotters.judges import JudgedSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
+    from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
+
+    try:
+        vosk, keyword = load_model(models.find_model("en", None, None)), load_keyword_model(None, None)
+    except Exception:  # noqa: BLE001 (any way of not having them: the row says skipped)
+        return None
+    if keyword is None:
+        return None
+
+    def make() -> Any:
+        per = {ch: JudgedSpotter(SpeechGate(VoskSpotter(vosk, channel=ch), channel=ch),
+                                 KeywordSpotter(keyword, channel=ch, gate=True)) for ch in (0, 1)}
+        return ChannelSpotters(per, {0: "p0", 1: "p1"})
+
+    return make
+
+
+def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
+                 per_mic: Callable[[], Any] | None = None) -> list[Row]:
+    """``overlay_row`` over the fixture's own echo and over one room for the whole stream, on one
+    mic with ``factory`` and on two per-player mics with ``per_mic``."""
     by_name = {f.name: f for f in fixtures}
     if "echo_ranks" not in by_name or not any(n.startswith("clean_") for n in by_name):
         return [Row(AREA, "calls over the announcer's echo", "skipped", note="needs echo_ranks and clean_* fixtures")]
     er = by_name["echo_ranks"]
     mic = er.read()[:, 0].astype(np.float64)
-    rows = overlay_row(fixtures, name, factory, mic, "the fixture's room, a new tail for every announcement")
-    return rows + overlay_row(fixtures, name, factory, one_room(mic, _reference(er).astype(np.float64)),
-                              "one room for the whole stream", plain=False)
+    rooms = (("the fixture's room, a new tail for every announcement", mic),
+             ("one room for the whole stream", one_room(mic, _reference(er).astype(np.float64))))
+    rows = []
+    for i, (room, echo) in enumerate(rooms):
+        rows += overlay_row(fixtures, name, factory, echo, room, plain=i == 0)
+    if per_mic is None:
+        return rows + [Row(AREA, "calls over the announcer's echo, two per-player mics", "skipped",
+                           note="needs the Vosk and keyword models")]
+    for room, echo in rooms:
+        rows += overlay_row(fixtures, "vosk+keyword per mic", per_mic, echo, room, plain=False, mics=2)
+    return rows
 
 
 def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], mic: np.ndarray, room: str,
-                plain: bool = True) -> list[Row]:
+                plain: bool = True, mics: int = 1) -> list[Row]:
     """Players' clean calls laid over the announcer's echo: what the own-speech check costs.
 
     Each rank and ruling of ``echo_ranks`` gets one player's clean "snap" (the six players in
-    turn; those of the run's fixtures) at ``OVERLAY_OFFSETS`` after it starts and ``OVERLAY_GAINS`` of its clean level: 9
-    streams of 19 calls, each through ``name`` behind the canceller with the check off. For
-    every detection the dB removed over its loudest frames is read as the check reads it, when
-    the detection comes out (``EchoCancelled.removed_db``), so one run shows both."""
+    turn; those of the run's fixtures) at ``OVERLAY_OFFSETS`` after it starts and
+    ``OVERLAY_GAINS`` of its clean level: 9 streams of 19 calls, each through ``name`` behind the
+    canceller with the check off. For every detection the check's measures are read when the
+    detection comes out (``EchoCancelled.removed_db``, ``own_mic_db``), so one run shows both.
+    With ``mics=2`` mic 1 hears the loudspeaker 3 dB weaker and 2 ms later, the calls go to the
+    mics' owners in turn ("p0", "p1"), each also heard 15 dB down on the other mic, and a call
+    counts only when named to its owner."""
     from voicesnap.echo import OWN_SPEECH_DB, is_own_speech
 
     by_name = {f.name: f for f in fixtures}
@@ -149,39 +188,51 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
         pad = int(0.05 * f.rate)
         takes.append((x[max(0, s.onset - pad): s.end + pad], pad))
     starts = [s.onset for s in er.segments if s.kind == "announcement"]
+    far = np.concatenate([np.zeros(32), 0.7 * mic[:-32]])  # mic 1: the loudspeaker 3 dB weaker, 2 ms later
 
-    def spot(spotter: Any, pcm: np.ndarray) -> list[tuple[Any, float | None]]:
-        """(call, dB removed as the check reads it when the call comes out) for every call word."""
-        measure = getattr(spotter, "removed_db", lambda d: None)
-        found = [(d, measure(d)) for c in ArraySource(pcm, er.rate, chunk_frames=er.rate // 50)
-                 for d in spotter.accept(c)]
-        found += [(d, measure(d)) for d in spotter.flush()]
-        return [(d, r) for d, r in found if d.word in CALL_WORDS]
+    def spot(spotter: Any, pcm: np.ndarray) -> list[tuple[Any, float | None, float | None]]:
+        """(call, dB removed, own mic's margin) as the check reads them when the call comes out."""
+        removed = getattr(spotter, "removed_db", lambda d: None)
+        own_mic = getattr(spotter, "own_mic_db", lambda d: None)
+        found = [d for c in ArraySource(pcm, er.rate, chunk_frames=er.rate // 50) for d in spotter.accept(c)
+                 for d in [d] if d.word in CALL_WORDS]
+        measured = []  # (read at once: the levels are a ring)
+        for d in found:
+            measured.append((d, removed(d), own_mic(d)))
+        measured += [(d, removed(d), own_mic(d)) for d in spotter.flush() if d.word in CALL_WORDS]
+        return measured
 
     calls = heard = heard_plain = dropped = named = named_dropped = false = false_dropped = 0
     by_offset = dict.fromkeys(OVERLAY_OFFSETS, 0)
     removed_real: list[float] = []
     for gain in OVERLAY_GAINS:
         for offset in OVERLAY_OFFSETS:
-            y = mic.copy()
-            truth = []
+            y = np.stack([mic, far], axis=1)[:, :mics].copy()
+            truth: list[tuple[float, str | None]] = []
             for i, at in enumerate(starts):
                 take, pad = takes[i % len(takes)]
                 begin = at + int(offset * er.rate) - pad
-                y[begin: begin + len(take)] += gain * take
-                truth.append((begin + pad) / er.rate)
+                owner = i % mics
+                y[begin: begin + len(take), owner] += gain * take
+                if mics > 1:  # the neighbour's mic hears the call too
+                    y[begin + 16: begin + 16 + len(take), 1 - owner] += gain * 10 ** (-15 / 20) * take
+                truth.append(((begin + pad) / er.rate, f"p{owner}" if mics > 1 else None))
             # the fixture's echo peaks at full scale: a third of it leaves the sum room not to clip
-            pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)[:, None]
+            pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)
             without = spot(factory(), pcm) if plain else []
             found = spot(EchoCancelled(factory(), ArrayReference(ref * MIX_SCALE), own_speech_db=None), pcm)
+
+            def its(d: Any, t: float, owner: str | None) -> bool:
+                return abs(d.onset - t) <= 0.25 and (owner is None or d.player == owner)
+
             calls += len(truth)
-            for t in truth:
-                heard_plain += any(abs(d.onset - t) <= 0.25 for d, _ in without)
-                mine = [(d, r) for d, r in found if abs(d.onset - t) <= 0.25]
+            for t, owner in truth:
+                heard_plain += any(its(d, t, owner) for d, _, _ in without)
+                mine = [(d, r, m) for d, r, m in found if its(d, t, owner)]
                 if not mine:
                     continue
-                d, removed = mine[0]
-                drop = is_own_speech(d, removed)
+                d, removed, own_mic = mine[0]
+                drop = is_own_speech(d, removed, own_mic=own_mic)
                 heard += 1
                 by_offset[offset] += 1
                 dropped += drop
@@ -189,22 +240,25 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                 named_dropped += drop and d.player is not None
                 if removed is not None:
                     removed_real.append(removed)
-            for d, removed in found:
-                if not any(abs(d.onset - t) <= 0.25 for t in truth):
+            for d, removed, own_mic in found:
+                if not any(its(d, t, owner) for t, owner in truth):
                     false += 1
-                    false_dropped += is_own_speech(d, removed)
+                    false_dropped += is_own_speech(d, removed, own_mic=own_mic)
     worst = sorted(removed_real)[-3:]
+    where = f"{room}{', two per-player mics' if mics > 1 else ''}"
     return [
-        Row(AREA, f"calls over the announcer's echo ({room}): heard / dropped by the own-speech check",
+        Row(AREA, f"calls over the announcer's echo ({where}): heard / dropped by the own-speech check",
             f"{heard}/{calls} / {dropped}", "", "",
             f"{name}+echo{f' ({heard_plain}/{calls} without the canceller)' if plain else ''}; at "
             f"{' / '.join(f'{o:g}' for o in OVERLAY_OFFSETS)} s into the announcement "
-            f"{' / '.join(str(n) for n in by_offset.values())} of {calls // len(OVERLAY_OFFSETS)}; {named} named to a player, {named_dropped} of them dropped; dB removed at a "
-            f"call's loudest frames: median {np.median(removed_real):.1f}, highest "
+            f"{' / '.join(str(n) for n in by_offset.values())} of {calls // len(OVERLAY_OFFSETS)}; "
+            f"{named} named to {'their owner' if mics > 1 else 'a player'}, {named_dropped} of them dropped; "
+            f"dB removed at a call's loudest frames: median {np.median(removed_real):.1f}, highest "
             f"{', '.join(f'{w:.1f}' for w in worst)} (line {OWN_SPEECH_DB:g}); gains {OVERLAY_GAINS}, "
             f"offsets {OVERLAY_OFFSETS} s"),
-        Row(AREA, f"calls over the announcer's echo ({room}): other detections / dropped by the check",
-            f"{false} / {false_dropped}", "", "", f"{name}+echo"),
+        Row(AREA, f"calls over the announcer's echo ({where}): other detections / dropped by the check",
+            f"{false} / {false_dropped}", "", "", f"{name}+echo" + (" (another mic's call, or the game's own speech)"
+                                                                   if mics > 1 else "")),
     ]
 
 
@@ -242,7 +296,7 @@ def echo_rows(fixtures: list[Fixture], audio: dict[str, np.ndarray],
                             f"{every.non_target_seconds / 60:.1f} min; RTF {result.cpu_seconds / max(result.audio_seconds, 1e-9):.3f}"))
     best = next((n for n in ("combined", "vosk", "enrolled") if n in engines), None)
     if best is not None:
-        rows += overlay_rows(fixtures, best, engines[best])
+        rows += overlay_rows(fixtures, best, engines[best], per_mic_factory())
     return rows
 
 

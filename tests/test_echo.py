@@ -303,6 +303,26 @@ def test_a_call_an_enrolled_voice_matched_is_never_the_game_own_speech():
     assert not is_own_speech(Detection("snap", 1.0, 1.4, 0.9, player="cara", score=0.7), loud)  # her voice
     assert not is_own_speech(Detection("snap", 1.0, 1.4, 0.9), OWN_SPEECH_DB - 1)
     assert not is_own_speech(Detection("snap", 1.0, 1.4, 0.9), None)  # levels no longer known
+    # per-player mics: a call clearly loudest on its own mic is its owner's, one about as loud on
+    # every mic (the loudspeaker) is the game's
+    assert not is_own_speech(Detection("snap", 1.0, 1.4, 0.9, player="cara"), loud, own_mic=14.0)
+    assert is_own_speech(Detection("snap", 1.0, 1.4, 0.9, player="cara"), loud, own_mic=2.0)
+
+
+def test_block_levels_say_how_much_louder_a_span_was_on_its_own_mic():
+    from voicesnap.echo import BlockLevels
+
+    rng = np.random.default_rng(1)
+    mics = [BlockLevels(seconds=4.0) for _ in range(3)]
+    speaker = rng.normal(0, 1000, RATE)  # every mic hears the loudspeaker alike
+    voice = np.zeros(RATE)
+    voice[4000:8000] = rng.normal(0, 8000, 4000)  # a caller close to mic 0, 15 and 20 dB down on the others
+    for lv, gain in zip(mics, (1.0, 10 ** (-15 / 20), 0.1)):
+        lv.put_out(0, speaker + gain * voice)
+    crosstalk = (8000 * 10 ** (-15 / 20)) ** 2 + 1000 ** 2  # the louder other mic: voice 15 dB down + speaker
+    assert mics[0].margin_db(mics[1:], 0.25, 0.5) == pytest.approx(10 * np.log10(65e6 / crosstalk), abs=1.0)
+    assert abs(mics[0].margin_db(mics[1:], 0.6, 0.9)) < 1.0  # the loudspeaker alone
+    assert mics[0].margin_db([], 0.25, 0.5) is None
 
 
 def test_a_call_taken_for_the_game_own_speech_is_explained_and_logged_as_such():

@@ -40,7 +40,8 @@ nobody (the table would tell the players so); on per-player mics the channel
 names its owner, so it was charged to a player. Hence ``EchoCancelled`` keeps
 10 ms energies of each mic and of its output, and drops a detection whose
 loudest moments are mostly what it removed (``OWN_SPEECH_DB``), unless an
-enrolled player's voice matched it (``is_own_speech``): a player's
+enrolled player's voice matched it, or on per-player mics its own mic was
+clearly the loudest (``is_own_speech``): a player's
 voice is not correlated with the reference, so over a real call the output
 keeps the call's level (0-2.3 dB removed at its loudest frames on the
 fixtures, calls over the announcer included), while over the residue 9.6-22
@@ -74,7 +75,7 @@ from .spotters import Detection, Refusal
 
 __all__ = [
     "RATE", "ReferenceSource", "ReferenceTrack", "ArrayReference", "PlaybackReference",
-    "EchoCanceller", "EchoCancelled", "erle_db", "is_own_speech", "BlockLevels", "OWN_SPEECH_DB",
+    "EchoCanceller", "EchoCancelled", "erle_db", "is_own_speech", "BlockLevels", "OWN_SPEECH_DB", "OWN_MIC_DB",
 ]
 
 RATE = 16000  # the canceller works on the recognisers' rate
@@ -84,6 +85,11 @@ BLOCK = 160  # 10 ms partitions (chunks of 20 ms split evenly: no added delay)
 #: calls 0-2.3 dB, the residue of announcements 9.6-22 dB (module docstring).
 OWN_SPEECH_DB = 6.0
 OWN_SPEECH_FRAMES = 10
+#: On per-player mics a call that loses that much is still a player's when, at its loudest
+#: frames, its own mic's output is at least this much (median, dB) over every other mic's: a
+#: caller is loudest on their own mic (crosstalk 12-20 dB down), the loudspeaker about as loud
+#: on all (two simulated mics: real calls 10.9-15.2 dB, the residue -2.6-4.6 dB).
+OWN_MIC_DB = 10.0
 
 
 class ReferenceSource(Protocol):
@@ -569,15 +575,38 @@ class BlockLevels:
         top = np.argsort(out)[-loudest:]
         return float(np.median(10 * np.log10((mic[top] + 1.0) / (out[top] + 1.0))))
 
+    def margin_db(self, others: list[BlockLevels], t0: float, t1: float,
+                  loudest: int = OWN_SPEECH_FRAMES) -> float | None:
+        """Median dB by which this mic's output is over the loudest of ``others``' at this
+        mic's ``loudest`` output frames in [t0, t1]; None without others or known frames."""
+        if not others:
+            return None
+        keys = np.arange(int(t0 * RATE) // BLOCK, int(np.ceil(t1 * RATE / BLOCK)) + 1)
+        slots = keys % len(self.out)
+        known = (self.out_at[slots] == keys)
+        for o in others:
+            known &= o.out_at[slots] == keys
+        if np.count_nonzero(known) < 3:
+            return None
+        slots = slots[known]
+        own = self.out[slots]
+        other = np.max([o.out[slots] for o in others], axis=0)
+        top = np.argsort(own)[-loudest:]
+        return float(np.median(10 * np.log10((own[top] + 1.0) / (other[top] + 1.0))))
 
-def is_own_speech(d: Detection, removed: float | None, line: float = OWN_SPEECH_DB) -> bool:
+
+def is_own_speech(d: Detection, removed: float | None, line: float = OWN_SPEECH_DB,
+                  own_mic: float | None = None) -> bool:
     """Is ``d``, over whose loudest moments the canceller removed ``removed`` dB, the game's own speech?
 
     A call whose voice an enrolled player's matched (``player`` with an attribution ``score``)
     never is, whatever was removed: the announcer is never an enrolled voice, and a quiet call
     under a loud announcement loses as much to the canceller as its residue does. A player named
-    by the channel alone (per-player mics) is no such evidence."""
+    by the channel alone (per-player mics) is no such evidence; there ``own_mic``, how much louder
+    the call's own mic was than every other (``BlockLevels.margin_db``), decides (``OWN_MIC_DB``)."""
     if d.player is not None and d.score is not None:
+        return False
+    if own_mic is not None and own_mic >= OWN_MIC_DB:
         return False
     return removed is not None and removed >= line
 
@@ -747,7 +776,15 @@ class EchoCancelled:
         if self.own_speech_db is None:
             return None
         removed = self.removed_db(d)
-        return removed if is_own_speech(d, removed, self.own_speech_db) else None
+        return removed if is_own_speech(d, removed, self.own_speech_db, self.own_mic_db(d)) else None
+
+    def own_mic_db(self, d: Detection) -> float | None:
+        """How much louder ``d``'s own mic was than every other mic's output (``BlockLevels.margin_db``);
+        None on one mic."""
+        if not self.enabled or not 0 <= d.channel < len(self._channels) or len(self._channels) < 2:
+            return None
+        others = [ch.levels for c, ch in enumerate(self._channels) if c != d.channel]
+        return self._channels[d.channel].levels.margin_db(others, d.onset, d.end)
 
     def _not_own(self, found: list) -> list:
         kept = []
