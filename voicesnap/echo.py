@@ -42,10 +42,12 @@ names its owner, so it was charged to a player. Hence ``EchoCancelled`` keeps
 loudest moments are mostly what it removed (``OWN_SPEECH_DB``), unless an
 enrolled player's voice matched it, or on per-player mics its own mic was
 clearly the loudest (``is_own_speech``): a player's
-voice is not correlated with the reference, so over a real call the output
-keeps the call's level (0-2.3 dB removed at its loudest frames on the
-fixtures, calls over the announcer included), while over the residue 9.6-22
-dB were removed. Why numpy and not a library: speexdsp and the WebRTC builds
+voice is not correlated with the reference, so over most real calls the
+output keeps the call's level (median 0 dB removed at their loudest frames,
+calls laid over the announcer), while over the residue 8-22 dB were removed;
+but a call 10 dB under a loud announcement loses as much (up to 13 dB), which
+is why the voice or the mics decide there (docs/listening.md, "The game's own
+speech is not a call"). Why numpy and not a library: speexdsp and the WebRTC builds
 (aec-audio-processing, webrtc-audio-processing) are sdists that need a C/C++
 toolchain and system headers; livekit is a whole realtime SDK (12 MB native
 library plus protobuf) whose AEC cannot be had without its suppressor;
@@ -81,8 +83,8 @@ __all__ = [
 RATE = 16000  # the canceller works on the recognisers' rate
 BLOCK = 160  # 10 ms partitions (chunks of 20 ms split evenly: no added delay)
 #: A detection is the game's own speech when, over its loudest ``OWN_SPEECH_FRAMES``
-#: output frames, the canceller removed at least this much (median, dB): real
-#: calls 0-2.3 dB, the residue of announcements 9.6-22 dB (module docstring).
+#: output frames, the canceller removed at least this much (median, dB): most real
+#: calls 0-5 dB, the residue of announcements 8-22 dB (module docstring).
 OWN_SPEECH_DB = 6.0
 OWN_SPEECH_FRAMES = 10
 #: On per-player mics a call that loses that much is still a player's when, at its loudest
@@ -641,7 +643,7 @@ class EchoCancelled:
                  estimate_delay: bool = True, own_speech_db: float | None = OWN_SPEECH_DB) -> None:
         self.spotter = spotter
         self.own_speech_db = own_speech_db
-        self._refused: list[Refusal] = []
+        self._refused: collections.deque[Refusal] = collections.deque(maxlen=256)  # until taken
         self.reference = reference
         self.length = length
         self.lead = int(round(lead * RATE))
@@ -803,5 +805,6 @@ class EchoCancelled:
         """Calls dropped as the game's own speech, then the inner spotter's own refusals."""
         from .spotters import take_refusals
 
-        out, self._refused = self._refused, []
+        out = list(self._refused)
+        self._refused.clear()
         return out + take_refusals(self.spotter)
