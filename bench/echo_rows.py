@@ -205,6 +205,7 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
     calls = heard = heard_plain = dropped = named = named_dropped = false = false_dropped = 0
     by_offset = dict.fromkeys(OVERLAY_OFFSETS, 0)
     removed_real: list[float] = []
+    onset_errors: list[float] = []
     for gain in OVERLAY_GAINS:
         for offset in OVERLAY_OFFSETS:
             y = np.stack([mic, far], axis=1)[:, :mics].copy()
@@ -233,6 +234,7 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                     continue
                 d, removed, own_mic = mine[0]
                 drop = is_own_speech(d, removed, own_mic=own_mic)
+                onset_errors.append(abs(d.onset - t))
                 heard += 1
                 by_offset[offset] += 1
                 dropped += drop
@@ -256,6 +258,10 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
             f"dB removed at a call's loudest frames: median {np.median(removed_real):.1f}, highest "
             f"{', '.join(f'{w:.1f}' for w in worst)} (line {OWN_SPEECH_DB:g}); gains {OVERLAY_GAINS}, "
             f"offsets {OVERLAY_OFFSETS} s"),
+        Row(AREA, f"calls over the announcer's echo ({where}): onset error median / p95",
+            f"{1000 * np.median(onset_errors):.1f} / {1000 * np.percentile(onset_errors, 95):.0f}" if onset_errors else "n/a",
+            "ms", "<= 10 (p95)", f"{name}+echo; over 10 ms {sum(e > 0.010 for e in onset_errors)}, over 50 ms "
+                                f"{sum(e > 0.050 for e in onset_errors)} of {len(onset_errors)} calls heard"),
         Row(AREA, f"calls over the announcer's echo ({where}): other detections / dropped by the check",
             f"{false} / {false_dropped}", "", "", f"{name}+echo" + (" (another mic's call, or the game's own speech)"
                                                                    if mics > 1 else "")),
