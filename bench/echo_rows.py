@@ -194,13 +194,10 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
         """(call, dB removed, own mic's margin) as the check reads them when the call comes out."""
         removed = getattr(spotter, "removed_db", lambda d: None)
         own_mic = getattr(spotter, "own_mic_db", lambda d: None)
-        found = [d for c in ArraySource(pcm, er.rate, chunk_frames=er.rate // 50) for d in spotter.accept(c)
-                 for d in [d] if d.word in CALL_WORDS]
-        measured = []  # (read at once: the levels are a ring)
-        for d in found:
-            measured.append((d, removed(d), own_mic(d)))
-        measured += [(d, removed(d), own_mic(d)) for d in spotter.flush() if d.word in CALL_WORDS]
-        return measured
+        measured = []  # read as each call comes out: the levels are a 20 s ring, the stream 32 s
+        for c in ArraySource(pcm, er.rate, chunk_frames=er.rate // 50):
+            measured += [(d, removed(d), own_mic(d)) for d in spotter.accept(c) if d.word in CALL_WORDS]
+        return measured + [(d, removed(d), own_mic(d)) for d in spotter.flush() if d.word in CALL_WORDS]
 
     calls = heard = heard_plain = dropped = named = named_dropped = false = false_dropped = 0
     by_offset = dict.fromkeys(OVERLAY_OFFSETS, 0)
