@@ -550,51 +550,54 @@ class BlockLevels:
         self.out_at = np.full(size, -1, np.int64)
 
     @staticmethod
-    def _put(ring: np.ndarray, at: np.ndarray, first: int, energy: np.ndarray) -> None:
-        keys = first + np.arange(len(energy))
+    def _put(ring: np.ndarray, at: np.ndarray, pos: int, samples: np.ndarray) -> None:
+        """The energies of ``samples``' whole blocks from clock frame ``pos`` into ``ring``."""
+        n = len(samples) // BLOCK
+        keys = pos // BLOCK + np.arange(n)
         slots = keys % len(ring)
-        ring[slots] = energy
+        ring[slots] = np.mean(samples[:n * BLOCK].reshape(n, BLOCK) ** 2, axis=1)
         at[slots] = keys
 
     def put_mic(self, pos: int, samples: np.ndarray) -> None:
-        """Whole blocks of the mic from clock frame ``pos``."""
-        n = len(samples) // BLOCK
-        self._put(self.mic, self.mic_at, pos // BLOCK, np.mean(samples[:n * BLOCK].reshape(n, BLOCK) ** 2, axis=1))
+        self._put(self.mic, self.mic_at, pos, samples)
 
     def put_out(self, pos: int, samples: np.ndarray) -> None:
-        n = len(samples) // BLOCK
-        self._put(self.out, self.out_at, pos // BLOCK, np.mean(samples[:n * BLOCK].reshape(n, BLOCK) ** 2, axis=1))
+        self._put(self.out, self.out_at, pos, samples)
+
+    def _slots(self, t0: float, t1: float, *levels: BlockLevels, mic: bool = False) -> np.ndarray | None:
+        """Ring slots of the blocks in [t0, t1] (seconds) whose output (and ``mic``: input) every
+        one of ``levels`` still holds; None when fewer than 3."""
+        keys = np.arange(int(t0 * RATE) // BLOCK, int(np.ceil(t1 * RATE / BLOCK)) + 1)
+        slots = keys % len(self.out)
+        known = np.ones(len(keys), bool)
+        for lv in levels:
+            known &= lv.out_at[slots] == keys
+            if mic:
+                known &= lv.mic_at[slots] == keys
+        return slots[known] if np.count_nonzero(known) >= 3 else None
+
+    @staticmethod
+    def _median_db(over: np.ndarray, under: np.ndarray, by: np.ndarray, loudest: int) -> float:
+        top = np.argsort(by)[-loudest:]
+        return float(np.median(10 * np.log10((over[top] + 1.0) / (under[top] + 1.0))))
 
     def removed_db(self, t0: float, t1: float, loudest: int = OWN_SPEECH_FRAMES) -> float | None:
         """Median dB the canceller took away over the ``loudest`` output frames in [t0, t1]
         (seconds on the clock), or None when fewer than 3 of its frames are still known."""
-        keys = np.arange(int(t0 * RATE) // BLOCK, int(np.ceil(t1 * RATE / BLOCK)) + 1)
-        slots = keys % len(self.mic)
-        known = (self.mic_at[slots] == keys) & (self.out_at[slots] == keys)
-        if np.count_nonzero(known) < 3:
+        slots = self._slots(t0, t1, self, mic=True)
+        if slots is None:
             return None
-        mic, out = self.mic[slots[known]], self.out[slots[known]]
-        top = np.argsort(out)[-loudest:]
-        return float(np.median(10 * np.log10((mic[top] + 1.0) / (out[top] + 1.0))))
+        return self._median_db(self.mic[slots], self.out[slots], self.out[slots], loudest)
 
     def margin_db(self, others: list[BlockLevels], t0: float, t1: float,
                   loudest: int = OWN_SPEECH_FRAMES) -> float | None:
         """Median dB by which this mic's output is over the loudest of ``others``' at this
         mic's ``loudest`` output frames in [t0, t1]; None without others or known frames."""
-        if not others:
+        slots = self._slots(t0, t1, self, *others) if others else None
+        if slots is None:
             return None
-        keys = np.arange(int(t0 * RATE) // BLOCK, int(np.ceil(t1 * RATE / BLOCK)) + 1)
-        slots = keys % len(self.out)
-        known = (self.out_at[slots] == keys)
-        for o in others:
-            known &= o.out_at[slots] == keys
-        if np.count_nonzero(known) < 3:
-            return None
-        slots = slots[known]
         own = self.out[slots]
-        other = np.max([o.out[slots] for o in others], axis=0)
-        top = np.argsort(own)[-loudest:]
-        return float(np.median(10 * np.log10((own[top] + 1.0) / (other[top] + 1.0))))
+        return self._median_db(own, np.max([o.out[slots] for o in others], axis=0), own, loudest)
 
 
 def is_own_speech(d: Detection, removed: float | None, line: float = OWN_SPEECH_DB,
