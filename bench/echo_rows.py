@@ -116,6 +116,11 @@ def one_room(fixture_mic: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return room + np.random.default_rng(3).standard_normal(len(room)) * 30  # room tone
 
 
+def second_mic(mic: np.ndarray) -> np.ndarray:
+    """What a second player's mic hears of ``mic``'s loudspeaker: 3 dB weaker, 2 ms later."""
+    return np.concatenate([np.zeros(32), 0.7 * mic[:-32]])
+
+
 def per_mic_factory() -> Callable[[], Any] | None:
     """Two per-player mics as ``play --channels p0=0,p1=1`` hears them (Vosk and the keyword model
     judging each mic), or None without both models."""
@@ -188,7 +193,7 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
         pad = int(0.05 * f.rate)
         takes.append((x[max(0, s.onset - pad): s.end + pad], pad))
     starts = [s.onset for s in er.segments if s.kind == "announcement"]
-    far = np.concatenate([np.zeros(32), 0.7 * mic[:-32]])  # mic 1: the loudspeaker 3 dB weaker, 2 ms later
+    far = second_mic(mic)
 
     def spot(spotter: Any, pcm: np.ndarray) -> list[tuple[Any, float | None, float | None]]:
         """(call, dB removed, own mic's margin) as the check reads them when the call comes out."""

@@ -684,9 +684,10 @@ def test_a_one_mic_tie_is_passed_on_without_waiting_for_the_keyword_models_score
 def _echo_on_two_mics(fx: C.Fixture) -> np.ndarray:
     """``fx``'s microphone on mic 0, and on mic 1 the same room 3 dB weaker and 2 ms later: the
     loudspeaker is heard by every player's mic alike."""
+    from bench.echo_rows import second_mic
+
     x = fx.read()[:, 0].astype(np.float64)
-    far = np.concatenate([np.zeros(32), 0.7 * x[:-32]])
-    return np.stack([x, np.round(far)], axis=1).astype(np.int16)
+    return np.stack([x, np.round(second_mic(x))], axis=1).astype(np.int16)
 
 
 @pytest.mark.vosk_model
@@ -743,7 +744,7 @@ def test_a_quiet_call_under_the_announcer_on_per_player_mics_is_kept_as_its_owne
     the same (the canceller then removes most of it): over the loudest announcements such a call
     loses as much to the canceller as the announcer's residue, so the level alone would take it
     for the game's own speech. Its own mic being clearly the loudest keeps it its owner's."""
-    from bench.echo_rows import MIX_SCALE, one_room
+    from bench.echo_rows import MIX_SCALE, one_room, second_mic
     from voicesnap.echo import OWN_SPEECH_DB, ArrayReference, EchoCancelled
     from voicesnap.spotters.vosk_spotter import load_model
 
@@ -754,7 +755,7 @@ def test_a_quiet_call_under_the_announcer_on_per_player_mics_is_kept_as_its_owne
     fx = C.load(CORPUS / "echo_ranks.json")
     ref = fx.read_reference()[:, 0].astype(np.float64)
     echo = one_room(fx.read()[:, 0].astype(np.float64), ref)
-    y = np.stack([echo, np.concatenate([np.zeros(32), 0.7 * echo[:-32]])], axis=1)
+    y = np.stack([echo, second_mic(echo)], axis=1)
     truth = []
     for i, seg in enumerate(s for s in fx.segments if s.kind == "announcement"):
         take = C.load(CORPUS / f"clean_{('alice', 'bob', 'cara', 'dev')[i % 4]}.json")

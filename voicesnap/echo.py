@@ -73,7 +73,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from .audio import AudioChunk, Resampler
-from .spotters import Detection, Refusal
+from .spotters import Detection, Refusal, take_refusals
 
 __all__ = [
     "RATE", "ReferenceSource", "ReferenceTrack", "ArrayReference", "PlaybackReference",
@@ -769,12 +769,15 @@ class EchoCancelled:
             found += self.spotter.accept(out)
         return self._not_own(found + list(self.spotter.flush()))
 
+    def _levels_of(self, d: Detection) -> BlockLevels | None:
+        """The levels of ``d``'s channel, or None when the canceller is off or has no such channel."""
+        return self._channels[d.channel].levels if self.enabled and 0 <= d.channel < len(self._channels) else None
+
     def removed_db(self, d: Detection) -> float | None:
         """dB the canceller removed over ``d``'s loudest moments (None: not known, or not on
         one of its channels). Read it when ``d`` comes out: the levels are kept 20 s."""
-        if not self.enabled or not 0 <= d.channel < len(self._channels):
-            return None
-        return self._channels[d.channel].levels.removed_db(d.onset, d.end)
+        levels = self._levels_of(d)
+        return None if levels is None else levels.removed_db(d.onset, d.end)
 
     def own_speech(self, d: Detection) -> float | None:
         """``removed_db(d)`` when that makes ``d`` the game's own speech (``is_own_speech``), else None."""
@@ -786,10 +789,9 @@ class EchoCancelled:
     def own_mic_db(self, d: Detection) -> float | None:
         """How much louder ``d``'s own mic was than every other mic's output (``BlockLevels.margin_db``);
         None on one mic."""
-        if not self.enabled or not 0 <= d.channel < len(self._channels) or len(self._channels) < 2:
-            return None
-        others = [ch.levels for c, ch in enumerate(self._channels) if c != d.channel]
-        return self._channels[d.channel].levels.margin_db(others, d.onset, d.end)
+        levels = self._levels_of(d)
+        others = [ch.levels for ch in self._channels if ch.levels is not levels]
+        return None if levels is None or not others else levels.margin_db(others, d.onset, d.end)
 
     def _not_own(self, found: list) -> list:
         kept = []
@@ -806,8 +808,6 @@ class EchoCancelled:
 
     def take_refusals(self) -> list[Refusal]:
         """Calls dropped as the game's own speech, then the inner spotter's own refusals."""
-        from .spotters import take_refusals
-
         out = list(self._refused)
         self._refused.clear()
         return out + take_refusals(self.spotter)
