@@ -291,6 +291,43 @@ def test_the_reference_is_placed_afresh_when_it_stays_off_but_not_for_one_wander
     assert np.flatnonzero(got)[0] == int(round(start * RATE)) and ref.anchors == 2
 
 
+def test_a_short_stall_moves_the_reference_by_the_median_not_by_one_wandering_block() -> None:
+    """A CI run (2026-12-04) had the e2e game's reference 70-90 ms early all game: under the 0.15 s
+    DRIFT then, so never placed afresh. Now a place that stays over DRIFT off for DRIFT_PULLS pulls
+    is moved by their median, even when the pull that moves it has a block wandering 0.3 s; a place
+    that wanders within 30 ms (as measured in idle e2e games) holds."""
+    from types import SimpleNamespace
+
+    from voicesnap.playback import ClockMap, DevicePlayback
+
+    pb = DevicePlayback(rate=16000, clock_map=ClockMap(offset=-100.0))
+    ref = PlaybackReference(pb)
+    buf = np.zeros((160, 1), np.int16)
+    dac = 100.0
+    n = PlaybackReference.DRIFT_PULLS
+
+    def blocks(count: int, wander=lambda k: 0.0) -> None:
+        nonlocal dac
+        for k in range(count):
+            pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac + wander(k)), None)
+            dac += 0.01
+            ref.read(0, 1)
+
+    blocks(10)
+    blocks(3 * n, wander=lambda k: 0.03 * np.sin(k / 7))  # within 30 ms: the place holds
+    assert ref.anchors == 1
+    dac += 0.08  # an 80 ms stall: far under JUMP
+    blocks(n - 1)
+    blocks(1, wander=lambda k: 0.3)  # the pull that moves it wanders 0.3 s
+    assert ref.anchors == 2
+    blocks(5)
+    pb.play(1, "a tone", np.full(1600, 5000, np.int16))
+    blocks(30)
+    got = ref.read(0, 4 * RATE)
+    start = next(e.t for e in pb.poll() if e.__class__.__name__ == "SpeechStarted")
+    assert np.flatnonzero(got)[0] == int(round(start * RATE)) and ref.anchors == 2
+
+
 @pytest.mark.vosk_model
 def test_replay_as_its_own_process_reads_a_log_with_speech_times(game) -> None:
     """A game with a speaker logs speech-started/-ended; `voicesnap replay` run on its own (nothing

@@ -187,10 +187,12 @@ class PlaybackReference:
     """
 
     JUMP = 0.5  # s: placed afresh when laid this far from the shell's mapping (DAC wander: up to 0.36 s)
-    # ...or when laid this far from it on the median of the last DRIFT_PULLS pulls: wander is blocks, this
-    # is the place itself. An output stream that stalled 0.5 s after opening left the e2e game's reference
-    # that far early all game (2026-12-03), past what the delay estimator looks for (0.35 s late).
-    DRIFT = 0.15
+    # ...or moved by the median of the last DRIFT_PULLS pulls (~1 s) when that is over DRIFT: wander is
+    # blocks, this is the place itself. An output stream that stalled 0.5 s after opening left the e2e
+    # game's reference that far early all game (2026-12-03), past what the delay estimator looks for;
+    # a CI run (2026-12-04) had it 70-90 ms early all game, under the 0.15 s this was then. Measured in
+    # two idle e2e games, the median wanders within 30 ms of where the announcements are logged.
+    DRIFT = 0.05
     DRIFT_PULLS = 50
 
     def __init__(self, playback: Any, seconds: float = 30.0,
@@ -224,12 +226,18 @@ class PlaybackReference:
         else:
             off = (self._write_at + self._pending()) / RATE - clock
             self._drift.append(off)
-            if abs(off) > self.JUMP or (len(self._drift) == self.DRIFT_PULLS
-                                        and abs(float(np.median(self._drift))) > self.DRIFT):
+            if abs(off) > self.JUMP:
                 # the stream's frames stopped meaning consecutive time: measured, the output stream
                 # stalls ~1.5 s right after it opens (ALSA pulse plugin) while the frames written
                 # before keep their old DAC times, which left the reference 1.8 s early all game
                 self._place(clock)
+            elif len(self._drift) == self.DRIFT_PULLS and abs(float(np.median(self._drift))) > self.DRIFT:
+                # a shorter stall: moved by the median of the newer half (all after the stall once the
+                # whole median is over), not to this one pull's wandering DAC time
+                newer = list(self._drift)[self.DRIFT_PULLS // 2:]
+                self._write_at -= int(round(float(np.median(newer)) * RATE))
+                self.anchors += 1
+                self._drift.clear()
         self._next_frame = first + len(samples)
         out = samples if self._resampler is None else self._resampler(samples)
         if len(out):
