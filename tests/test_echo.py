@@ -112,6 +112,30 @@ def test_without_anything_played_the_canceller_is_exact_and_keeps_the_clock():
         assert np.array_equal(out.audio(), mic)
 
 
+def test_each_chunk_says_what_the_canceller_removed_from_it_on_the_same_frames():
+    """Spotters tell the announcer's residue from a player's rise by what was removed (AudioChunk.echo):
+    it must be the microphone minus the output frame for frame (the output runs one block late), on
+    every channel, in chunks of any size, through the stream's end and a spotter's channel choice."""
+    from voicesnap.audio import Resampler
+
+    fx = BY_NAME["echo_ranks"]
+    mic = fx.read()[: 3 * RATE + 77, 0].astype(np.int32)
+    two = np.stack([mic, mic // 2], axis=1).astype(np.int16)
+    for chunk in (320, 100, 37):
+        out = Collect()
+        _feed(EchoCancelled(out, ArrayReference(fx.read_reference()[:, 0])), two, chunk)
+        got = out.audio().astype(np.int32)
+        removed = np.concatenate([c.echo for c in out.chunks]).astype(np.int32)
+        assert got.shape == removed.shape == two.shape
+        assert np.abs(got + removed - two).max() <= 1  # rounding only
+        assert np.sqrt(np.mean(removed[:, 0].astype(np.float64) ** 2)) > 1000  # it did remove the echo
+        second = Resampler(RATE, channel=1).accept(out.chunks[5])
+        assert np.array_equal(second.echo[:, 0], out.chunks[5].echo[:, 1])
+    out = Collect()
+    _feed(EchoCancelled(out, ArrayReference(fx.read_reference()[:, 0]), enabled=False), two)
+    assert all(c.echo is None for c in out.chunks)  # off: nothing removed, nothing to tell
+
+
 def test_reference_track_ring_keeps_positions_gaps_and_bounds():
     track = ReferenceTrack(seconds=0.5)  # 8000 frames
     track.write(100, np.arange(1, 101, dtype=np.float32))

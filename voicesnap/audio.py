@@ -54,13 +54,21 @@ SUPPORTED_RATES = (8000, 11025, 16000, 22050, 32000, 44100, 48000, 88200, 96000)
 @event("audio-chunk")
 @dataclass(frozen=True)
 class AudioChunk:
-    """Frames as int16, shape (frames, channels), starting at ``start`` on the stream."""
+    """Frames as int16, shape (frames, channels), starting at ``start`` on the stream.
+
+    ``echo``: what the echo canceller removed from these frames (the game's own speech, same
+    shape and scale), so that a spotter searching for where a call starts can tell the rise of
+    a player's voice from what is left of the announcer's (``onsets.Envelope``). None where no
+    canceller ran. It is derived from the stream and the reference, so the plain-data form
+    leaves it out: a replay recomputes it.
+    """
 
     rate: int
     width: int
     channels: int
     start: int  # first frame's index on the stream: the clock
     samples: np.ndarray
+    echo: np.ndarray | None = None
 
     @property
     def timestamp(self) -> float:
@@ -358,6 +366,13 @@ class Resampler:
             return to_mono(samples, self.channel)
         return samples
 
+    def _echo(self, chunk: AudioChunk) -> np.ndarray | None:
+        """The chunk's ``echo`` taken down to the output's channels; only at the same rate (a
+        canceller's output is already at the spotters' rate), else None."""
+        if chunk.echo is None or chunk.rate != self.rate:
+            return None
+        return self._prepare(chunk.echo)
+
     def accept(self, chunk: AudioChunk) -> AudioChunk | None:
         """Resampled frames for this chunk (None while the filter is still filling)."""
         data = self._prepare(chunk.samples)
@@ -375,11 +390,10 @@ class Resampler:
         elif chunk.rate != self._in_rate or data.shape[1] != self._in_channels:
             raise ValueError("input rate or channel count changed mid-stream")
         if self._stream is None:
-            out = data
-        else:
-            out = self._stream.resample_chunk(np.ascontiguousarray(data), last=False)
-            if out.ndim == 1:
-                out = out[:, None]
+            return self._emit(data, self._echo(chunk))
+        out = self._stream.resample_chunk(np.ascontiguousarray(data), last=False)
+        if out.ndim == 1:
+            out = out[:, None]
         return self._emit(out)
 
     def flush(self) -> AudioChunk | None:
@@ -393,11 +407,11 @@ class Resampler:
             out = out[:, None]
         return self._emit(out)
 
-    def _emit(self, out: np.ndarray) -> AudioChunk | None:
+    def _emit(self, out: np.ndarray, echo: np.ndarray | None = None) -> AudioChunk | None:
         if out.shape[0] == 0:
             return None
         assert self._out_start is not None
-        chunk = AudioChunk(self.rate, 2, int(out.shape[1]), self._out_start + self._out_count, out)
+        chunk = AudioChunk(self.rate, 2, int(out.shape[1]), self._out_start + self._out_count, out, echo)
         self._out_count += out.shape[0]
         return chunk
 

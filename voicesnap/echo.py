@@ -629,6 +629,7 @@ class _Channel:
     canceller: EchoCanceller
     pending: np.ndarray  # mic frames not yet a whole block (float64)
     levels: BlockLevels = dataclasses.field(default_factory=BlockLevels)
+    inside: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(BLOCK))  # the mic block the canceller holds
 
 
 class EchoCancelled:
@@ -720,6 +721,7 @@ class EchoCancelled:
 
     def _run(self, start: int, blocks: int, data: np.ndarray, ref: np.ndarray | None) -> AudioChunk | None:
         out = np.empty((blocks * BLOCK, len(self._channels)), np.float64)
+        mics = np.empty_like(out)  # the mic frames each output frame was made from (one block earlier)
         for c, ch in enumerate(self._channels):
             mic = np.concatenate([ch.pending, data[:, c]])
             ch.pending = mic[blocks * BLOCK:]
@@ -727,16 +729,19 @@ class EchoCancelled:
             for b in range(blocks):
                 sl = slice(b * BLOCK, (b + 1) * BLOCK)
                 out[sl, c] = ch.canceller.process(mic[sl], ref[sl] if ref is not None else np.zeros(BLOCK))
+            mics[:, c] = np.concatenate([ch.inside, mic[:(blocks - 1) * BLOCK]])
+            ch.inside = mic[(blocks - 1) * BLOCK: blocks * BLOCK]
         self._next = start + blocks * BLOCK
         at = start - BLOCK  # each block comes out one block late
         if at < self._first:  # the block before the stream began: nothing
-            out, at = out[self._first - at:], self._first
+            out, mics, at = out[self._first - at:], mics[self._first - at:], self._first
         if not len(out):
             return None
         for c, ch in enumerate(self._channels):
             ch.levels.put_out(at, out[:, c])
         pcm = np.clip(np.round(out), -32768, 32767).astype(np.int16)
-        return AudioChunk(RATE, 2, pcm.shape[1], at, pcm)
+        removed = np.clip(np.round(mics - out), -32768, 32767).astype(np.int16) if self.enabled else None
+        return AudioChunk(RATE, 2, pcm.shape[1], at, pcm, removed)
 
     def drain(self) -> AudioChunk | None:
         """The end of the stream: the block still inside the cancellers and any partial one."""
@@ -751,7 +756,8 @@ class EchoCancelled:
         if out is None:
             return None
         keep = end - out.start
-        return AudioChunk(RATE, 2, out.channels, out.start, out.samples[:keep]) if keep > 0 else None
+        return dataclasses.replace(out, samples=out.samples[:keep], echo=None if out.echo is None else out.echo[:keep]) \
+            if keep > 0 else None
 
     def accept(self, chunk: AudioChunk) -> list:
         at_rate = self._at_rate(chunk)

@@ -30,7 +30,7 @@ import math
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
@@ -854,8 +854,7 @@ class LiveInput:
                 if chunk is not None:
                     last = time.monotonic()
                     if offset:
-                        chunk = AudioChunk(chunk.rate, chunk.width, chunk.channels, chunk.start + offset,
-                                           chunk.samples)
+                        chunk = replace(chunk, start=chunk.start + offset)
                     end = chunk.end
                     self._check_overflow()
                     self._check_silence(chunk)

@@ -269,7 +269,8 @@ class SpeechGate:
             return []  # heard already (the end of the last stretch's hangover)
         if self._fed_end is not None and chunk.start < self._fed_end:  # partly heard: the new part only
             cut = self._fed_end - chunk.start
-            chunk = AudioChunk(chunk.rate, chunk.width, chunk.channels, self._fed_end, chunk.samples[cut:])
+            chunk = replace(chunk, start=self._fed_end, samples=chunk.samples[cut:],
+                            echo=None if chunk.echo is None else chunk.echo[cut:])
         if self.inner is None:
             assert self._make is not None
             self.inner = self._make()
@@ -280,7 +281,7 @@ class SpeechGate:
             self._splices_real.append(chunk.start)
             if len(self._splices_inner) > 256:  # detections never reach that far back
                 del self._splices_inner[:128], self._splices_real[:128]
-        spliced = AudioChunk(chunk.rate, chunk.width, chunk.channels, self._inner_end, chunk.samples)
+        spliced = replace(chunk, start=self._inner_end)
         self._inner_end += chunk.frames
         self._fed_end = chunk.end
         self.frames_fed += chunk.frames

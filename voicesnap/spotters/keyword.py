@@ -166,7 +166,7 @@ class KeywordSpotter:
         return bool(value() if callable(value) else value) and SNAP_POOL in self.calls
 
     def _feed(self, chunk: AudioChunk, detected_at: float) -> list[Detection]:
-        self._env.push(chunk.start, chunk.samples)
+        self._env.push(chunk.start, chunk.samples, chunk.echo)
         found: list[Detection] = []
         for s in self._stream.push(chunk.start, chunk.samples, self._awake(chunk)):
             self.last = s

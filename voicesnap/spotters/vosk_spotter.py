@@ -269,7 +269,7 @@ class VoskSpotter:
     def _feed(self, chunk: AudioChunk, detected_at: float) -> list[Detection]:
         if self._origin is None:
             self._origin = chunk.start
-        self._env.push(chunk.start, chunk.samples)
+        self._env.push(chunk.start, chunk.samples, chunk.echo)
         self._now = chunk.end / RATE
         found: list[Detection] = []
         if self._rec.AcceptWaveform(chunk.samples.tobytes()):
