@@ -227,5 +227,9 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
         after = np.flatnonzero(sounding[i - 15:])
         assert len(after), f"{s.text!r} starts at {s.t:.3f} s but is not in the reference"
         offsets.append((after[0] - 15) / 100)
-    assert sum(abs(o) <= 0.03 for o in offsets) >= len(offsets) - max(1, len(offsets) // 5), offsets
+    # A stall of the output stream (seen in CI, the machine busy) leaves the reference off until the
+    # median of the next ~1 s of pulls moves it (PlaybackReference.DRIFT): the announcements in that
+    # second may be off, every later one is back. So: three in four within 30 ms, the later half all.
+    assert sum(abs(o) <= 0.03 for o in offsets) >= 0.75 * len(offsets), offsets
+    assert all(abs(o) <= 0.03 for o in offsets[len(offsets) // 2:]), offsets
     assert max(abs(o) for o in offsets) < PlaybackReference.JUMP, offsets

@@ -59,9 +59,8 @@ class Envelope:
             self.echo = np.zeros_like(self.buf)  # what came before had none removed
         if start != self.end and self.fill:  # a gap (dropped frames): restart, positions stay true
             self.fill = 0
-        n = len(x)
-        cut = len(x) - min(n, self.capacity)
-        n = len(x) - cut
+        n = min(len(x), self.capacity)
+        cut = len(x) - n  # only the newest capacity samples are kept
         if self.fill + n > len(self.buf):
             keep = self.capacity - n
             for buf in (self.buf, self.echo) if self.echo is not None else (self.buf,):
