@@ -23,6 +23,17 @@ def test_audio_chunk_keeps_its_clock_and_samples() -> None:
     assert back.timestamp == 2.0 and back.frames == 6 and back.end == 32006
 
 
+def test_a_cut_chunk_keeps_its_clock_and_the_echo_of_the_same_frames() -> None:
+    samples = np.arange(20, dtype=np.int16).reshape(10, 2)
+    chunk = AudioChunk(16000, 2, 2, start=100, samples=samples, echo=samples * 10)
+    cut = chunk.between(103, 107)
+    assert (cut.start, cut.frames) == (103, 4)
+    assert np.array_equal(cut.samples, samples[3:7]) and np.array_equal(cut.echo, samples[3:7] * 10)
+    assert chunk.between(50, 102).frames == 2 and chunk.between(108, 500).end == 110  # clamped to the chunk
+    assert chunk.between(120, 130).frames == 0
+    assert AudioChunk(16000, 2, 2, 100, samples).between(101, 102).echo is None
+
+
 @pytest.mark.parametrize(
     "line, message",
     [

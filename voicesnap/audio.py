@@ -19,7 +19,7 @@ import struct
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -82,6 +82,16 @@ class AudioChunk:
     @property
     def end(self) -> int:
         return self.start + self.frames
+
+    def between(self, first: int, end: int) -> "AudioChunk":
+        """The frames from ``first`` to ``end`` on the stream's clock, with what the canceller removed from them.
+
+        One place cuts both, so a cut chunk never carries another stretch's echo.
+        """
+        a, b = max(first, self.start) - self.start, min(end, self.end) - self.start
+        b = max(a, b)
+        return replace(self, start=self.start + a, samples=self.samples[a:b],
+                       echo=None if self.echo is None else self.echo[a:b])
 
     def to_data(self) -> dict:
         return {

@@ -755,9 +755,7 @@ class EchoCancelled:
         out = self._run(self._next, blocks, np.zeros((fill, len(self._channels))), ref)
         if out is None:
             return None
-        keep = end - out.start
-        return dataclasses.replace(out, samples=out.samples[:keep], echo=None if out.echo is None else out.echo[:keep]) \
-            if keep > 0 else None
+        return out.between(out.start, end) if end > out.start else None
 
     def accept(self, chunk: AudioChunk) -> list:
         at_rate = self._at_rate(chunk)

@@ -268,9 +268,7 @@ class SpeechGate:
         if self._fed_end is not None and chunk.end <= self._fed_end:
             return []  # heard already (the end of the last stretch's hangover)
         if self._fed_end is not None and chunk.start < self._fed_end:  # partly heard: the new part only
-            cut = self._fed_end - chunk.start
-            chunk = replace(chunk, start=self._fed_end, samples=chunk.samples[cut:],
-                            echo=None if chunk.echo is None else chunk.echo[cut:])
+            chunk = chunk.between(self._fed_end, chunk.end)
         if self.inner is None:
             assert self._make is not None
             self.inner = self._make()
