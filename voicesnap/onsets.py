@@ -90,7 +90,7 @@ class Envelope:
     _HP = (lambda n, fc: (np.eye(1, n, n // 2).ravel() - np.sinc(2 * fc * (np.arange(n) - n // 2)) * 2 * fc
                           * np.hamming(n)))(33, 2000 / RATE)
 
-    def energy_db(self, a: int, b: int, high: bool = False) -> tuple[np.ndarray, int]:
+    def energy_db(self, a: int, b: int, high: bool = False, masked: bool = True) -> tuple[np.ndarray, int]:
         """Frame energies (dB) on a 1 ms hop; frame i covers [first + i*HOP, +WIN).
 
         ``high``: of the signal high-passed at 2 kHz (same timing: zero-phase). Behind the echo
@@ -99,7 +99,7 @@ class Envelope:
         "s" of a call then finds the player's voice, not the announcement it was said over.
         """
         e, first = self._energy_db(a, b, high, echo=False)
-        if self.echo is None or ECHO_MARGIN_DB is None or not len(e):
+        if not masked or self.echo is None or ECHO_MARGIN_DB is None or not len(e):
             return e, first
         removed, _ = self._energy_db(a, b, high, echo=True)
         return np.where(e > removed[: len(e)] - ECHO_MARGIN_DB, e, 0.0), first
@@ -138,11 +138,14 @@ class Envelope:
         if latest is not None:
             b = max(centre + int(0.03 * RATE), min(b, int(latest * RATE)))
         # The high band first: the "s" of "snap" starts the word there, and
-        # pink noise, hum, babble and most clatter lie below it.
-        for high in (True, False) if self.use_high else (False,):
-            onset = self._rise(a, b, high)
-            if onset is not None:
-                return onset
+        # pink noise, hum, babble and most clatter lie below it. Behind the canceller, what is left
+        # of the announcer is skipped first; a call whose "s" is 10 dB under a loud stretch of the
+        # announcement is skipped with it, and is then searched for as it was without the canceller.
+        for masked in (True, False) if self.echo is not None and ECHO_MARGIN_DB is not None else (False,):
+            for high in (True, False) if self.use_high else (False,):
+                onset = self._rise(a, b, high, masked)
+                if onset is not None:
+                    return onset
         return None
 
     def rise_near(self, approx: float, latest: float) -> float | None:
@@ -150,10 +153,11 @@ class Envelope:
         spotters, for CombinedSpotter), searched as ``refine_onset`` searches, or None."""
         return self.refine_onset(approx, latest=latest, before=0.05, after=0.05)
 
-    def _rise(self, a: int, b: int, high: bool) -> float | None:
-        """refine_onset's search in one band (full, or high-passed) of clock indices [a, b)."""
-        floor_db, _ = self.energy_db(a - int(0.3 * RATE), a, high)
-        e, first = self.energy_db(a, b, high)
+    def _rise(self, a: int, b: int, high: bool, masked: bool = True) -> float | None:
+        """refine_onset's search in one band (full, or high-passed) of clock indices [a, b);
+        ``masked``: with what is left of the announcer read as silence (``energy_db``)."""
+        floor_db, _ = self.energy_db(a - int(0.3 * RATE), a, high, masked)
+        e, first = self.energy_db(a, b, high, masked)
         if len(e) < 20:
             return None
         floor = float(np.percentile(floor_db, 20)) if len(floor_db) else float(np.percentile(e, 5))
