@@ -208,6 +208,45 @@ def test_the_linear_filter_learns_a_delayed_room_it_keeps():
     assert erle_db(mic[last][live[last]], out[last][live[last]]) >= 25.0  # measured 33 dB
 
 
+def test_a_loud_call_over_the_announcer_leaves_a_learnt_room_cancelled(monkeypatch):
+    """Mid-game in one room (the filter has heard the stream once), a player shouts "snap" as three
+    announcements start, 10-12 dB over the loudspeaker's echo at the mic. Learning from their voices, and reading
+    their energy as echo the filter no longer removed, turned the canceller off: nothing of the
+    announcements after the calls was removed. The filters now learn nothing while a voice is over
+    the echo (``echo.TALK_*``), so those announcements lose as much echo as without the calls."""
+    from voicesnap import echo
+    from voicesnap.corpus import load
+
+    gen = _generator()
+    fx = BY_NAME["echo_ranks"]
+    once = fx.read_reference()[:, 0].astype(np.float64)
+    room = gen.reverb((once / 32768).astype(np.float32), np.random.default_rng(7))[: len(once)] * 32768 * 0.5
+    ref, echo_only = np.concatenate([once, once]), np.concatenate([room, room])
+    take = load(AUDIO / "corpus" / "clean_bob.json")
+    word = next(s for s in take.segments if s.kind == "call")
+    call = take.read()[word.onset: word.end, 0].astype(np.float64) * 3.0
+    starts = [len(once) + s.onset for s in fx.segments if s.kind == "announcement"]
+
+    def removed(with_calls: bool) -> float:
+        mic = echo_only + np.random.default_rng(3).standard_normal(len(echo_only)) * 30
+        after = np.zeros(len(mic), bool)
+        for k in (5, 10, 14):
+            if with_calls:
+                mic[starts[k]: starts[k] + len(call)] += call
+            after[starts[k] + len(call) + 800: starts[k + 1]] = True  # the announcement after the call
+        ec, out = EchoCanceller(0.5), np.zeros_like(mic)
+        for b in range(len(mic) // BLOCK):
+            block = ec.process(mic[b * BLOCK:(b + 1) * BLOCK], ref[b * BLOCK:(b + 1) * BLOCK])
+            if b:
+                out[(b - 1) * BLOCK: b * BLOCK] = block
+        return erle_db(mic[after], out[after])
+
+    quiet = removed(False)
+    assert quiet >= 20.0  # measured 27 dB
+    assert removed(True) >= quiet - 3.0  # measured 28 dB
+    monkeypatch.setattr(echo, "TALK_LEARNT_DB", float("inf"))  # learning from the voices, as before
+    assert removed(True) < 10.0, "without the rule the calls no longer spoil the canceller: the test shows nothing"
+
 def test_an_echo_that_comes_before_its_reference_is_found_and_cancelled():
     """The devices' reported latency was 60 ms too long: the echo arrives before the
     reference says it was played, which no causal filter can cancel. The delay
