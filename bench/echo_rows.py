@@ -161,6 +161,8 @@ def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
     rows = []
     for i, (room, echo) in enumerate(rooms):
         rows += overlay_row(fixtures, name, factory, echo, room, plain=i == 0)
+    for room, echo in rooms:
+        rows += overlay_row(fixtures, name, factory, echo, room, plain=False, mid_game=True)
     if per_mic is None:
         return rows + [Row(AREA, "calls over the announcer's echo, two per-player mics", "skipped",
                            note="needs the Vosk and keyword models")]
@@ -170,7 +172,7 @@ def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
 
 
 def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], mic: np.ndarray, room: str,
-                plain: bool = True, mics: int = 1) -> list[Row]:
+                plain: bool = True, mics: int = 1, mid_game: bool = False) -> list[Row]:
     """Players' clean calls laid over the announcer's echo: what the own-speech check costs.
 
     Each rank and ruling of ``echo_ranks`` gets one player's clean "snap" (the six players in
@@ -180,7 +182,12 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
     detection comes out (``EchoCancelled.removed_db``, ``own_mic_db``), so one run shows both.
     With ``mics=2`` mic 1 hears the loudspeaker 3 dB weaker and 2 ms later, the calls go to the
     mics' owners in turn ("p0", "p1"), each also heard 15 dB down on the other mic, and a call
-    counts only when named to its owner."""
+    counts only when named to its owner.
+
+    ``mid_game``: the announcements are played once without calls before the stream with them, as in
+    a game under way, so the canceller has learnt the room when the first call comes (without it
+    every announcement has a call over it from the first, and a call said as the first announcements
+    start meets a canceller that has learnt nothing yet)."""
     from voicesnap.echo import OWN_SPEECH_DB, is_own_speech
 
     by_name = {f.name: f for f in fixtures}
@@ -220,10 +227,15 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                 if mics > 1:  # the neighbour's mic hears the call too
                     y[begin + 16: begin + 16 + len(take), 1 - owner] += gain * 10 ** (-15 / 20) * take
                 truth.append(((begin + pad) / er.rate, f"p{owner}" if mics > 1 else None))
+            played = ref
+            if mid_game:
+                y = np.concatenate([np.stack([mic, far], axis=1)[:, :mics], y])
+                truth = [(t + len(mic) / er.rate, owner) for t, owner in truth]
+                played = np.concatenate([ref, ref])
             # the fixture's echo peaks at full scale: a third of it leaves the sum room not to clip
             pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)
             without = spot(factory(), pcm) if plain else []
-            found = spot(EchoCancelled(factory(), ArrayReference(ref * MIX_SCALE), own_speech_db=None), pcm)
+            found = spot(EchoCancelled(factory(), ArrayReference(played * MIX_SCALE), own_speech_db=None), pcm)
 
             def its(d: Any, t: float, owner: str | None) -> bool:
                 return abs(d.onset - t) <= 0.25 and (owner is None or d.player == owner)
@@ -249,7 +261,7 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                     false += 1
                     false_dropped += is_own_speech(d, removed, own_mic=own_mic)
     worst = sorted(removed_real)[-3:]
-    where = f"{room}{', two per-player mics' if mics > 1 else ''}"
+    where = f"{room}{', two per-player mics' if mics > 1 else ''}{', mid-game' if mid_game else ''}"
     return [
         Row(AREA, f"calls over the announcer's echo ({where}): heard / dropped by the own-speech check",
             f"{heard}/{calls} / {dropped}", "", "",
