@@ -298,8 +298,8 @@ def erle_db(mic: np.ndarray, out: np.ndarray) -> float:
 # nothing from such a block or TALK_HOLD blocks after, nor does it count in ``erle``. Learning from a
 # voice carved it into the filter (the next words of the announcement then came through), and its
 # energy read as an echo no longer removed, which could turn the canceller off mid-announcement.
-# Measured on calls laid over every announcement of echo_ranks in one room, mid-game (bench.echo_rows;
-# a scratch run counting calls before the own-speech check): heard 157 -> 168 of 171. Without the mic's
+# Measured on calls laid over every announcement of echo_ranks in one room, mid-game (bench.echo_rows):
+# heard 157 -> 168 of 171, named to their player 136 -> 159. Without the mic's
 # share, a changed echo path was taken for a voice: single-talk learning slowed
 # (test_the_linear_filter_learns_a_delayed_room_it_keeps' last quarter 32.7 -> 29.5 dB; now 32.7).
 TALK_LEARNT_DB = 6.0
