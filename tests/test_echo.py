@@ -247,6 +247,33 @@ def test_a_loud_call_over_the_announcer_leaves_a_learnt_room_cancelled(monkeypat
     monkeypatch.setattr(echo, "TALK_LEARNT_DB", float("inf"))  # learning from the voices, as before
     assert removed(True) < 10.0, "without the rule the calls no longer spoil the canceller: the test shows nothing"
 
+def test_the_loudspeaker_turned_up_mid_game_is_learnt_again(monkeypatch):
+    """The rule above must not take a louder room for a voice that never ends: the loudspeaker turned
+    up 6 dB after one pass of the game leaves a large output over a louder mic, block after block.
+    A "voice" longer than any call (``echo.TALK_LONGEST``) is the room changing, and the filter learns
+    it again: the next pass loses as much echo as without the rule (34 dB; 6 dB when the rule held)."""
+    from voicesnap import echo
+
+    gen = _generator()
+    once = BY_NAME["echo_ranks"].read_reference()[:, 0].astype(np.float64)
+    room = gen.reverb((once / 32768).astype(np.float32), np.random.default_rng(7))[: len(once)] * 32768 * 0.25
+    ref = np.concatenate([once, once, once])
+    mic = np.concatenate([room, room * 2, room * 2]) + np.random.default_rng(3).standard_normal(3 * len(once)) * 30
+    live = np.convolve(np.abs(ref) > 0, np.ones(6000), "same") > 0
+    last = slice(2 * len(once), None)
+
+    def removed() -> float:
+        ec, out = EchoCanceller(0.5, suppress=False), np.zeros_like(mic)
+        for b in range(len(mic) // BLOCK):
+            block = ec.process(mic[b * BLOCK:(b + 1) * BLOCK], ref[b * BLOCK:(b + 1) * BLOCK])
+            if b:
+                out[(b - 1) * BLOCK: b * BLOCK] = block
+        return erle_db(mic[last][live[last]], out[last][live[last]])
+
+    assert removed() >= 25.0  # measured 34 dB
+    monkeypatch.setattr(echo, "TALK_LONGEST", 10 ** 9)  # a voice may last for ever
+    assert removed() < 15.0, "the rule no longer holds the filter after the step: the test shows nothing"
+
 def test_an_echo_that_comes_before_its_reference_is_found_and_cancelled():
     """The devices' reported latency was 60 ms too long: the echo arrives before the
     reference says it was played, which no causal filter can cancel. The delay

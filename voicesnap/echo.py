@@ -307,6 +307,14 @@ TALK_RATIO = 8.0
 TALK_FLOOR = 10.0
 TALK_HOLD = 5
 TALK_MIC = 1.5
+# A "voice" that outlasts TALK_LONGEST blocks of the announcer (counting up while it looks like one,
+# down four times as fast while not; a call with its hold is at most about 85) is the echo path
+# changing (a call over every announcement, one after another, does not add up to it): the loudspeaker
+# turned up 6 dB mid-game left the linear filter learning nothing for good (6 dB removed instead of
+# 34). The filters then learn from every block for TALK_RELEARN blocks. Chatter that long over the
+# announcer is learnt as it was before the rule.
+TALK_LONGEST = 100
+TALK_RELEARN = 300
 
 
 class EchoCanceller:
@@ -374,6 +382,8 @@ class EchoCanceller:
         self.erle = 0.0  # dB the linear filter removes while the reference sounds
         self.quiet = 0.0
         self.talk_hold = 0  # blocks left of a voice over the echo (``TALK_*``): no learning
+        self.talk_run = 0  # blocks that looked like a voice, less those that did not (TALK_LONGEST)
+        self.relearn = 0  # blocks left of learning whatever the mic holds: the room changed
 
     def process(self, mic: np.ndarray, ref: np.ndarray) -> np.ndarray:
         n = self.n
@@ -406,6 +416,13 @@ class EchoCanceller:
                    and float(d @ d) > TALK_MIC * float(y_fg @ y_fg))
         self.talk_hold = TALK_HOLD if talking else max(0, self.talk_hold - 1)
         talking = self.talk_hold > 0
+        if loud:  # counted while the announcer sounds, so the pauses between announcements do not wipe it
+            self.talk_run = self.talk_run + 1 if talking else max(0, self.talk_run - 4)
+        if self.talk_run > TALK_LONGEST:  # no call lasts that long: the room changed (the volume turned up)
+            self.relearn, self.talk_run = TALK_RELEARN, 0
+        if self.relearn:
+            self.relearn -= 1
+            talking, self.talk_hold = False, 0
         Dbf = float((y_fg - y_bg) @ (y_fg - y_bg)) + 10.0
         Sxx = float(x @ x)
 
