@@ -410,10 +410,10 @@ class EchoCanceller:
         See = float(e_bg @ e_bg)
         # double talk (TALK_*): an output far over what the filter leaves of its echo estimate is a voice
         self.quiet = min(Sff, self.quiet * 1.002) if self.quiet else Sff  # the output's floor: room tone
-        expected = 10 ** (-self.erle / 10) * float(y_fg @ y_fg)
+        Syy_fg = float(y_fg @ y_fg)
         talking = (self.erle >= TALK_LEARNT_DB
-                   and Sff > TALK_RATIO * expected + TALK_FLOOR * self.quiet + n * 100.0
-                   and float(d @ d) > TALK_MIC * float(y_fg @ y_fg))
+                   and Sff > TALK_RATIO * 10 ** (-self.erle / 10) * Syy_fg + TALK_FLOOR * self.quiet + n * 100.0
+                   and float(d @ d) > TALK_MIC * Syy_fg)
         self.talk_hold = TALK_HOLD if talking else max(0, self.talk_hold - 1)
         talking = self.talk_hold > 0
         if loud:  # counted while the announcer sounds, so the pauses between announcements do not wipe it
