@@ -219,8 +219,8 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
     # The reference is laid on consecutive frames from one anchor while each announcement's time
     # comes from PortAudio's per-block DAC time, which wanders through PulseAudio (echo.PlaybackReference):
     # on a loaded machine one announcement in a game was seen 40+ ms late, and on a slower one two of ten
-    # 40 and 80 ms early. So: at least four in five within 30 ms either way, none off by as much as the
-    # canceller re-anchors at (PlaybackReference.JUMP).
+    # 40 and 80 ms early. None may be off by as much as the canceller re-anchors at at once
+    # (PlaybackReference.JUMP); most must be where the slower correction below leaves them.
     offsets = []
     for s in onsets:
         i = int(round(s.t * 100))
@@ -228,8 +228,12 @@ def test_a_scripted_game_through_the_virtual_microphone_and_speaker(pulse: dict,
         assert len(after), f"{s.text!r} starts at {s.t:.3f} s but is not in the reference"
         offsets.append((after[0] - 15) / 100)
     # A stall of the output stream (seen in CI, the machine busy) leaves the reference off until the
-    # median of the next ~1 s of pulls moves it (PlaybackReference.DRIFT): the announcements in that
-    # second may be off, every later one is back. So: three in four within 30 ms, the later half all.
-    assert sum(abs(o) <= 0.03 for o in offsets) >= 0.75 * len(offsets), offsets
-    assert all(abs(o) <= 0.03 for o in offsets[len(offsets) // 2:]), offsets
+    # median of the next ~1 s of pulls moves it: the announcements in that second may be off, every
+    # later one is back. "Back" is what PlaybackReference promises: a steady offset is left alone
+    # under its DRIFT (the delay estimator finds the echo anywhere from 0.15 s early on), and a CI
+    # run (2026-12-05, the machine loaded) had it 40-50 ms early all game. Offsets are read on
+    # 10 ms frames, so: three in four within DRIFT and a frame, the later half all.
+    near = PlaybackReference.DRIFT + 0.01 + 1e-9
+    assert sum(abs(o) <= near for o in offsets) >= 0.75 * len(offsets), offsets
+    assert all(abs(o) <= near for o in offsets[len(offsets) // 2:]), offsets
     assert max(abs(o) for o in offsets) < PlaybackReference.JUMP, offsets
