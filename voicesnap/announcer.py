@@ -375,32 +375,34 @@ class Announcer:
         if self.settings.text:
             print(text, file=self.out, flush=True)
         cancel = self.queue.submit(ann)
-        if self.speaking:
+        speech, playback = self.speech, self.playback
+        if speech is not None and playback is not None:  # self.speaking
             if cancel:
-                self.playback.cancel(cancel)
-            audio = self._audio(ann, card)
+                playback.cancel(cancel)
+            audio = self._audio(ann, card, speech)
             if audio is not None:
-                self.playback.play(ann.id, ann.text, audio)
+                playback.play(ann.id, ann.text, audio)
             else:
                 self.queue.ended(ann.id)
         else:
             self.queue.ended(ann.id)
         return ann
 
-    def _audio(self, ann: Announcement, card: Flipped | None) -> np.ndarray | None:
+    def _audio(self, ann: Announcement, card: Flipped | None, speech: Any) -> np.ndarray | None:
+        """``speech``: this announcer's SpeechCache (``self.speech``, not None while speaking)."""
         from .speech import SpeechError
 
         try:
             parts: list[np.ndarray] = []
-            rate = self.speech.rate
+            rate = speech.rate
             if ann.earcon:
-                parts.append(earcon(ann.earcon, rate, self.speech.settings.volume))
+                parts.append(earcon(ann.earcon, rate, speech.settings.volume))
             if card is not None and self.settings.verbosity is not Verbosity.RANKS:
                 # name + card from two pre-rendered clips, 60 ms apart
-                parts += [self.speech.get(card.player).samples, self._silence(rate),
-                          self.speech.get(card_words(card.card, self.settings.verbosity)).samples]
+                parts += [speech.get(card.player).samples, self._silence(rate),
+                          speech.get(card_words(card.card, self.settings.verbosity)).samples]
             else:
-                parts.append(self.speech.get(ann.text).samples)
+                parts.append(speech.get(ann.text).samples)
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
         except SpeechError as exc:
             self.disable_speech(str(exc))
@@ -543,7 +545,7 @@ class TableSpeaker:
             ann.prepare()
         if isinstance(event, Flipped):
             ann.flip = max(ann.flip, event.flip)
-            ann.say(text, prio, event.t, event.EVENT_TYPE, None, card=event)
+            ann.say(text, prio, event.t, getattr(event, "EVENT_TYPE"), None, card=event)  # set by @event
             return
         ear = None
         if event is not None:

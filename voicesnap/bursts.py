@@ -85,9 +85,9 @@ class BurstTracker:
 
     def __init__(self, channels: Iterable[int] | None = None) -> None:
         self.channels = tuple(channels) if channels is not None else None
-        self._state: dict[int | None, _Channel] = {}
-        self._pending: dict[int | None, np.ndarray] = {}
-        self._pending_start: dict[int | None, int] = {}
+        self._state: dict[int, _Channel] = {}
+        self._pending: dict[int, np.ndarray] = {}
+        self._pending_start: dict[int, int] = {}
 
     def accept(self, chunk: AudioChunk) -> list[SpeechBurst]:
         """The bursts that started or ended in this chunk (cheap: a few numpy ops per chunk)."""
@@ -109,7 +109,7 @@ class BurstTracker:
                 st.onset = None
         return out
 
-    def _channel(self, ch: int | None, x: np.ndarray, start: int, rate: int) -> list[SpeechBurst]:
+    def _channel(self, ch: int, x: np.ndarray, start: int, rate: int) -> list[SpeechBurst]:
         st = self._state.setdefault(ch, _Channel())
         hop = max(1, int(round(self.FRAME * rate)))
         held = self._pending.get(ch)

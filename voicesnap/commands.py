@@ -167,7 +167,7 @@ class CommandGate:
         if self.speaking is not None and det.player is None and self.speaking(det.onset):
             self._count("echo")
             return None
-        if self.audio is not None and not self._quiet_before(det):
+        if self.audio is not None and not self._quiet_before(det, self.audio):
             self._count("mid-sentence")
             return None
         last = self._last.get(cmd.name)
@@ -177,11 +177,12 @@ class CommandGate:
         self._last[cmd.name] = det.onset
         return cmd
 
-    def _quiet_before(self, det: Detection) -> bool:
+    def _quiet_before(self, det: Detection, audio: Callable[[float, float], Any]) -> bool:
+        """``audio``: ``self.audio`` (not None)."""
         import numpy as np
 
-        before = self.audio(det.onset - self.lead_in, det.onset - 0.02)
-        word = self.audio(det.onset, max(det.end, det.onset + 0.2))
+        before = audio(det.onset - self.lead_in, det.onset - 0.02)
+        word = audio(det.onset, max(det.end, det.onset + 0.2))
         if before is None or word is None or len(before) == 0 or len(word) == 0:
             return True  # audio no longer held: do not block on missing evidence
         def rms(x: Any) -> float:

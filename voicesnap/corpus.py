@@ -98,7 +98,8 @@ class Fixture:
     def non_target_seconds(self, words: Iterable[str] | None = None) -> float:
         """Audio time outside every target segment: the denominator of false calls per hour."""
         spans = sorted((s.onset, s.end + 1) for s in self.targets(words))
-        covered, cur_lo, cur_hi = 0, None, None
+        covered, cur_lo = 0, 0  # cur_lo: read only once cur_hi is set (the open span)
+        cur_hi: int | None = None
         for lo, hi in spans:
             if cur_hi is None or lo > cur_hi:
                 if cur_hi is not None:

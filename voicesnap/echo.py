@@ -68,7 +68,7 @@ import collections
 import dataclasses
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, cast
 
 import numpy as np
 
@@ -241,10 +241,11 @@ class PlaybackReference:
         self._next_frame = first + len(samples)
         out = samples if self._resampler is None else self._resampler(samples)
         if len(out):
-            self.track.write(self._write_at, out)
+            write_at = cast(int, self._write_at)  # set above: placed, or moved from its place
+            self.track.write(write_at, out)
             if self.record is not None:
-                self.record(self._write_at, out)
-            self._write_at += len(out)
+                self.record(write_at, out)
+            self._write_at = write_at + len(out)
 
     def _place(self, clock: float) -> None:
         self._write_at = int(round(clock * RATE)) - self._pending()

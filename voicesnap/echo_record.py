@@ -132,7 +132,7 @@ def load_reference(path: str | os.PathLike[str]) -> np.ndarray:
 
     try:
         data, rate = sf.read(str(path), dtype="int16", always_2d=True)
-    except (RuntimeError, sf.LibsndfileError) as exc:  # type: ignore[attr-defined]
+    except (RuntimeError, sf.LibsndfileError) as exc:
         raise UserError(f"{path} cannot be read ({exc}); delete it to replay without echo cancellation") from exc
     if rate != RATE or data.shape[1] != 1:
         raise UserError(f"{path} is {rate} Hz with {data.shape[1]} channel(s), not the 16 kHz mono reference "

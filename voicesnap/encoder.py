@@ -47,7 +47,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO, Callable, Sequence
+from typing import BinaryIO, Callable, Sequence, TextIO
 
 import numpy as np
 
@@ -217,7 +217,7 @@ def convert_pt(pt: BinaryIO | str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 def _write_model(params: dict[str, np.ndarray], folder: Path, license_text: bytes | None) -> None:
     buf = io.BytesIO()
-    np.savez(buf, **params)
+    np.savez(buf, **params)  # type: ignore[arg-type]  # numpy stubs: **kwds may be taken for allow_pickle
     folder.mkdir(parents=True, exist_ok=True)
     if license_text:
         atomic_write_bytes(folder / "LICENSE", license_text, mode=0o644)
@@ -257,7 +257,7 @@ def install_from(source: str | os.PathLike[str], dest_root: Path, name: str = MO
 
 
 def download(dest_root: Path, name: str = MODEL_NAME, url: str = WHEEL_URL, sha256: str = WHEEL_SHA256,
-             progress: BinaryIO | None = None) -> Path:
+             progress: TextIO | None = None) -> Path:
     """Fetch Resemblyzer's wheel from PyPI (checked against its pinned sha256) and install the encoder."""
     with fetch_pinned(url, sha256, dest_root, what="the speaker encoder", error=EncoderError,
                       by_hand=("`pip download resemblyzer==0.1.4 --no-deps`",
@@ -270,7 +270,7 @@ def download(dest_root: Path, name: str = MODEL_NAME, url: str = WHEEL_URL, sha2
 # front end
 
 
-def _hz_to_mel(f: np.ndarray) -> np.ndarray:
+def _hz_to_mel(f: np.ndarray | float) -> np.ndarray:
     """Slaney's mel scale (librosa's default, htk=False): linear to 1 kHz, logarithmic above."""
     f = np.asarray(f, np.float64)
     f_sp = 200.0 / 3

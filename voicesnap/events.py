@@ -156,7 +156,8 @@ def _allows_none(hint: Any) -> bool:
 
 def _build(cls: type[T], data: dict[str, Any], where: str) -> T:
     hints = get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    # Every caller passes a dataclass (checked by is_dataclass or by the registry); T is unbound.
+    known = {f.name for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
     unknown = set(data) - known
     if unknown:
         raise EventError(f"{where}: unknown field(s) {sorted(unknown)} for {cls.__name__}")

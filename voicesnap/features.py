@@ -346,7 +346,7 @@ def call_cepstra(log_mel: np.ndarray, floor: np.ndarray | None = None,
     return cmn(matmul(m, _dct().T).astype(np.float32))
 
 
-def compensate(template_log_mel: np.ndarray, gain: np.ndarray | float, floor: np.ndarray | None) -> np.ndarray:
+def compensate(template_log_mel: np.ndarray, gain: np.ndarray | np.floating | float, floor: np.ndarray | None) -> np.ndarray:
     """A clean template's log-mel as it would sound at ``gain`` in this background.
 
     Adding the background's power to the template (log-add, as in parallel

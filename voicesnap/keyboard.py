@@ -16,7 +16,7 @@ import os
 import select
 import sys
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .errors import UserError
 from .spotters import Detection
@@ -154,7 +154,7 @@ class RawKeyboard:
 
     def __init__(self, stream=None) -> None:
         self.stream = stream or sys.stdin
-        self._saved = None
+        self._saved: list[Any] | None = None  # termios attributes to restore
 
     def __enter__(self) -> "RawKeyboard":
         try:

@@ -286,13 +286,15 @@ class KeywordStream:
         context an always-awake stream gives it (the mel of a longer input is the same frames).
         """
         x = np.asarray(samples, dtype=np.float32).ravel()
-        if self._origin is None or start != self._end:  # first audio, or a gap: start again there
+        origin = self._origin
+        if origin is None or start != self._end:  # first audio, or a gap: start again there
             self._restart(start)
+            origin = start  # (the new self._origin)
         self._end = start + len(x)
         self._audio = np.concatenate([self._audio, x])
         context = self.model.head.context
         if not awake:
-            return self._sleep(context)
+            return self._sleep(context, origin)
         n = (len(self._audio) - WINDOW) // HOP + 1
         if n <= 0:
             return []
@@ -314,7 +316,7 @@ class KeywordStream:
             for k, p in enumerate(probs):
                 j = self._steps + k
                 if j >= self._emitted:  # (steps before it were scored asleep)
-                    out.append(Scores((self._origin + STEP * j + EMBED_SPAN) / RATE, p))
+                    out.append(Scores((origin + STEP * j + EMBED_SPAN) / RATE, p))
             self._emitted = max(self._emitted, ready)
             self._steps = ready
             keep = self._steps * STEP_FRAMES - self._mel_first  # frames still needed start at 8 * steps
@@ -336,12 +338,12 @@ class KeywordStream:
             peaks.popleft()
         return np.maximum(mel, peaks[0][1] - TOP)
 
-    def _sleep(self, context: int) -> list[Scores]:
+    def _sleep(self, context: int, origin: int) -> list[Scores]:
         """``push`` asleep: "nothing" for the steps due, and only the audio and mel frames of the last
-        ``context`` steps kept, unembedded, for a wake-up to embed first."""
+        ``context`` steps kept, unembedded, for a wake-up to embed first. ``origin``: ``self._origin``."""
         n = max(0, (len(self._audio) - WINDOW) // HOP + 1)  # mel frames the audio held could give
         ready = (self._frames + n - EMBED_FRAMES) // STEP_FRAMES + 1
-        out = [Scores((self._origin + STEP * j + EMBED_SPAN) / RATE, NOTHING, True)
+        out = [Scores((origin + STEP * j + EMBED_SPAN) / RATE, NOTHING, True)
                for j in range(self._emitted, ready)]
         self._emitted = max(self._emitted, ready)
         keep_from = max(self._steps, ready - context)

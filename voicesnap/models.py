@@ -22,7 +22,7 @@ import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Iterator, TextIO
 
 from .errors import UserError
 from .files import data_dir
@@ -306,7 +306,7 @@ def download(kind: str = "en", data: str | os.PathLike[str] | None = None, name:
 
 @contextmanager
 def fetch_pinned(url: str, sha256: str, dest_root: Path, what: str, error: type[ModelError],
-                 by_hand: tuple[str, str], progress: BinaryIO | None = None) -> Iterator[Path]:
+                 by_hand: tuple[str, str], progress: TextIO | None = None) -> Iterator[Path]:
     """Download ``url`` next to ``dest_root`` (progress every 10% on stderr), check its sha256, and
     yield the file's path; it is removed afterwards, whatever happens.
 

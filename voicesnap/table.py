@@ -444,7 +444,7 @@ class TableLoop:
         # each after the rulings that were due before it (a slow recogniser can
         # hand over seconds at once; the order stays that of the clock).
         if self._awaiting is not None and self.now >= self._awaiting[0] + self.ANNOUNCE_WAIT:
-            due, said = self._awaiting  # never heard to start (dropped, no speaker): turned now
+            _due, said = self._awaiting  # never heard to start (dropped, no speaker): turned now
             self._awaiting = None
             self._turn(self.now, actions, said)
         held_at: float | None = None
@@ -938,7 +938,7 @@ def view_of(game: Any, *, rulings: Sequence[str] = (), title: str = "voicesnap",
 
     state = game.state
     own_piles = len(state.piles) == len(state.players)
-    tops = {}
+    tops: dict[Any, list[str]] = {}  # face -> players showing it
     players = []
     for seat, name in enumerate(state.players):
         pile = state.piles[seat] if own_piles else ()
@@ -1224,9 +1224,10 @@ def play_session(
         claim = PoolClaim([holder, game_clock])
         referee = Referee(game, settings.decision_window)
         lag_now = (lambda c=claim, s=settings: max(s.lag, s.pool_lag) if c() else s.lag)
+        # (type: ignore[misc] on the lambdas below: mypy cannot type a lambda with default args, python/mypy#15459)
         rivals = tracker = None
         if it is not None and spotter is not None:  # voices: rule once every possible rival is in
-            rivals = RivalWatch(lambda f=lag_now, s=settings: burst_latency(f(), s.tie_window, s.decision_window),
+            rivals = RivalWatch(lambda f=lag_now, s=settings: burst_latency(f(), s.tie_window, s.decision_window),  # type: ignore[misc]
                                 settings.tie_window, settings.decision_window)
             per = getattr(spotter, "spotters", None)  # one spotter per microphone channel (ChannelSpotters)
             tracker = BurstTracker(sorted(per) if isinstance(per, dict) else None)  # else every input channel
@@ -1250,18 +1251,18 @@ def play_session(
             referee, game.players,
             pace=None if schedule is not None else (settings.pace or None),
             make_call=Call,
-            describe=lambda ev, g=holder: describe(ev, settings.verbosity, g.state, g.players),
+            describe=lambda ev, g=holder: describe(ev, settings.verbosity, g.state, g.players),  # type: ignore[misc]
             is_over=lambda ev: isinstance(ev, GameOver),
-            active_player=lambda g=holder: g.players[g.state.active],  # (only on the flip command)
-            status=lambda g=holder: status_text(g),
-            score=lambda s=session: ", ".join(f"{p} {n}" for p, n in zip(s.players, s.scores)),
+            active_player=lambda g=holder: g.players[g.state.active],  # type: ignore[misc]  # (only on the flip command)
+            status=lambda g=holder: status_text(g),  # type: ignore[misc]
+            score=lambda s=session: ", ".join(f"{p} {n}" for p, n in zip(s.players, s.scores)),  # type: ignore[misc]
             offset=offset,
             start=start,
             first_flip_delay=first_flip_delay,
             lag=lag_now,
             rivals=rivals,
             busy=lambda: out_box[0].busy(),
-            peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,
+            peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,  # type: ignore[misc]
         )
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]
@@ -1272,9 +1273,9 @@ def play_session(
             output([Say(f"Game {session.games + 1}. {dealer} deals.", PRIORITY_INFO)])
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,
                       tracker=tracker)
-        clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)
+        clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)  # type: ignore[misc]
         if isinstance(chunks, LiveInput):  # device lost/back and overflows reach this game's loop
-            chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))
+            chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))  # type: ignore[misc]
         if keyboard is not None:
             keymap = Keymap(game.players, snap_words=snap_words(game))
             table.start_thread(lambda: pump_keys(keyboard, keymap, table.clock, table.put_key,

@@ -284,7 +284,7 @@ def create(name: str, players: Sequence[str], seed: int, options: Options | None
     (``deck="fruit"`` for picture, ``animals={"Ann": "moo"}`` for animal)."""
     cls = get(name)
     try:
-        return cls(players, seed, options, dealer, t, **config)  # type: ignore[call-arg]
+        return cls(players, seed, options, dealer, t, **config)
     except TypeError as exc:
         if config:
             raise RulesError(f"variant {cls.variant!r} takes no setting(s) {sorted(config)}") from exc

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
 from ..files import data_dir
@@ -105,6 +106,7 @@ def _model_candidates(root: Path) -> list[Path]:
 def check_vosk_model(root: Path) -> Check:
     fix = (f"run: voicesnap models download   (or unpack vosk-model-small-en-us into {root / 'models'} "
            f"or set {VOSK_ENV}=/path/to/model); without it the game uses enrolled calls only")
+    models: ModuleType | None
     try:
         from .. import models  # the listening engineer's module, when present
     except ImportError:

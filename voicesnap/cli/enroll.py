@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
 
@@ -150,7 +150,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
 
     from ..features import to_float
 
-    why = ""
+    why: str | None = ""
     try:
         _say(SPEECH_PROMPT, args.silent)
         for _try in range(SPEECH_TRIES):
@@ -187,7 +187,9 @@ def _speech_sample(args: argparse.Namespace, prof: Profile, enc: Encoder, beep: 
         sample = V.speech_extra(enc, prof.name, x)
         return sample, V.speech_mismatch(calls, sample)
 
-    return _speech_from_files(args, judge, every) if args.from_files else _speech_live(args, beep, judge)
+    if args.from_files:
+        return _speech_from_files(args, judge, every)
+    return _speech_live(args, cast(np.ndarray, beep), judge)  # callers pass the beep unless from files
 
 
 def _say(text: str, silent: bool) -> None:

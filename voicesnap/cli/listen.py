@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
             show(tail)
             refused([r for spotter in spotters for r in take_refusals(spotter)])
         except BrokenPipeError:
-            sys.stdout = None  # type: ignore[assignment]  # nothing left to print to
+            sys.stdout = None  # nothing left to print to
         if recorder is not None:
             saved = recorder.close()
             if saved is not None and not args.json:

@@ -189,7 +189,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         raise UserError("Slapjack's call is 'slap', which the keyword model does not hear (it knows 'snap' and "
                         "'snap pool' only): play it with --engine vosk or combined (voicesnap models download), "
                         "or by keyboard (--engine none)")
-    profiles = _profiles(root, players) if engine in ("auto", "enrolled", "keyword", "combined") else {}
+    profiles = _profiles(root, players) if engine in ("auto", "enrolled", "keyword", "combined") else []
     keyword = _keyword_model(engine, args, root)
 
     from ..table import PoolClaim
@@ -368,7 +368,7 @@ def _voice_settings(args: argparse.Namespace) -> Any:
 
 def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> tuple[Any, Any, Any, Any]:
     """(say, setting, close, poll) for the announcer, or Nones when speech is off or impossible."""
-    nothing = (None, None, lambda: None, lambda: [])
+    nothing: tuple[Any, Any, Any, Any] = (None, None, lambda: None, lambda: [])
     if args.quiet:
         return nothing
     try:
@@ -509,7 +509,7 @@ def run(args: argparse.Namespace) -> int:
     playback = _speaker_playback(say)
     if spotter is not None and playback is not None and not args.no_echo_cancel and not args.input_file:
         spotter = with_echo_cancel(spotter, playback)  # players call over the announcer
-    chunks = None
+    chunks: FileSource | LiveInput | None = None
     recorder = None
     reference_recorder = None
     live = None
@@ -534,7 +534,8 @@ def run(args: argparse.Namespace) -> int:
         """Every tick: anchor the speaker's clock on the microphone's, collect speech start times."""
         source = getattr(live, "source", None)
         stream = getattr(source, "_stream", None)
-        if clock_map is not None and stream is not None:
+        if clock_map is not None and stream is not None and source is not None and live is not None:
+            # (a stream implies its source and the live input: both spelled out for the type checker)
             from ..playback import anchor_from_input
 
             try:
@@ -572,7 +573,8 @@ def run(args: argparse.Namespace) -> int:
             live.close()
         if recorder is not None:
             recorder.close()
-        if reference_recorder is not None:  # as long as the microphone recording, on its clock
+        # (reference_recorder is made from recorder: set only with it)
+        if reference_recorder is not None and recorder is not None:  # as long as the microphone recording, on its clock
             from ..echo_record import RATE as REF_RATE
 
             reference_recorder.close(until=None if recorder.rate is None else

@@ -41,7 +41,7 @@ def _rulings(records: list[Any]) -> list[Ruling]:
         if isinstance(r, RULINGS):
             who = ",".join(getattr(r, "players", ())) or getattr(r, "player", "")
             detail = getattr(r, "reason", "") or str(getattr(r, "cards", getattr(r, "pool", "")))
-            out.append(Ruling(round(r.t, 4), r.EVENT_TYPE, who, detail))
+            out.append(Ruling(round(r.t, 4), getattr(r, "EVENT_TYPE"), who, detail))  # set by @event
     return out
 
 

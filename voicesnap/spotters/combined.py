@@ -30,7 +30,7 @@ scores (not for a one-mic tie: TIE_VOUCHES). Those rules are
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Sequence, cast
 
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
@@ -330,7 +330,8 @@ class CombinedSpotter:
         """Whether ``e`` is a call Vosk missed: its enrolled score reaches ``score`` (``rescue_score``), no call was
         reported there (by Vosk after all, or by the other rescue), and Vosk's final words over its span
         hold no known word (where Vosk heard "snack" or a rank, the enrollment is not trusted)."""
-        if e.score < (self.rescue_score if score is None else score):
+        # an enrolled call always has a score; rescue_score is set wherever rescues run (``_rescued``)
+        if cast(float, e.score) < cast(float, self.rescue_score if score is None else score):
             return False
         if any(c.word in self.vosk_words and abs(c.onset - e.onset) <= TWIN_WINDOW for c in self._emitted + out):
             return False

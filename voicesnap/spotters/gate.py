@@ -44,7 +44,7 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, overload
 
 import numpy as np
 
@@ -238,7 +238,7 @@ class SpeechGate:
         if not callable(getattr(self.inner, "heard", None)):
             return None
         words = [(w, self._time(s), self._time(e)) for w, s, e in self.inner.heard(float("-inf"), float("inf"))]
-        return [(w, s, e) for w, s, e in words if e > a and s < b]  # type: ignore[operator]
+        return [(w, s, e) for w, s, e in words if e > a and s < b]
 
     def energy_onset(self, approx: float, latest: float) -> float | None:
         """The inner spotter's ``energy_onset`` with stream times; None where it cannot say (audio the
@@ -285,6 +285,10 @@ class SpeechGate:
         self.frames_fed += chunk.frames
         return [self._to_stream(d) for d in self.inner.accept(spliced)]
 
+    @overload
+    def _time(self, t: float) -> float: ...
+    @overload
+    def _time(self, t: None) -> None: ...
     def _time(self, t: float | None) -> float | None:
         """A time on the inner spotter's spliced clock, on the stream's clock."""
         if t is None or not self._splices_inner or self._rate is None:

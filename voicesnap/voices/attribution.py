@@ -272,7 +272,7 @@ class Voices:
             return None
         noisy = snr is not None and snr < ENC_MIN_SNR
         known = around is not None and len(around) >= ENC_MIN_AROUND * F.RATE
-        if noisy and (not known or snr < ENC_DENOISED_MIN_SNR):
+        if noisy and snr is not None and (not known or snr < ENC_DENOISED_MIN_SNR):  # (noisy: snr is set)
             return None
         # a call far louder (or quieter) than a voice's takes is also heard at their level
         # (voices.loudness: the encoder never lowers loud input); one embedding per distinct gain

@@ -182,10 +182,10 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
     thresholds = {}
     for ph, ts in templates.items():
         loo = []
-        for i, t in enumerate(ts):
+        for i, tpl in enumerate(ts):
             others = [u for j, u in enumerate(ts) if j != i]
             bank = TemplateBank([("", ph, u) for u in others])
-            loo.append(min(h.distance for h in bank.match_log_mel(t)))
+            loo.append(min(h.distance for h in bank.match_log_mel(tpl)))
         thresholds[ph] = float(THRESHOLD_FACTOR * max(loo) + THRESHOLD_MARGIN)
     vps = np.stack([voiceprint(t.audio) for t in takes])
     center = vps.mean(axis=0)

@@ -91,7 +91,7 @@ class Hit:
     end: int
 
 
-def heard_cepstra(t: np.ndarray, gain: np.ndarray | float, top: float, floor: np.ndarray | None,
+def heard_cepstra(t: np.ndarray, gain: np.ndarray | np.floating | float, top: float, floor: np.ndarray | None,
                    range_nats: float = F.RANGE_NATS) -> np.ndarray:
     """Cepstra of log-mel template frames ``t`` at ``gain`` as heard over background ``floor`` (no mean
     removed): ``F.compensate``, then the bands limited to ``range_nats`` under ``top`` (the input's

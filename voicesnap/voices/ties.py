@@ -204,7 +204,7 @@ def _joint_start(log_mel: np.ndarray, floor: np.ndarray | None, ta: np.ndarray, 
     moves = [(da, db) for da in range(3) for db in range(3)]
     pens = np.stack([pen_a[da][:, None] + pen_b[db][None, :] for da, db in moves])
 
-    def shifted(z: np.ndarray, da: int, db: int, fill: float) -> np.ndarray:
+    def shifted(z: np.ndarray, da: int, db: int, fill: np.floating | float) -> np.ndarray:
         out = np.full_like(z, fill)
         out[da:, db:] = z[: na - da, : nb - db]
         return out
