@@ -166,8 +166,10 @@ def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
     if per_mic is None:
         return rows + [Row(AREA, "calls over the announcer's echo, two per-player mics", "skipped",
                            note="needs the Vosk and keyword models")]
-    for room, echo in rooms:
-        rows += overlay_row(fixtures, "vosk+keyword per mic", per_mic, echo, room, plain=False, mics=2)
+    for mid_game in (False, True):
+        for room, echo in rooms:
+            rows += overlay_row(fixtures, "vosk+keyword per mic", per_mic, echo, room, plain=False, mics=2,
+                                mid_game=mid_game)
     return rows
 
 
