@@ -147,6 +147,9 @@ def per_mic_factory() -> Callable[[], Any] | None:
     return make
 
 
+WARM = 4  # announcements of echo_ranks (5.7 s) played without calls first: a game's opening and first flips
+
+
 def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
                  per_mic: Callable[[], Any] | None = None) -> list[Row]:
     """``overlay_row`` over the fixture's own echo and over one room for the whole stream, on one
@@ -163,6 +166,8 @@ def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
         rows += overlay_row(fixtures, name, factory, echo, room, plain=i == 0)
     for room, echo in rooms:
         rows += overlay_row(fixtures, name, factory, echo, room, plain=False, mid_game=True)
+    # a game's opening words and first flips (about 6 s of the announcer) before its first call
+    rows += overlay_row(fixtures, name, factory, rooms[1][1], rooms[1][0], plain=False, warm=WARM)
     if per_mic is None:
         return rows + [Row(AREA, "calls over the announcer's echo, two per-player mics", "skipped",
                            note="needs the Vosk and keyword models")]
@@ -174,7 +179,7 @@ def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
 
 
 def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], mic: np.ndarray, room: str,
-                plain: bool = True, mics: int = 1, mid_game: bool = False) -> list[Row]:
+                plain: bool = True, mics: int = 1, mid_game: bool = False, warm: int | None = None) -> list[Row]:
     """Players' clean calls laid over the announcer's echo: what the own-speech check costs.
 
     Each rank and ruling of ``echo_ranks`` gets one player's clean "snap" (the six players in
@@ -189,7 +194,9 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
     ``mid_game``: the announcements are played once without calls before the stream with them, as in
     a game under way, so the canceller has learnt the room when the first call comes (without it
     every announcement has a call over it from the first, and a call said as the first announcements
-    start meets a canceller that has learnt nothing yet)."""
+    start meets a canceller that has learnt nothing yet).
+    ``warm``: instead, only the stream's first ``warm`` announcements are played without calls first,
+    as a game's opening words and first flips are (how soon a game is "under way")"""
     from voicesnap.echo import OWN_SPEECH_DB, is_own_speech
 
     by_name = {f.name: f for f in fixtures}
@@ -230,10 +237,11 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                     y[begin + 16: begin + 16 + len(take), 1 - owner] += gain * 10 ** (-15 / 20) * take
                 truth.append(((begin + pad) / er.rate, f"p{owner}" if mics > 1 else None))
             played = ref
-            if mid_game:
-                y = np.concatenate([np.stack([mic, far], axis=1)[:, :mics], y])
-                truth = [(t + len(mic) / er.rate, owner) for t, owner in truth]
-                played = np.concatenate([ref, ref])
+            if mid_game or warm:
+                lead = len(mic) if not warm else starts[warm]  # the whole stream, or its first announcements
+                y = np.concatenate([np.stack([mic, far], axis=1)[:lead, :mics], y])
+                truth = [(t + lead / er.rate, owner) for t, owner in truth]
+                played = np.concatenate([ref[:lead], ref])
             # the fixture's echo peaks at full scale: a third of it leaves the sum room not to clip
             pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)
             without = spot(factory(), pcm) if plain else []
@@ -263,7 +271,8 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                     false += 1
                     false_dropped += is_own_speech(d, removed, own_mic=own_mic)
     worst = sorted(removed_real)[-3:]
-    where = f"{room}{', two per-player mics' if mics > 1 else ''}{', mid-game' if mid_game else ''}"
+    where = (f"{room}{', two per-player mics' if mics > 1 else ''}{', mid-game' if mid_game and not warm else ''}"
+             f"{f', after {warm} announcements without calls' if warm else ''}")
     return [
         Row(AREA, f"calls over the announcer's echo ({where}): heard / dropped by the own-speech check",
             f"{heard}/{calls} / {dropped}", "", "",
