@@ -156,7 +156,10 @@ class Envelope:
     def _rise(self, a: int, b: int, high: bool, masked: bool = True) -> float | None:
         """refine_onset's search in one band (full, or high-passed) of clock indices [a, b);
         ``masked``: with what is left of the announcer read as silence (``energy_db``)."""
-        floor_db, _ = self.energy_db(a - int(0.3 * RATE), a, high, masked)
+        # the floor is what the output held before the word, what is left of the announcer included:
+        # read masked, its frames were 0 dB, the line fell to 30 dB under the call's peak, and a stretch
+        # of the announcer the mask let through (its "s", which the canceller takes out least) was the start
+        floor_db, _ = self.energy_db(a - int(0.3 * RATE), a, high, masked=False)
         e, first = self.energy_db(a, b, high, masked)
         if len(e) < 20:
             return None
