@@ -772,6 +772,23 @@ def test_a_call_over_the_announcer_starts_where_the_player_spoke_not_where_the_a
     assert off_by_50[line] * 2 <= off_by_50[None], off_by_50
 
 
+def _calls_over_announcements(fx: C.Fixture, echo: np.ndarray, into: float = 0.3,
+                              gain: float = 1.0) -> tuple[np.ndarray, dict[str, tuple[int, str]]]:
+    """``echo`` (echo_ranks' microphone, or another room's) with a clean "snap" laid ``into`` s into each
+    announcement at ``gain``, the six fixture players in turn, each with the 50 ms of room before and
+    after it; and for each announcement's text, the frame where its call begins and whose call it is."""
+    y, takes, calls = echo.copy(), sorted(CORPUS.glob("clean_*.json")), {}
+    for i, seg in enumerate(s for s in fx.segments if s.kind == "announcement"):
+        take = C.load(takes[i % len(takes)])
+        call = next(s for s in take.segments if s.kind == "call" and s.text == "snap")
+        pad = int(0.05 * take.rate)
+        x = take.read()[call.onset - pad: call.end + pad, 0].astype(np.float64)
+        begin = seg.onset + int(into * fx.rate)
+        y[begin - pad: begin - pad + len(x)] += gain * x
+        calls.setdefault(seg.text, (begin, take.name))
+    return y, calls
+
+
 def test_a_call_whose_s_is_under_a_loud_stretch_of_the_announcement_is_still_heard(model, monkeypatch):
     """emma's call 0.3 s into "Jack", in a room whose echo stays the same: her "s" lies 10 dB and more
     under what the canceller removed there (the announcement's "ck"), so the onset search that skips
@@ -785,18 +802,9 @@ def test_a_call_whose_s_is_under_a_loud_stretch_of_the_announcement_is_still_hea
 
     fx = C.load(CORPUS / "echo_ranks.json")
     ref = fx.read_reference()[:, 0].astype(np.float64)
-    y = one_room(fx.read()[:, 0].astype(np.float64), ref)
-    takes, at = sorted(CORPUS.glob("clean_*.json")), 0
-    for i, seg in enumerate(s for s in fx.segments if s.kind == "announcement"):  # a call over every one
-        take = C.load(takes[i % len(takes)])
-        call = next(s for s in take.segments if s.kind == "call" and s.text == "snap")
-        pad = int(0.05 * take.rate)
-        x = take.read()[call.onset - pad: call.end + pad, 0].astype(np.float64)
-        begin = seg.onset + int(0.3 * fx.rate)
-        y[begin - pad: begin - pad + len(x)] += x
-        if seg.text == "Jack":
-            assert take.name == "clean_emma"
-            at = begin
+    y, calls = _calls_over_announcements(fx, one_room(fx.read()[:, 0].astype(np.float64), ref))
+    at, who = calls["Jack"]
+    assert who == "clean_emma"
     pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)[:, None]
 
     def heard() -> list[float]:
@@ -829,18 +837,9 @@ def test_a_call_after_an_s_the_canceller_left_is_placed_at_its_own_s(model, monk
     fx = C.load(CORPUS / "echo_ranks.json")
     ref = fx.read_reference()[:, 0].astype(np.float64)
     room = one_room(fx.read()[:, 0].astype(np.float64), ref)
-    y, takes, at = room.copy(), sorted(CORPUS.glob("clean_*.json")), 0
-    for i, seg in enumerate(s for s in fx.segments if s.kind == "announcement"):  # a call over every one
-        take = C.load(takes[i % len(takes)])
-        call = next(s for s in take.segments if s.kind == "call" and s.text == "snap")
-        pad = int(0.05 * take.rate)
-        x = take.read()[call.onset - pad: call.end + pad, 0].astype(np.float64)
-        begin = seg.onset + int(0.3 * fx.rate)
-        y[begin - pad: begin - pad + len(x)] += 0.5 * x
-        if seg.text == "King":
-            assert take.name == "clean_alice"
-            at = begin
-            break
+    y, calls = _calls_over_announcements(fx, room, gain=0.5)
+    at, who = calls["King"]
+    assert who == "clean_alice"
     y = np.concatenate([room, y[: at + fx.rate]])  # the room learnt first; the stream up to 1 s after her call
     at += len(room)
     pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)[:, None]
