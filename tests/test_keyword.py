@@ -785,8 +785,18 @@ def _calls_over_announcements(fx: C.Fixture, echo: np.ndarray, into: float = 0.3
         x = take.read()[call.onset - pad: call.end + pad, 0].astype(np.float64)
         begin = seg.onset + int(into * fx.rate)
         y[begin - pad: begin - pad + len(x)] += gain * x
-        calls.setdefault(seg.text, (begin, take.name))
+        calls[seg.text] = (begin, take.name)
     return y, calls
+
+
+def _every_search_masked(monkeypatch) -> None:
+    """Onsets behind the canceller as before both mends (the unmasked fallback, the unmasked floor): the floor read masked, and no
+    unmasked fallback (it would read the same masked frames)."""
+    from voicesnap import onsets
+
+    read = onsets.Envelope.energy_db
+    monkeypatch.setattr(onsets.Envelope, "energy_db",
+                        lambda self, a, b, high=False, masked=True: read(self, a, b, high, True))
 
 
 def test_a_call_whose_s_is_under_a_loud_stretch_of_the_announcement_is_still_heard(model, monkeypatch):
@@ -796,7 +806,6 @@ def test_a_call_whose_s_is_under_a_loud_stretch_of_the_announcement_is_still_hea
     then found no "s" and dropped it. Where that search finds no rise, the onset is searched for as
     without the canceller: the call is heard, where she began."""
     from bench.echo_rows import MIX_SCALE, one_room
-    from voicesnap import onsets
     from voicesnap.echo import ArrayReference, EchoCancelled
     from voicesnap.spotters.keyword import KeywordSpotter
 
@@ -816,9 +825,7 @@ def test_a_call_whose_s_is_under_a_loud_stretch_of_the_announcement_is_still_hea
     # as before either mend: every search over the masked frames alone, its floor read masked too (since
     # the floor is read unmasked, test_a_call_after_an_s_the_canceller_left_is_placed_at_its_own_s, the
     # masked search finds this call by itself as well, 35 ms early)
-    read = onsets.Envelope.energy_db
-    monkeypatch.setattr(onsets.Envelope, "energy_db",
-                        lambda self, a, b, high=False, masked=True: read(self, a, b, high, True))
+    _every_search_masked(monkeypatch)
     assert heard() == [], "the masked search alone no longer loses this call: the test shows nothing"
 
 
@@ -830,7 +837,6 @@ def test_a_call_after_an_s_the_canceller_left_is_placed_at_its_own_s(model, monk
     stretch was taken for her start: 34 ms early. Read as the output holds it, the floor is the
     announcer's residue, and the call is placed at her "s"."""
     from bench.echo_rows import MIX_SCALE, one_room
-    from voicesnap import onsets
     from voicesnap.echo import ArrayReference, EchoCancelled
     from voicesnap.spotters.keyword import KeywordSpotter
 
@@ -851,9 +857,7 @@ def test_a_call_after_an_s_the_canceller_left_is_placed_at_its_own_s(model, monk
 
     errors = heard()
     assert len(errors) == 1 and abs(errors[0]) <= 0.010, errors  # measured -4.1 ms
-    read = onsets.Envelope.energy_db
-    monkeypatch.setattr(onsets.Envelope, "energy_db",
-                        lambda self, a, b, high=False, masked=True: read(self, a, b, high, True))
+    _every_search_masked(monkeypatch)
     early = heard()
     assert len(early) == 1 and early[0] < -0.025, early  # measured -34.1 ms with the floor read masked
 

@@ -240,9 +240,10 @@ class Envelope:
     def hissless(self, onset: float) -> bool:
         """Whether the word at ``onset`` (s) starts without the hiss of an "s": ``hiss`` under HISS_MIN
         (False with no opinion, or with HISS_MIN None)."""
-        hiss_min = HISS_MIN  # the module setting, read once (tests patch it)
-        value = self.hiss(onset) if hiss_min is not None else None
-        return value is not None and hiss_min is not None and value < hiss_min
+        if HISS_MIN is None:
+            return False
+        value = self.hiss(onset)
+        return value is not None and value < HISS_MIN
 
     def active_after(self, t: float, min_ms: int = 20) -> bool:
         """Whether speech-like energy (over the recent floor) lasts ``min_ms`` somewhere after ``t``."""
