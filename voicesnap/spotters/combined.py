@@ -9,7 +9,7 @@ game's echo. The enrolled spotter is a second opinion in two places: calls
 that are not words Vosk knows (Animal Snap's "woof") come from it alone, and
 when the span of Vosk's one call fits two players' calls mixed better than
 any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
-with their own onsets. Third, a call Vosk did not know (its final decode
+with their own onsets (a voice the tie cannot name as nobody's, TIE_UNNAMED). Third, a call Vosk did not know (its final decode
 there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
 decode is final, or sooner when Vosk hears nothing but "[unk]" so far
 (``_rescued``, ``_early``), so that it can reach the table in time; where it
@@ -117,6 +117,13 @@ PAIR_REACH = 0.25
 # open: a 20 ms tie's callers 537 / 355 ms after their words, 0.35 s of it the veto's wait;
 # docs/listening.md, "Nineteenth round").
 TIE_VOUCHES = True
+# A one-mic tie in a Vosk call's span whose second voice the tie cannot name (a stranger calling with a
+# player, or a player the mixture hides: ``Voices._tie_callers``) is still a call Vosk heard: it is reported
+# with no player, as every other Vosk call that fits nobody is, so the table tells the players an unknown
+# voice was not counted instead of that call vanishing. Corpus (docs/listening.md, "Twenty-fifth round"):
+# emma's call with finn at 0 ms and with bob 50 ms before him, both lost before, now heard at their onsets
+# (5 and 3 ms off); 142 -> 144/150 calls, the same false calls, names and no-call hour.
+TIE_UNNAMED = True
 
 
 class CombinedSpotter:
@@ -302,7 +309,8 @@ class CombinedSpotter:
         per call (its span is buffered by then) and kept while the call waits."""
         key = _key(d)
         if key not in self._ties:
-            self._ties[key] = self._tie_placed(self.enrolled.tie_span(d.onset, d.end, d.word))
+            tie = self.enrolled.tie_span(d.onset, d.end, d.word, unnamed=TIE_UNNAMED)
+            self._ties[key] = self._tie_placed(tie)
         return self._ties[key]
 
     def _vouched(self, d: Detection) -> bool:

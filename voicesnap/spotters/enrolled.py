@@ -22,7 +22,7 @@ that offset later. Measured rates are in docs/voices.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import numpy as np
 
@@ -448,12 +448,15 @@ class EnrolledSpotter:
                 detected_at=self._position / F.RATE))
         return detections
 
-    def _tie_detections(self, c: int, s: int, lo: int, tie: Tie, word: str | None = None) -> list[Detection]:
+    def _tie_detections(self, c: int, s: int, lo: int, tie: Tie, word: str | None = None,
+                        unnamed: bool = False) -> list[Detection]:
         """Both calls of a one-mic tie: the first from the signal's rise, the second ``tie.offset`` later
         (or at the step of its hiss near there: ``hiss_onset``).
 
-        A caller the tie names as nobody (a stranger calling with a player) is left
-        out: like any call of an unknown voice, it is not reported.
+        A caller the tie names as nobody (a stranger calling with a player, or a player
+        whose voice the mixture hides) is left out, as this engine leaves out any call of
+        a voice it does not know; with ``unnamed`` (another engine heard the call word
+        over the pair) it is reported with no player, as that engine's calls are.
         """
         st = self._channels[c]
         f_on = lo + tie.start
@@ -470,10 +473,11 @@ class EnrolledSpotter:
                 second = hiss + st.audio_start
         out = []
         for player, at in ((tie.first, onset), (tie.second, second)):
-            if player is None:
+            if player is None and not (unnamed and word):
                 continue
             out.append(Detection(
-                word=word or self.voices.profiles[player].word, onset=at / F.RATE, end=max(end, at) / F.RATE,
+                word=word or self.voices.profiles[cast(str, player)].word, onset=at / F.RATE,
+                end=max(end, at) / F.RATE,
                 confidence=score, channel=c, player=player, score=score, engine=self.name,
                 detected_at=self._position / F.RATE))
         return out
@@ -536,8 +540,9 @@ class EnrolledSpotter:
         return channel, st, s, e, lo, hi
 
     def tie_span(self, onset: float, end: float, word: str | None = None,
-                 channel: int | None = None) -> list[Detection]:
-        """Two players' overlapping calls in the buffered span [onset, end] s, or [] (see Voices.tie)."""
+                 channel: int | None = None, unnamed: bool = False) -> list[Detection]:
+        """Two players' overlapping calls in the buffered span [onset, end] s, or [] (see Voices.tie);
+        ``unnamed``: a caller the tie cannot name is reported with no player (``_tie_detections``)."""
         win = self._span_window(onset, end, channel)
         if win is None or not self.overlaps or not self.voices.players:
             return []
@@ -547,7 +552,7 @@ class EnrolledSpotter:
         log_mel = st.log_mel[lo - st.frame0: hi - st.frame0]
         best, _ = self.voices.ratios(log_mel, st.floor_mel, None)
         tie = self.voices.tie(log_mel, st.floor_mel, best, word if any(k[1] == word for k in best) else None)
-        return [] if tie is None else self._tie_detections(channel, s, lo, tie, word)
+        return [] if tie is None else self._tie_detections(channel, s, lo, tie, word, unnamed)
 
     def attribute_span(self, onset: float, end: float, word: str | None = None,
                        channel: int | None = None, encoder: bool = True) -> tuple[int, Attribution, bool]:
