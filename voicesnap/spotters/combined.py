@@ -9,7 +9,8 @@ game's echo. The enrolled spotter is a second opinion in two places: calls
 that are not words Vosk knows (Animal Snap's "woof") come from it alone, and
 when the span of Vosk's one call fits two players' calls mixed better than
 any one player's (a tie on one mic, ``Voices.tie``), both calls are reported
-with their own onsets (a voice the tie cannot name as nobody's, TIE_UNNAMED). Third, a call Vosk did not know (its final decode
+with their own onsets (a voice the tie cannot name as nobody's: TIE_UNNAMED).
+Third, a call Vosk did not know (its final decode
 there is "[unk]", nothing, or "stop") is rescued from the enrollment once Vosk's
 decode is final, or sooner when Vosk hears nothing but "[unk]" so far
 (``_rescued``, ``_early``), so that it can reach the table in time; where it
