@@ -255,7 +255,8 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                 heard_plain += any(its(d, t, owner) for d, _, _ in without)
                 # a call named to a player is what the game acts on: where the same call also came out
                 # as nobody's (a one-mic tie's unnamed caller, combined.TIE_UNNAMED), it is judged named
-                mine = sorted(((d, r, m) for d, r, m in found if its(d, t, owner)), key=lambda x: x[0].player is None)
+                mine = sorted(((d, r, m) for d, r, m in found if its(d, t, owner)),
+                              key=lambda x: x[0].player is None)
                 if not mine:
                     continue
                 d, removed, own_mic = mine[0]

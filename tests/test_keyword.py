@@ -790,8 +790,8 @@ def _calls_over_announcements(fx: C.Fixture, echo: np.ndarray, into: float = 0.3
 
 
 def _every_search_masked(monkeypatch) -> None:
-    """Onsets behind the canceller as before both mends (the unmasked fallback, the unmasked floor): the floor read masked, and no
-    unmasked fallback (it would read the same masked frames)."""
+    """Onsets behind the canceller as before both mends (the unmasked fallback, the unmasked floor): the
+    floor read masked, and no unmasked fallback (it would read the same masked frames)."""
     from voicesnap import onsets
 
     read = onsets.Envelope.energy_db
