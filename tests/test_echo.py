@@ -487,3 +487,21 @@ def test_play_wires_the_canceller_to_what_the_speaker_plays():
     got = out.audio()[:, 0]
     mask = _echo_mask("echo_ranks", len(got))
     assert erle_db(mic[: len(got), 0][mask], got[mask]) >= 15.0
+
+
+def test_the_echo_under_a_word_is_read_against_the_word_left_there():
+    """``Envelope.echo_level_db``: what the canceller removed over a span, in dB against what it left
+    there; None where no canceller ran, so the judges keep their plain keyword line."""
+    from voicesnap.onsets import RATE, Envelope
+
+    rng = np.random.default_rng(7)
+    word = rng.normal(0, 300, RATE)  # 1 s left by the canceller
+    plain = Envelope()
+    plain.push(0, word.astype(np.int16))
+    assert plain.echo_level_db(0.2, 0.8) is None
+    env = Envelope()
+    env.push(0, word.astype(np.int16), (2 * word).astype(np.int16))  # twice the amplitude removed: +6 dB
+    env.push(RATE, word.astype(np.int16), np.zeros(RATE, np.int16))  # then nothing playing
+    assert env.echo_level_db(0.2, 0.8) == pytest.approx(6.0, abs=0.1)
+    assert env.echo_level_db(1.2, 1.8) < -40
+    assert env.echo_level_db(5.0, 6.0) is None  # not heard yet

@@ -245,6 +245,18 @@ class Envelope:
         value = self.hiss(onset)
         return value is not None and value < HISS_MIN
 
+    def echo_level_db(self, a: float, b: float) -> float | None:
+        """dB of what the echo canceller removed over [a, b] s, relative to what it left there (the
+        output): how loud the game's own speech was under a word. None where no canceller ran."""
+        if self.echo is None:
+            return None
+        x, _ = self.segment(int(a * RATE), int(b * RATE))
+        e, _ = self.segment(int(a * RATE), int(b * RATE), echo=True)
+        if not len(x):
+            return None
+        power = lambda v: float(np.mean(v.astype(np.float64) ** 2)) + 1.0  # noqa: E731
+        return float(10 * np.log10(power(e) / power(x)))
+
     def active_after(self, t: float, min_ms: int = 20) -> bool:
         """Whether speech-like energy (over the recent floor) lasts ``min_ms`` somewhere after ``t``."""
         e_recent, _ = self.energy_db(self.end - 3 * RATE, self.end)

@@ -140,6 +140,12 @@ class KeywordSpotter:
         speech, on a spliced clock."""
         return self._env.hissless(onset)
 
+    def echo_level_db(self, a: float, b: float) -> float | None:
+        """dB of the game's own speech the echo canceller removed over [a, b] s, relative to the word
+        left there (``onsets.Envelope.echo_level_db``; None without a canceller): the judges read
+        this spotter's scores there against a lower line (``judges.KEYWORD_VETO_ECHO``)."""
+        return self._env.echo_level_db(a, b)
+
     def score_over(self, a: float, b: float) -> float | None:
         """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet."""
         got = [s.call for s in self._history if a <= s.time <= b]
