@@ -9,8 +9,9 @@ through). Rows: recall and false calls on ``noisy_over_announcer`` and
 enhancement on ``echo_ranks`` (linear filter alone, and with the residual
 suppressor); the canceller's own CPU real-time factor; and players' calls laid
 over the announcer's echo, for what the canceller's own-speech check costs
-(``overlay_rows``). Every engine behind the canceller runs with the check, as
-play does.
+(``overlay_rows``), and the players' near-miss words laid over it, for what the
+keyword model's lower line there costs. Every engine behind the canceller runs
+with the check, as play does.
 
 ``python3 -m bench.echo_rows [--quick] [--engine NAME ...]`` prints the rows alone.
 """
@@ -168,6 +169,9 @@ def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
         rows += overlay_row(fixtures, name, factory, echo, room, plain=False, mid_game=True)
     # a game's opening words and first flips (about 6 s of the announcer) before its first call
     rows += overlay_row(fixtures, name, factory, rooms[1][1], rooms[1][0], plain=False, warm=WARM)
+    for mid_game in (False, True):  # near-miss words over the announcer: no call in them
+        rows += overlay_row(fixtures, name, factory, rooms[1][1], rooms[1][0], plain=False, mid_game=mid_game,
+                            nearmiss=True)
     if per_mic is None:
         return rows + [Row(AREA, "calls over the announcer's echo, two per-player mics", "skipped",
                            note="needs the Vosk and keyword models")]
@@ -175,11 +179,14 @@ def overlay_rows(fixtures: list[Fixture], name: str, factory: Callable[[], Any],
         for room, echo in rooms:
             rows += overlay_row(fixtures, "vosk+keyword per mic", per_mic, echo, room, plain=False, mics=2,
                                 mid_game=mid_game)
+    rows += overlay_row(fixtures, "vosk+keyword per mic", per_mic, rooms[1][1], rooms[1][0], plain=False, mics=2,
+                        mid_game=True, nearmiss=True)
     return rows
 
 
 def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], mic: np.ndarray, room: str,
-                plain: bool = True, mics: int = 1, mid_game: bool = False, warm: int | None = None) -> list[Row]:
+                plain: bool = True, mics: int = 1, mid_game: bool = False, warm: int | None = None,
+                nearmiss: bool = False) -> list[Row]:
     """Players' clean calls laid over the announcer's echo: what the own-speech check costs.
 
     Each rank and ruling of ``echo_ranks`` gets one player's clean "snap" (the six players in
@@ -196,18 +203,24 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
     every announcement has a call over it from the first, and a call said as the first announcements
     start meets a canceller that has learnt nothing yet).
     ``warm``: instead, only the stream's first ``warm`` announcements are played without calls first,
-    as a game's opening words and first flips are (how soon a game is "under way")"""
+    as a game's opening words and first flips are (how soon a game is "under way").
+    ``nearmiss``: the players' near-miss words ("slap", "snack", "nap", ...: the ``nearmiss_*`` files'
+    words, each stream going on through the list) are laid over instead, and every call heard is
+    false: what the lower keyword line over the announcer (``judges.KEYWORD_VETO_ECHO``) costs."""
     from voicesnap.echo import OWN_SPEECH_DB, is_own_speech
 
     by_name = {f.name: f for f in fixtures}
     er = by_name["echo_ranks"]
     ref = _reference(er)
     takes = []
-    for f in (by_name[n] for n in sorted(by_name) if n.startswith("clean_")):
+    pad = int(0.05 * er.rate)
+    for f in (by_name[n] for n in sorted(by_name) if n.startswith("nearmiss_" if nearmiss else "clean_")):
+        if nearmiss and f.category != "nearmiss":
+            continue  # the near-miss files in noise: their words carry noise of their own
         x = f.read()[:, 0].astype(np.float64)
-        s = next(s for s in f.segments if s.kind == "call" and s.text == "snap")
-        pad = int(0.05 * f.rate)
-        takes.append((x[max(0, s.onset - pad): s.end + pad], pad))
+        words = [s for s in f.segments
+                 if (s.kind == "nearmiss" if nearmiss else s.kind == "call" and s.text == "snap")]
+        takes += [(x[max(0, s.onset - pad): s.end + pad], pad) for s in (words if nearmiss else words[:1])]
     starts = [s.onset for s in er.segments if s.kind == "announcement"]
     far = second_mic(mic)
 
@@ -221,6 +234,7 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
         return measured + [(d, removed(d), own_mic(d)) for d in spotter.flush() if d.word in CALL_WORDS]
 
     calls = heard = heard_plain = dropped = named = named_dropped = false = false_dropped = 0
+    streams = false_named = 0
     by_offset = dict.fromkeys(OVERLAY_OFFSETS, 0)
     removed_real: list[float] = []
     onset_errors: list[float] = []
@@ -229,7 +243,7 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
             y = np.stack([mic, far], axis=1)[:, :mics].copy()
             truth: list[tuple[float, str | None]] = []
             for i, at in enumerate(starts):
-                take, pad = takes[i % len(takes)]
+                take, pad = takes[(i + (streams * len(starts) if nearmiss else 0)) % len(takes)]
                 begin = at + int(offset * er.rate) - pad
                 owner = i % mics
                 y[begin: begin + len(take), owner] += gain * take
@@ -251,6 +265,14 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                 return abs(d.onset - t) <= 0.25 and (owner is None or d.player == owner)
 
             calls += len(truth)
+            streams += 1
+            if nearmiss:
+                for d, removed, own_mic in found:
+                    drop = is_own_speech(d, removed, own_mic=own_mic)
+                    false += 1
+                    false_dropped += drop
+                    false_named += d.player is not None and not drop
+                continue
             for t, owner in truth:
                 heard_plain += any(its(d, t, owner) for d, _, _ in without)
                 # a call named to a player is what the game acts on: where the same call also came out
@@ -276,6 +298,12 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
     worst = sorted(removed_real)[-3:]
     where = (f"{room}{', two per-player mics' if mics > 1 else ''}{', mid-game' if mid_game and not warm else ''}"
              f"{f', after {warm} announcements without calls' if warm else ''}")
+    if nearmiss:
+        return [Row(AREA, f"near misses over the announcer's echo ({where}): taken for calls / dropped by the "
+                          f"own-speech check", f"{false}/{calls} / {false_dropped}", "", "0",
+                    f"{name}+echo; {len(takes)} words of the nearmiss files in turn; {false_named} of those "
+                    f"kept named to {'their mic' if mics > 1 else 'a player'}; gains {OVERLAY_GAINS}, "
+                    f"offsets {OVERLAY_OFFSETS} s")]
     return [
         Row(AREA, f"calls over the announcer's echo ({where}): heard / dropped by the own-speech check",
             f"{heard}/{calls} / {dropped}", "", "",
