@@ -254,8 +254,8 @@ class Envelope:
         e, _ = self.segment(int(a * RATE), int(b * RATE), echo=True)
         if not len(x):
             return None
-        power = lambda v: float(np.mean(v.astype(np.float64) ** 2)) + 1.0  # noqa: E731
-        return float(10 * np.log10(power(e) / power(x)))
+        removed, left = (float(np.mean(v.astype(np.float64) ** 2)) + 1.0 for v in (e, x))
+        return float(10 * np.log10(removed / left))
 
     def active_after(self, t: float, min_ms: int = 20) -> bool:
         """Whether speech-like energy (over the recent floor) lasts ``min_ms`` somewhere after ``t``."""

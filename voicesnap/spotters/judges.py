@@ -128,7 +128,7 @@ class WhatJudges:
         if not callable(score_over):
             return False
         best = score_over(onset, end + KEYWORD_WAIT)
-        if best is not None and best >= self.veto_line(onset, end):
+        if best is not None and (best >= KEYWORD_VETO or best >= self.veto_line(onset, end)):
             return False
         if final or now >= end + KEYWORD_WAIT:
             # asleep there (its own energy tracker saw no speech where Vosk heard a word): no opinion
