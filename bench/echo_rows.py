@@ -267,12 +267,7 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
             calls += len(truth)
             streams += 1
             if nearmiss:
-                for d, removed, own_mic in found:
-                    drop = is_own_speech(d, removed, own_mic=own_mic)
-                    false += 1
-                    false_dropped += drop
-                    false_named += d.player is not None and not drop
-                continue
+                truth = []  # no call was laid: every call heard is false
             for t, owner in truth:
                 heard_plain += any(its(d, t, owner) for d, _, _ in without)
                 # a call named to a player is what the game acts on: where the same call also came out
@@ -293,8 +288,10 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
                     removed_real.append(removed)
             for d, removed, own_mic in found:
                 if not any(its(d, t, owner) for t, owner in truth):
+                    drop = is_own_speech(d, removed, own_mic=own_mic)
                     false += 1
-                    false_dropped += is_own_speech(d, removed, own_mic=own_mic)
+                    false_dropped += drop
+                    false_named += d.player is not None and not drop
     worst = sorted(removed_real)[-3:]
     where = (f"{room}{', two per-player mics' if mics > 1 else ''}{', mid-game' if mid_game and not warm else ''}"
              f"{f', after {warm} announcements without calls' if warm else ''}")
