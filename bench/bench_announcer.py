@@ -98,7 +98,9 @@ def _device_latency(cache, n: int) -> list[float] | None:
                 time.sleep(0.005)
                 started = next((e for e in pb.poll() if isinstance(e, SpeechStarted)), None)
             if started is not None and first is not None and i >= 3:
-                out.append(started.t - (t_handle - pb._first_dac))
+                origin = pb._first_dac
+                assert origin is not None, "set by _frame_to_clock(0) above"
+                out.append(started.t - (t_handle - origin))
             time.sleep(0.1)
         return out
     finally:
@@ -106,7 +108,7 @@ def _device_latency(cache, n: int) -> list[float] | None:
 
 
 def _backlog(cache, quick: bool) -> dict[str, float]:
-    from voicesnap.announcer import Announcer, Priority, Settings, Verbosity, rehearse
+    from voicesnap.announcer import Announcement, Announcer, Priority, Settings, Verbosity, rehearse
     from voicesnap.playback import VirtualPlayback
     from voicesnap.variants import SpeedSnap
 
@@ -130,7 +132,7 @@ def _backlog(cache, quick: bool) -> dict[str, float]:
         flips = [a for a in ann.log if a.kind == "flipped"]
         worst["flips"] += len(flips)
         # first card of each flip serial: how long after the flip it was heard
-        firsts = {}
+        firsts: dict[int, Announcement] = {}
         for a in flips:
             firsts.setdefault(a.flip, a)
         delays += [ann.started[a.id] - a.t for a in firsts.values() if a.id in ann.started]

@@ -24,18 +24,27 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import Row
+
+if TYPE_CHECKING:  # heavy modules are imported where they are used
+    from voicesnap.audio import AudioChunk
+    from voicesnap.bursts import SpeechBurst
+    from voicesnap.keyword import KeywordModel
+    from voicesnap.spotters import Spotter
+    from voicesnap.spotters.channels import ChannelSpotters
 
 ROOT = Path(__file__).resolve().parents[1]
 AREA = "channels"
 
 
 def _spot(model: object, track: np.ndarray, owners: dict[int, str], margin: float | None,
-          keyword: object = None) -> tuple[list, object]:
+          keyword: KeywordModel | None = None) -> tuple[list, ChannelSpotters]:
     """Detections of Vosk per mic (and, given ``keyword``, the keyword model beside it) with the rule."""
     from voicesnap.audio import ArraySource
     from voicesnap.spotters.channels import ChannelSpotters
@@ -44,7 +53,7 @@ def _spot(model: object, track: np.ndarray, owners: dict[int, str], margin: floa
     from voicesnap.spotters.keyword import KeywordSpotter
     from voicesnap.spotters.vosk_spotter import VoskSpotter
 
-    per: dict[int, object] = {ch: SpeechGate(VoskSpotter(model, channel=ch), channel=ch) for ch in owners}
+    per: dict[int, Spotter] = {ch: SpeechGate(VoskSpotter(model, channel=ch), channel=ch) for ch in owners}
     if keyword is not None:
         per = {ch: JudgedSpotter(v, KeywordSpotter(keyword, channel=ch, gate=True)) for ch, v in per.items()}  # as play
     sp = ChannelSpotters(per, owners, margin_db=margin)
@@ -95,17 +104,24 @@ def tracker_over_announcer() -> list[Row]:
         name = "bursts"
 
         def __init__(self) -> None:
-            self.tracker, self.bursts = BurstTracker(), []
+            self.tracker = BurstTracker()
+            self.bursts: list[SpeechBurst] = []
 
-        def accept(self, chunk: object) -> list:
-            self.bursts += self.tracker.accept(chunk)  # type: ignore[arg-type]
+        def accept(self, chunk: AudioChunk) -> list:
+            self.bursts += self.tracker.accept(chunk)
             return []
 
         def flush(self) -> list:
             self.bursts += self.tracker.flush()
             return []
 
-    stats = {"raw microphone": [0, 0.0, []], "echo canceller output": [0, 0.0, []]}
+    @dataclass
+    class Tally:
+        alone: int = 0  # bursts with no call
+        secs: float = 0.0  # their total length
+        spans: list[tuple[float, float]] = field(default_factory=list)  # per call: starts early, ends late (s)
+
+    stats = {"raw microphone": Tally(), "echo canceller output": Tally()}
     names = []
     for fx in load_corpus(categories=("echo", "noisy")):
         ref = fx.read_reference()
@@ -121,16 +137,17 @@ def tracker_over_announcer() -> list[Row]:
         raw.flush()
         cancelled.flush()
         for label, feed in (("raw microphone", raw), ("echo canceller output", out)):
-            ended = [b for b in feed.bursts if b.end is not None]
-            alone = [b for b in ended if not any(b.onset < e + 0.05 and o < b.end for o, e in calls)]
-            stats[label][0] += len(alone)
-            stats[label][1] += sum(b.end - b.onset for b in alone)
+            ended = [(b.onset, b.end) for b in feed.bursts if b.end is not None]  # (onset, end)
+            alone = [(bo, be) for bo, be in ended if not any(bo < e + 0.05 and o < be for o, e in calls)]
+            stats[label].alone += len(alone)
+            stats[label].secs += sum(be - bo for bo, be in alone)
             for o, e in calls:  # the burst that holds a call: how early it starts (the announcer), how late it ends
-                held = [b for b in ended if b.onset < e and o < b.end]
+                held = [(bo, be) for bo, be in ended if bo < e and o < be]
                 if held:
-                    stats[label][2].append((o - min(b.onset for b in held), max(b.end for b in held) - e))
+                    stats[label].spans.append((o - min(bo for bo, _be in held), max(be for _bo, be in held) - e))
     rows = []
-    for label, (n, secs, spans) in stats.items():
+    for label, tally in stats.items():
+        n, secs, spans = tally.alone, tally.secs, tally.spans
         early = np.median([a for a, _b in spans]) * 1000 if spans else float("nan")
         late = np.median([b for _a, b in spans]) * 1000 if spans else float("nan")
         rows.append(Row(AREA, f"burst tracker on the {label}: bursts with no call", n, "", "",
@@ -158,7 +175,8 @@ def run(quick: bool) -> list[Row]:
         keyword = load_keyword_model(None, None)
     except Exception:  # noqa: BLE001 (a damaged install: corpus_mic_rows says why)
         keyword = None
-    cases = [(None, "no crosstalk rule", None), (MARGIN_DB, f"crosstalk rule {MARGIN_DB:g} dB", None)]
+    cases: list[tuple[float | None, str, KeywordModel | None]] = [
+        (None, "no crosstalk rule", None), (MARGIN_DB, f"crosstalk rule {MARGIN_DB:g} dB", None)]
     if keyword is not None:
         cases.append((MARGIN_DB, f"crosstalk rule {MARGIN_DB:g} dB, with the keyword model", keyword))
     for margin, label, kw in cases:

@@ -39,7 +39,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -184,7 +184,7 @@ def _render(g: ModuleType, i: int) -> None:
 def render_file(i: int, folder: Path) -> Fixture:
     """File ``i`` of the stream alone, written into ``folder`` (tests: one stretch, no hour)."""
     g = _generator()
-    g.CORPUS = folder
+    setattr(g, "CORPUS", folder)  # a script's global: ModuleType declares no attributes to assign
     _render(g, i)
     return load(folder / f"nocall_{i:03d}_{KINDS[i % len(KINDS)]}.json")
 
@@ -197,7 +197,7 @@ def render_stream(minutes: float = MINUTES, cache: Path = CACHE) -> list[Fixture
         g = _generator()
         cache.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".render-", dir=cache))
-        g.CORPUS = tmp  # Fixture.write puts the files there
+        setattr(g, "CORPUS", tmp)  # Fixture.write puts the files there
         for i in range(len(names)):
             _render(g, i)
         if folder.exists():  # another run finished first: keep its files
@@ -218,7 +218,7 @@ def rows_for(name: str, factory: Callable[[], Any], fixtures: list[Fixture], sho
     false = list(every.false)
     lo, hi = poisson_interval(len(false), hours)
     by_kind: Counter[str] = Counter(_kind(n) for n, _ in false)
-    kind_hours: Counter[str] = Counter()
+    kind_hours: defaultdict[str, float] = defaultdict(float)
     for f in fixtures:
         kind_hours[_kind(f.name)] += f.duration / 3600
     by_name = {f.name: f for f in fixtures}

@@ -26,10 +26,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import Row
+
+if TYPE_CHECKING:  # heavy modules are imported where they are used
+    from voicesnap.keyword import KeywordModel
+    from voicesnap.spotters import Spotter
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAYERS4 = ("alice", "bob", "cara", "dev")
@@ -58,7 +63,7 @@ class _Memory(list):
         self.extend(records)
 
 
-def _keyword() -> object:
+def _keyword() -> KeywordModel | None:
     """The keyword model when installed (play then judges each mic with it beside Vosk), else None."""
     try:
         from voicesnap.keyword import load_keyword_model
@@ -80,7 +85,7 @@ def _spotter(model: str, channels: int, pool_flag: list, gate: bool = True, keyw
     pool = PoolClaim(pool_flag)  # as voicesnap play does
 
     # behind the speech gate, as voicesnap play runs it unless --no-gate
-    per = {ch: VoskSpotter(loaded, channel=ch, pool_exists=pool) for ch in range(channels)}
+    per: dict[int, Spotter] = {ch: VoskSpotter(loaded, channel=ch, pool_exists=pool) for ch in range(channels)}
     if gate:
         per = {ch: SpeechGate(sp, channel=ch) for ch, sp in per.items()}
     kw = _keyword() if keyword else None
@@ -143,7 +148,7 @@ def _ms(values: list[float], q: float) -> float:
 
 def _measure(log: list, ends: dict[tuple[str, float], float]) -> dict:
     """Ruling and detection latencies (s, audio clock) and how each ruling was reached, from a game log."""
-    from voicesnap.rules import RULINGS
+    from voicesnap.rules import RULINGS, PoolTied, TieToPool
     from voicesnap.table import TableStep
 
     out: dict = {"rulings": [], "plain": [], "pool": [], "detect": [], "by": [], "kinds": [], "ruled": 0}
@@ -160,7 +165,7 @@ def _measure(log: list, ends: dict[tuple[str, float], float]) -> dict:
         if isinstance(r, RULINGS):
             out["ruled"] += 1
             out["by"].append(by or "at once")
-            who = getattr(r, "player", None) or r.players[0]
+            who = r.players[0] if isinstance(r, (TieToPool, PoolTied)) else r.player
             out["kinds"].append((type(r).__name__, who))
             match = [v for k, v in ends.items() if k[0] == who and abs(k[1] - r.t) < 0.3]
             if match and heard_at is not None:

@@ -31,10 +31,14 @@ import itertools
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from . import Row
+
+if TYPE_CHECKING:  # heavy modules are imported where they are used
+    from voicesnap.encoder import Encoder
 
 AREA = "voices"
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +145,7 @@ def synthetic_speech_file(path: Path, name: str, seconds: float | None = None) -
     return write_wav(path, np.round(x * 32767).astype(np.int16)[:, None], 16000)
 
 
-def synthetic(quick: bool, encoder: object = "auto", speech: bool = False) -> list[Row]:
+def synthetic(quick: bool, encoder: Encoder | str | None = "auto", speech: bool = False) -> list[Row]:
     """``encoder``: Voices' default (the installed speaker encoder, if any), or None for the voiceprint only.
 
     ``speech``: the players also enroll a free-speech sample (``synthetic_speech``).
@@ -283,7 +287,8 @@ def real(quick: bool) -> list[Row]:
     names = sorted(speakers)
     prints = {n: [V.voiceprint(y) for y in clips] for n, clips in speakers.items()}
     rows = []
-    genuine, impostor = [], []
+    genuine: list[float] = []
+    impostor: list[float] = []
     trials: list[Trial] = []  # (k, known speaker, best model right, best ratio)
     for k in (2, 4, 6):
         combos = speech_commands_combos(names, k, quick)
@@ -323,8 +328,8 @@ def real(quick: bool) -> list[Row]:
     # calibration: the voice-ratio line that keeps unknown real voices <= 2% accepted, and its cost
     line = stranger_line(trials, higher_closer=False)
     for k in (2, 4, 6):
-        right, fa, unknown = at_line(trials, k, line, higher_closer=False)
-        rows.append(Row(AREA, f"REAL accuracy at the <= 2%-unknown voice line, {k} players", right, "", "",
+        share, fa, unknown = at_line(trials, k, line, higher_closer=False)
+        rows.append(Row(AREA, f"REAL accuracy at the <= 2%-unknown voice line, {k} players", share, "", "",
                         f"line {line:.2f} (voice ratio); unknown accepted {fa}/{unknown}"))
     rows += _synthetic_at_voice_line(line)
     return rows
@@ -396,7 +401,7 @@ def real_encoder(quick: bool) -> list[Row]:
                 first = ENROLL_TAKES if spk in combo else 0
                 for x, y, snr in clips[spk][first:]:
                     cos = vs.embedding_scores(y) or {}
-                    who = max(cos, key=cos.get)
+                    who = max(cos, key=cos.__getitem__)
                     alone = who if vs.encoder_ratio(who, cos[who]) <= 1.0 else None
                     att = vs.attribute(x)
                     trials["encoder alone"].append((k, spk in combo, who == spk, cos[who]))
@@ -451,9 +456,9 @@ def real_encoder(quick: bool) -> list[Row]:
         what = (f"cosine > {line:.3f}" if kind == "encoder alone" else
                 f"combined ratio < {-line:.2f} (play accepts <= {V.ACCEPT})")
         for k in (2, 4, 6):
-            right, fa, unknown = at_line(trials[kind], k, line, higher_closer=True)
+            share, fa, unknown = at_line(trials[kind], k, line, higher_closer=True)
             rows.append(Row(AREA, f"{kind}: accuracy at the <= 2%-unknown line, {k} players ({TI_LABEL})",
-                            right, "", "", f"line {what}; unknown accepted {fa}/{unknown}"))
+                            share, "", "", f"line {what}; unknown accepted {fa}/{unknown}"))
     rows.append(Row(AREA, f"Voices named nobody where the encoder alone was right ({TI_LABEL})",
                     (lost["of"] and (lost["gated"] + lost["template"] + lost["what"] + lost["other"]) / lost["of"])
                     or 0.0, "", "",
@@ -647,8 +652,8 @@ def real_words(quick: bool) -> list[Row]:
     # same-word voices <= 2% accepted, and what it leaves of the real speakers' own takes
     line = stranger_line(trials, higher_closer=False)
     for k in sorted(tally):
-        right, fa, unknown = at_line(trials, k, line, higher_closer=False)
-        rows.append(Row(AREA, f"accuracy at the <= 2%-unknown line, {k} players ({REAL_LABEL})", right, "", "",
+        share, fa, unknown = at_line(trials, k, line, higher_closer=False)
+        rows.append(Row(AREA, f"accuracy at the <= 2%-unknown line, {k} players ({REAL_LABEL})", share, "", "",
                         f"line: combined ratio {line:.2f} (play accepts <= {V.ACCEPT}); unknown accepted "
                         f"{fa}/{unknown}"))
     rows.append(Row(AREA, f"equal error rate, all enrollable speakers ({REAL_LABEL})", eer(genuine, impostor), "", "",
@@ -691,7 +696,9 @@ def real_words_encoder(quick: bool) -> list[Row]:
                     note="skipped: no speaker encoder installed (voicesnap models download --kind encoder, "
                     "or VOICESNAP_ENCODER_MODEL)")]
     words = sorted(p.name for p in REAL_WORDS.iterdir() if p.is_dir())
-    kinds = ("voiceprint", "encoder alone", "encoder + templates", "with speech sample", "speech sample with pauses")
+    kinds: tuple[str, ...] = ("voiceprint", "encoder alone", "encoder + templates", "with speech sample",
+                              "speech sample with pauses")
+    speech: tuple[bool | str, ...] = (True, "paused")  # real_words_profiles' speech= for kinds[3:]
     if not LIBRISPEECH.is_dir():
         kinds = kinds[:3]
     tally = {(kind, k): [0, 0, 0, 0] for kind in kinds for k in (2, 4)}  # right, known, accepted unknown, unknown
@@ -704,7 +711,7 @@ def real_words_encoder(quick: bool) -> list[Row]:
         if len(profiles) < 2:
             continue
         spoken = {kind: real_words_profiles(word, takes, speech=how)[0]
-                  for kind, how in zip(kinds[3:], (True, "paused"))}
+                  for kind, how in zip(kinds[3:], speech)}
         rival = V.announcer_profile(word)
         trimmed = {spk: [V.trim(x)[0] for x, _m in items] for spk, items in takes.items()}
         for k in (2, 4):
@@ -723,7 +730,7 @@ def real_words_encoder(quick: bool) -> list[Row]:
                         times.append(time.perf_counter() - t0)
                         att_old = old.attribute(x)
                         cos = new.embedding_scores(y) or {}
-                        who = max(cos, key=cos.get) if cos else None  # encoder alone: the most alike
+                        who = max(cos, key=cos.__getitem__) if cos else None  # encoder alone: the most alike
                         alone = (who if who is not None and who not in new.rivals
                                  and new.encoder_ratio(who, cos[who]) <= 1.0 else None)
                         if who is not None:
@@ -761,9 +768,9 @@ def real_words_encoder(quick: bool) -> list[Row]:
     # what a fixed line strict enough for <= 2% strangers would leave of the players' own takes
     line = stranger_line(trials, higher_closer=True)
     for k in (2, 4):
-        right, fa, unknown = at_line(trials, k, line, higher_closer=True)
+        share, fa, unknown = at_line(trials, k, line, higher_closer=True)
         rows.append(Row(AREA, f"encoder alone: accuracy at the <= 2%-stranger line, {k} players ({ENC_LABEL})",
-                        right, "", "", f"line: cosine > {line:.3f} (pooled 2/4-player strangers); strangers "
+                        share, "", "", f"line: cosine > {line:.3f} (pooled 2/4-player strangers); strangers "
                         f"accepted {fa}/{unknown}"))
     rows.append(Row(AREA, "time per attribution with the speaker encoder (median)", 1000 * float(np.median(times)),
                     "ms", "", "real same-word takes, Voices.attribute incl. the embedding"))
@@ -933,11 +940,14 @@ def real_words_noise(quick: bool) -> list[Row]:
                     y = V.trim(x)[0]
                     level = float(np.sqrt(np.mean(y.astype(np.float64) ** 2)))
                     if kind == "pink":
-                        n = _pink(len(x), rng)
+                        noise = _pink(len(x), rng)
                     else:
-                        n = sum(bab[o: o + len(x)] for o in rng.integers(0, len(bab) - len(x), 3))
-                        n = n / np.sqrt(np.mean(n ** 2))
-                    noisy.setdefault(spk, []).append((x + n * level * 10 ** (-NOISE_SNR / 20)).astype(np.float32))
+                        assert bab is not None, "babble without its source was skipped above"
+                        # a sum of three slices: an array, never the empty sum's 0
+                        noise = cast(np.ndarray, sum(bab[o: o + len(x)]
+                                                     for o in rng.integers(0, len(bab) - len(x), 3)))
+                        noise = noise / np.sqrt(np.mean(noise ** 2))
+                    noisy.setdefault(spk, []).append((x + noise * level * 10 ** (-NOISE_SNR / 20)).astype(np.float32))
             settings = [("before", float("inf"), profiles), ("now", V.ENC_DENOISED_MIN_SNR, profiles)]
             if spoken:
                 settings.append(("speech", V.ENC_DENOISED_MIN_SNR, spoken))

@@ -245,11 +245,11 @@ def overlay_row(fixtures: list[Fixture], name: str, factory: Callable[[], Any], 
             for i, at in enumerate(starts):
                 take, pad = takes[(i + (streams * len(starts) if nearmiss else 0)) % len(takes)]
                 begin = at + int(offset * er.rate) - pad
-                owner = i % mics
-                y[begin: begin + len(take), owner] += gain * take
+                own = i % mics
+                y[begin: begin + len(take), own] += gain * take
                 if mics > 1:  # the neighbour's mic hears the call too
-                    y[begin + 16: begin + 16 + len(take), 1 - owner] += gain * 10 ** (-15 / 20) * take
-                truth.append(((begin + pad) / er.rate, f"p{owner}" if mics > 1 else None))
+                    y[begin + 16: begin + 16 + len(take), 1 - own] += gain * 10 ** (-15 / 20) * take
+                truth.append(((begin + pad) / er.rate, f"p{own}" if mics > 1 else None))
             played = ref
             if mid_game or warm:
                 lead = len(mic) if not warm else starts[warm]  # the whole stream, or its first announcements

@@ -19,7 +19,7 @@ from dataclasses import replace
 from voicesnap.audio import ArraySource, AudioChunk
 from voicesnap.corpus import merge, percentile, score
 
-from .spotting import CALL_WORDS, COMMAND_WORDS, corpus
+from .spotting import CALL_WORDS, COMMAND_WORDS, Factory, corpus
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     fixtures = corpus(args.quick)
     audio = {f.name: f.read()[:, :1] for f in fixtures}
-    engines = {"vosk": lambda: VoskSpotter(model, channel=0),
-               "vosk-gated": lambda: SpeechGate(VoskSpotter(model, channel=0), channel=0)}
+    engines: dict[str, Factory] = {"vosk": lambda: VoskSpotter(model, channel=0),
+                                   "vosk-gated": lambda: SpeechGate(VoskSpotter(model, channel=0), channel=0)}
     print(f"{'engine':11} {'shift':>5} {'calls':>8} {'false':>5} {'cmds':>6} {'false cmd':>9} "
           f"{'onset p95':>9} {'lat p50/p95':>12} {'fed':>5}")
     for shift in (int(s) for s in args.shifts.split(",")):

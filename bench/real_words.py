@@ -31,7 +31,7 @@ import numpy as np
 from voicesnap.audio import read_wav
 
 from . import Row
-from .spotting import CALL_WORDS, CHUNK_MS, feed, feed_claim
+from .spotting import CALL_WORDS, CHUNK_MS, feed, feed_claim, fixed_claim
 
 AREA = "listening"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "speech" / "speech_commands"
@@ -75,7 +75,7 @@ def real_word_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...]
             for word, x in data:
                 spotter = factory()
                 if hasattr(spotter, "set_pool_exists"):
-                    found = feed_claim(spotter, x, 16000, CHUNK, lambda t, v=claim: v)
+                    found = feed_claim(spotter, x, 16000, CHUNK, fixed_claim(claim))
                 else:
                     found, _ = feed(spotter, x, 16000, CHUNK)
                 if any(d.word in CALL_WORDS for d in found):

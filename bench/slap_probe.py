@@ -114,9 +114,9 @@ def murmur_probe() -> None:
             values[(word, "all")].append(v)
             values[(word, speaker)].append(v)
     print(f"{'word':24} {'speaker':10} {'n':>4}  murmur dB: 5th / 50th / 95th percentile")
-    for (word, speaker), v in sorted(values.items()):
-        p = np.percentile(v, [5, 50, 95])
-        print(f"{word:24} {speaker:10} {len(v):4}  {p[0]:6.1f} / {p[1]:6.1f} / {p[2]:6.1f}")
+    for (word, speaker), vs in sorted(values.items()):
+        p = np.percentile(vs, [5, 50, 95])
+        print(f"{word:24} {speaker:10} {len(vs):4}  {p[0]:6.1f} / {p[1]:6.1f} / {p[2]:6.1f}")
     calls, slaps = np.array(values[("CALL", "all")]), np.array(values[("slap", "all")])
     for line in (5.0, 10.0, 15.0):  # a call under the line would be dropped, a "slap" over it kept
         print(f"murmur line {line:4.0f} dB: calls under it {int((calls < line).sum())}/{len(calls)}, "

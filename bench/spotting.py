@@ -31,7 +31,7 @@ import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 import numpy as np
 
@@ -56,6 +56,15 @@ QUICK = (
 )
 
 Factory = Callable[[], Spotter]
+
+
+class PoolSpotter(Spotter, Protocol):
+    """A spotter told whether a Snap-pool claim is open (voicesnap.table.PoolClaim), as play tells it."""
+
+    def set_pool_exists(self, value: bool) -> None: ...
+
+
+PoolFactory = Callable[[], PoolSpotter]
 
 
 @dataclass
@@ -104,10 +113,15 @@ def feed(spotter: Spotter, samples: np.ndarray, rate: int, chunk_frames: int) ->
 CLAIMS = ("none", "open", "mix")
 
 
+def fixed_claim(value: bool) -> Callable[[float], bool]:
+    """A claim state that never changes (``value`` bound now, not read from a loop's variable later)."""
+    return lambda t: value
+
+
 def claim_at(fx: Fixture, mode: str) -> Callable[[float], bool]:
     """Is a claim open at time t (s) of this fixture, in ``mode``."""
     if mode in ("none", "open"):
-        return lambda t, v=(mode == "open"): v
+        return fixed_claim(mode == "open")
     spans = [(g.onset / fx.rate - 1.5, g.end / fx.rate + 0.3) for g in fx.targets((SNAP_POOL,))]
     return lambda t: any(a <= t <= b for a, b in spans)
 
@@ -494,7 +508,7 @@ def tail_noise_rows(name: str, factory: Factory, fixtures: list[Fixture], area: 
                 f"{name}: each near-miss word of the clean near-miss files, the same noise, 1 s either side")]
 
 
-def settle_rows(name: str, factory: Factory, fixtures: list[Fixture], audio: dict[str, np.ndarray],
+def settle_rows(name: str, factory: PoolFactory, fixtures: list[Fixture], audio: dict[str, np.ndarray],
                 area: str = "listening") -> list[Row]:
     """How the table's line (voicesnap.bursts.RivalWatch, with the fallback lag) fares on this engine's
     named calls, with no claim open and with one open.
