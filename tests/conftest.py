@@ -30,7 +30,7 @@ import pytest
 # Modules with tests that open the virtual sound server (PortAudio streams, paplay/parec, pactl).
 SOUND_SERVER_MODULES = frozenset({
     "test_device_loss", "test_doctor", "test_e2e_devices", "test_mic", "test_play_devices", "test_playback",
-    "test_playback_underflow", "test_replay_reference", "test_table",
+    "test_playback_underflow", "test_replay_reference", "test_source_moved", "test_table",
 })
 SOUND_SERVER = "sound-server"
 

@@ -755,12 +755,18 @@ class LiveInput:
         stall: float = 1.5,
         retry: float = 1.0,
         silent: float = 2.0,
+        watch: Any = None,
+        watch_every: float = 2.0,
     ) -> None:
         self.open_source = open_source
         self.report = report
         self.stall = stall
         self.retry = retry
         self.silent = silent  # s of exact digital silence (or a constant) that means no microphone
+        # Where the sound server records the stream from (voicesnap.pulse.SourceWatch: ``check()``, ``reset()``),
+        # asked every ``watch_every`` s of wall time: a stream moved to another live microphone looks healthy.
+        self.watch = watch
+        self.watch_every = watch_every
         self.flat_frames = 0  # frames of it in a row so far
         self.muted = False  # lost by silence (the stream still delivers)
         self.closed = threading.Event()
@@ -780,8 +786,8 @@ class LiveInput:
 
         Not every loss shows here: through PulseAudio an unloaded source's streams
         are moved to another source and go on delivering. If that one is silent
-        (exact zeros), ``_check_silence`` catches it; a stream moved to another
-        live microphone cannot be told from the right one.
+        (exact zeros), ``_check_silence`` catches it; one moved to another live
+        microphone only the server can tell (``watch``, ``_moved``).
         """
         stream = getattr(self.source, "_stream", None)  # voicesnap.audio.MicSource's sounddevice stream
         if stream is None:
@@ -837,20 +843,52 @@ class LiveInput:
             self.report(f"audio input overflow: {dropped / self.rate * 1000:.0f} ms of sound lost "
                         f"({over} overflow(s)); the computer is too busy, so calls in that gap were not heard")
 
+    def _moved(self) -> str | None:
+        """What to tell the players when the server moved the stream off the microphone they chose
+        (the game pauses), or None. A move from a default microphone is only said."""
+        change = self.watch.check() if self.watch is not None else None
+        if change is None:
+            return None
+        text, pause = change
+        if not pause:
+            self.report(text)
+            return None
+        return text
+
+    def _reopened(self) -> bool:
+        """Whether the source just opened records from the right microphone (else it is closed again)."""
+        if self.watch is None:
+            return True
+        self.watch.reset()
+        if self._moved() is None:
+            return True
+        try:
+            self.source.close()
+        except Exception:
+            pass
+        self.source = None
+        return False
+
     def __iter__(self) -> Iterator[Any]:
         offset = self.offset = 0  # frames added to the source's clock (across reopenings)
         end = 0
         self.source = self.open_source()
         self.rate = getattr(self.source, "rate", self.rate)
-        last = time.monotonic()
+        last = watched = time.monotonic()
+        if self.watch is not None:
+            self.watch.reset()
         try:
             while not self.closed.is_set():
+                moved = None
+                if self.watch is not None and time.monotonic() - watched >= self.watch_every:
+                    watched = time.monotonic()
+                    moved = self._moved()
                 try:
-                    chunk = self.source.read(timeout=0.2)
+                    chunk = self.source.read(timeout=0.2) if moved is None else None
                 except Exception:  # the driver gave up on the device (PortAudioError and kin)
                     chunk, last = None, 0.0
-                if chunk is None and self._stream_dead():
-                    last = 0.0  # no need to wait for the stall: the stream says it has stopped
+                if moved is not None or (chunk is None and self._stream_dead()):
+                    last = 0.0  # no need to wait for the stall: the stream says it has stopped, or was moved
                 if chunk is not None:
                     last = time.monotonic()
                     if offset:
@@ -864,7 +902,8 @@ class LiveInput:
                 if time.monotonic() - last < self.stall:
                     continue
                 lost_at = time.monotonic() - (self.stall if last else 0.0)
-                self.report(f"{self.LOST}: the game is paused; plug the microphone back in (or check "
+                self.report(f"{self.LOST}: {moved}" if moved is not None else
+                            f"{self.LOST}: the game is paused; plug the microphone back in (or check "
                             "'voicesnap devices') and it resumes by itself")
                 try:
                     self.source.close()
@@ -875,16 +914,17 @@ class LiveInput:
                     time.sleep(self.retry)
                     try:
                         self.source = self.open_source()
-                        break
                     except Exception:
                         continue
+                    if self._reopened():
+                        break
                 if self.source is None:
                     return
                 gap = int((time.monotonic() - lost_at) * self.rate)
                 offset = self.offset = end + gap
                 self._seen = {"overflows": 0, "dropped_frames": 0}
                 self.flat_frames, self.muted = 0, False  # (its return is reported just below)
-                last = time.monotonic()
+                last = watched = time.monotonic()
                 self.report(f"{self.BACK}: resuming")
         finally:
             if self.source is not None:

@@ -520,7 +520,11 @@ def run(args: argparse.Namespace) -> int:
             def open_mic() -> Any:
                 return MicSource(device=_route(args.input, "input"), channels=n_channels, option="--input").open()
 
-            live = LiveInput(open_mic, lambda text: None)
+            from ..pulse import source_watch
+
+            routed = _route(args.input, "input")
+            live = LiveInput(open_mic, lambda text: None,
+                             watch=source_watch(routed, args.input if routed == "pulse" else None))
             chunks = live
         if args.record and chunks is not None:
             name = "audio.wav" if not args.resume else f"audio-resumed-{int(time.time())}.wav"
