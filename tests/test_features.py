@@ -1,4 +1,5 @@
-"""features.percentile_1d must equal numpy's percentile exactly (the spotter's noise floor relies on it)."""
+"""features.percentile_1d must equal numpy's percentile exactly (the spotter's noise floor relies on it),
+and features.frame_levels numpy's logaddexp reduce (every template's level rests on it)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from voicesnap.features import percentile_1d
+from voicesnap.features import frame_levels, peak_level, percentile_1d
+from voicesnap.voices.templates import TemplateBank
 
 
 @settings(max_examples=300, deadline=None)
@@ -15,6 +17,18 @@ from voicesnap.features import percentile_1d
        st.sampled_from([0.0, 10.0, 20.0, 50.0, 90.0, 99.5, 100.0]))
 def test_percentile_1d_is_numpys_percentile_bit_for_bit(a: np.ndarray, q: float) -> None:
     assert percentile_1d(a, q) == float(np.percentile(a, q))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(arrays(np.float32, st.tuples(st.integers(2, 60), st.just(40)), elements=st.floats(-30, 10, width=32)),
+                min_size=1, max_size=12))
+def test_frame_levels_and_a_banks_peaks_are_numpys_reduce_bit_for_bit(mels: list[np.ndarray]) -> None:
+    for m in mels:
+        assert np.array_equal(frame_levels(m), np.logaddexp.reduce(m, axis=1))
+        assert peak_level(m) == float(np.max(np.logaddexp.reduce(m, axis=1)))
+    bank = TemplateBank([("p", "snap", m) for m in mels])
+    assert np.array_equal(bank.peaks, np.array([float(np.max(np.logaddexp.reduce(m, axis=1))) for m in mels],
+                                               np.float32))
 
 
 def test_percentile_1d_refuses_an_empty_array() -> None:

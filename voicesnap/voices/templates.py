@@ -120,9 +120,11 @@ class TemplateBank:
         self.lengths = np.array([len(m) for _, _, m in items], dtype=np.int64)
         self.log_mel = (np.concatenate([m for _, _, m in items]) if items
                         else np.zeros((0, F.N_MELS), np.float32))
-        self.peaks = np.array([F.peak_level(m) for _, _, m in items], dtype=np.float32)
         ends = np.cumsum(self.lengths)
         self.first = ends - self.lengths
+        # every template's F.peak_level at once (the same values: the loudest of its frames' levels)
+        self.peaks = (np.maximum.reduceat(F.frame_levels(self.log_mel), self.first).astype(np.float32)
+                      if items else np.zeros(0, np.float32))
         self.last = ends - 1
         m = len(self.log_mel)
         self._is_first = np.zeros(m, bool)
@@ -184,16 +186,24 @@ class TemplateBank:
         end_cost = np.empty((n, k), np.float32)
         end_start = np.empty((n, k), np.float32)
         last = self.last + 2
+        # one set of work rows for the whole loop: no array is allocated per input frame
+        diag, skip, stay, later = (np.empty(m, np.float32) for _ in range(4))
+        take_diag, skip_first = np.empty(m, bool), np.empty(m, bool)
         for i in range(n):
-            d = cur[0, 2:]
-            diag = cur[0, 1:-1] + diag_pen
-            skip = cur[0, :-2] + skip_pen
-            stay = d + stay_pen
+            c, s = cur[0], cur[1]
+            np.add(c[1:-1], diag_pen, out=diag)
+            np.add(c[:-2], skip_pen, out=skip)
+            np.add(c[2:], stay_pen, out=stay)
             # the cheapest step (ties go diagonal, then skip, then stay)
-            later = np.minimum(skip, stay)
-            take_diag = diag <= later
-            np.add(cost[i], np.where(take_diag, diag, later), out=nxt[0, 2:])
-            np.copyto(nxt[1, 2:], np.where(take_diag, cur[1, 1:-1], np.where(skip <= stay, cur[1, :-2], cur[1, 2:])))
+            np.less_equal(skip, stay, out=skip_first)
+            np.minimum(skip, stay, out=later)
+            np.less_equal(diag, later, out=take_diag)
+            np.copyto(later, diag, where=take_diag)
+            np.add(cost[i], later, out=nxt[0, 2:])
+            start = nxt[1, 2:]  # the path's start frame travels with the step taken
+            np.copyto(start, s[2:])
+            np.copyto(start, s[:-2], where=skip_first)
+            np.copyto(start, s[1:-1], where=take_diag)
             if not anchored or i == 0:
                 nxt[0, firsts + 2] = cost[i, firsts]
                 nxt[1, firsts + 2] = i
