@@ -77,6 +77,8 @@ class SourceWatch:
             return None
         if self.named is not None:
             names = self._names()
+            if not names:  # the server did not say which sources there are: no opinion
+                return None
             if names.get(index) == self.named:
                 self.on = index
                 return None

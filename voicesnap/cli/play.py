@@ -517,12 +517,13 @@ def run(args: argparse.Namespace) -> int:
         if args.input_file:
             chunks = FileSource(args.input_file, chunk_frames=320)
         else:
-            def open_mic() -> Any:
-                return MicSource(device=_route(args.input, "input"), channels=n_channels, option="--input").open()
-
             from ..pulse import source_watch
 
-            routed = _route(args.input, "input")
+            routed = _route(args.input, "input")  # (a PulseAudio name is routed once: PULSE_SOURCE stays set)
+
+            def open_mic() -> Any:
+                return MicSource(device=routed, channels=n_channels, option="--input").open()
+
             live = LiveInput(open_mic, lambda text: None,
                              watch=source_watch(routed, args.input if routed == "pulse" else None))
             chunks = live
