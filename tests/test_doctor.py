@@ -92,3 +92,21 @@ def test_the_speaker_encoder_is_checked_with_its_download(monkeypatch: pytest.Mo
     (folder / "encoder.npz").write_bytes(Path(real, "encoder.npz").read_bytes())
     found = doctor.check_encoder(tmp_path)
     assert found.ok and str(folder) in found.detail
+
+
+def test_the_microphone_watch_is_checked_against_the_real_sound_server(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("pactl") is None or subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
+        pytest.skip("no PulseAudio server with pactl here (source .ci/pulse.sh)")
+    check = doctor.check_source_watch()
+    assert check.ok and "notices" in check.detail, check  # CI's PulseAudio 16: pactl answers in JSON
+    fake = tmp_path / "bin"  # a PulseAudio without its tools: the fix names the package
+    fake.mkdir()
+    (fake / "pulseaudio").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "pulseaudio").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    check = doctor.check_source_watch()
+    assert not check.ok and not check.needed and "apt-get install pulseaudio-utils" in check.fix, check

@@ -18,12 +18,12 @@ import shutil
 import subprocess
 from typing import Callable
 
-__all__ = ["SourceWatch", "source_watch"]
+__all__ = ["SourceWatch", "pactl_json", "source_watch"]
 
 Pactl = Callable[[list[str]], str]
 
 
-def _pactl(args: list[str]) -> str:
+def pactl_json(args: list[str]) -> str:
     """``pactl -f json ARGS``'s output ("" when the server or the tool does not answer)."""
     try:
         done = subprocess.run(["pactl", "-f", "json", *args], capture_output=True, text=True, timeout=3)
@@ -43,7 +43,7 @@ class SourceWatch:
     from the audio callback.
     """
 
-    def __init__(self, named: str | None = None, *, pid: int | None = None, pactl: Pactl = _pactl) -> None:
+    def __init__(self, named: str | None = None, *, pid: int | None = None, pactl: Pactl = pactl_json) -> None:
         self.named = named
         self.pid = str(os.getpid() if pid is None else pid)
         self.pactl = pactl
@@ -106,7 +106,7 @@ def source_watch(routed: object, named: str | None) -> SourceWatch | None:
     """A watch for play's microphone when it goes through PulseAudio (``routed``: what ``--input``
     became for PortAudio; ``named``: the PulseAudio source it names, or None for the default), else
     None: a PortAudio device of its own (hw:...) is not moved by any server."""
-    if shutil.which("pactl") is None or not _pactl(["info"]):
+    if shutil.which("pactl") is None or not pactl_json(["info"]):
         return None
     if routed is None or routed in ("pulse", "default"):
         return SourceWatch(named if routed == "pulse" else None)

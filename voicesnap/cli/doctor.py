@@ -250,11 +250,41 @@ def check_devices() -> list[Check]:
     return out
 
 
+def check_source_watch() -> Check:
+    """Whether play can notice the sound server swapping the microphone for another one (voicesnap.pulse):
+    it asks ``pactl`` (PulseAudio 16 or newer, or PipeWire's pulse server) which source it records from."""
+    import shutil
+    import subprocess
+
+    from ..pulse import pactl_json
+
+    name = "microphone watch"
+    if shutil.which("pactl") is None:
+        if shutil.which("pulseaudio") is None and shutil.which("pipewire-pulse") is None:
+            return Check(name, True, "no PulseAudio server here: no sound server can swap the microphone", needed=False)
+        return Check(name, False, "pactl is not installed, so a microphone unplugged while another one is there "
+                     "(the sound server then records the game from that one) is not noticed",
+                     "install it: sudo apt-get install pulseaudio-utils", needed=False)
+    try:
+        answered = subprocess.run(["pactl", "info"], capture_output=True, text=True, timeout=5).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        answered = False
+    if not answered:
+        return Check(name, True, "no PulseAudio server answers: nothing to watch (see microphone below)", needed=False)
+    if not pactl_json(["info"]):
+        return Check(name, False, "this pactl cannot answer in JSON (it needs PulseAudio 16 or newer), so a "
+                     "microphone unplugged while another one is there is not noticed",
+                     "update pulseaudio-utils, or name the microphone with --input and check it is "
+                     "the one in use (voicesnap devices)", needed=False)
+    return Check(name, True, "play notices when the sound server moves the microphone's stream to another "
+                 "microphone (pactl)", needed=False)
+
+
 def run_checks(root: Path) -> list[Check]:
     steps: list[Callable[[], Check | list[Check]]] = [
         check_portaudio, check_espeak, check_pyttsx3,
         lambda: check_vosk_model(root), lambda: check_keyword(root), lambda: check_encoder(root),
-        lambda: check_profiles(root), check_devices,
+        lambda: check_profiles(root), check_devices, check_source_watch,
     ]
     results: list[Check] = []
     for step in steps:
