@@ -22,11 +22,13 @@ fixtures that hold the announcer, the bursts each stream shows (rows
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -228,11 +230,14 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
     from voicesnap import corpus as C
     from voicesnap.audio import ArraySource
     from voicesnap.keyword import KeywordError, load_keyword_model
-    from voicesnap.spotters.channels import ChannelSpotters
+    from voicesnap.spotters.channels import ChannelSpotters, OwnWordCheck
+    from voicesnap.spotters.enrolled import EnrolledSpotter
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.judges import JudgedSpotter
     from voicesnap.spotters.keyword import KeywordSpotter
     from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    from . import scratch_data_dir
 
     try:
         keyword = load_keyword_model(None, None)
@@ -249,10 +254,26 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
             per[ch] = JudgedSpotter(v, KeywordSpotter(keyword, channel=ch, pool_exists=True, gate=True)) if judged else v
         return ChannelSpotters(per, {0: "me", 1: "other"})
 
+    profiles: list = []  # the six fixture players, for --strict-calls (channels.OwnWordCheck)
+    with scratch_data_dir() as tmp, contextlib.redirect_stdout(io.StringIO()):  # (enroll's own report)
+        from .enrolled_setup import fixture_profiles
+
+        try:
+            profiles = fixture_profiles(tmp)
+        except Exception:  # noqa: BLE001 (the strict row is left out)
+            profiles = []
+
+    def strict() -> OwnWordCheck:
+        return OwnWordCheck(build(True), EnrolledSpotter(profiles))
+
     cats = ("noisy",) if quick else MIC_CATEGORIES
     fixtures = C.load_corpus(categories=cats)
     rows = []
-    for judged, label in ((False, "Vosk alone"), (True, "Vosk + keyword model")):
+    kinds: list[tuple[Callable[[], Any], str]] = [(lambda: build(False), "Vosk alone"),
+                                                   (lambda: build(True), "Vosk + keyword model")]
+    if profiles:
+        kinds.append((strict, "Vosk + keyword model, --strict-calls (the enrollment must hear the call too)"))
+    for make, label in kinds:
         hits = calls = false = 0
         errs: list[float] = []
         lat: list[float] = []
@@ -260,7 +281,7 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
         for fx in fixtures:
             x = fx.read()[:, 0]
             track = np.stack([x, np.round(0.1 * x.astype(np.float32)).astype(np.int16)], axis=1)
-            sp = build(judged)
+            sp = make()
             t0 = time.process_time()
             found = []
             for chunk in ArraySource(track, fx.rate, chunk_frames=320):

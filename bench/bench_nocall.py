@@ -27,7 +27,9 @@ the rendering. Needs espeak-ng, as the generator does.
 those engines (default: combined and enrolled, the one-mic engines a game
 runs; "vosk+keyword" is what listens on each mic of per-player microphones,
 both behind the speech gate as play runs them, where every false call is
-charged to the mic's player); ``python3 -m bench`` runs it with the defaults (``--quick``: 12 min).
+charged to the mic's player; "vosk+keyword+strict" is that with ``play --strict-calls``,
+where the players' enrollment must hear the call too); ``python3 -m bench`` runs it with the
+defaults (``--quick``: 12 min).
 """
 
 from __future__ import annotations
@@ -274,6 +276,12 @@ def run(quick: bool, engines: tuple[str, ...] = ENGINES, minutes: float | None =
             # per-player mics: both judges behind the speech gate, no enrollment, as play runs each mic
             vosk, keyword = factories["vosk-gated"], factories["keyword-gated"]
             factories["vosk+keyword"] = lambda: JudgedSpotter(vosk(), keyword())
+            if "enrolled" in factories:  # per-player mics with --strict-calls: the enrollment must hear the call
+                from voicesnap.spotters.channels import ChannelSpotters, OwnWordCheck
+
+                enrolled = factories["enrolled"]
+                factories["vosk+keyword+strict"] = lambda: OwnWordCheck(
+                    ChannelSpotters({0: JudgedSpotter(vosk(), keyword())}, {0: "the mic's player"}), enrolled())
         for name in engines:
             if name not in factories:
                 rows.append(Row(AREA, "no-call hour", "n/a", note=f"{name}: {why.get(name, 'not available')}"))

@@ -64,12 +64,26 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     (["--players", "A,B", "--channels", "A=0,Zed=1", "--engine", "none"], "not in --players"),
     (["--players", "A,B", "--channels", "A=0,B=0", "--engine", "none"], "same input channel"),
     (["--resume"], "no session to resume"),
+    (["--players", "A,B", "--strict-calls"], "--strict-calls is for one microphone per player"),
 ])
 def test_impossible_options_get_a_clear_message(args: list[str], message: str, data: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["play", *args, "--quiet", "--no-keyboard"]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_strict_calls_name_the_players_who_must_enroll_first(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from voicesnap import models
+
+    try:
+        models.find_model("en", None, data)
+    except Exception:  # noqa: BLE001 (any way of not having one)
+        pytest.skip("no Vosk English model (set VOICESNAP_VOSK_MODEL; .ci/run fetches one)")
+    assert main(["play", "--players", "A,B", "--channels", "A=0,B=1", "--strict-calls", "--quiet",
+                 "--no-keyboard"]) == 2
+    err = capsys.readouterr().err
+    assert "enroll A, B first" in err and "Traceback" not in err
 
 
 def test_the_table_display_fits_80_columns(data: Path, tmp_path: Path) -> None:

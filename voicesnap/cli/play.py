@@ -41,6 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", help="input device (number or name; see voicesnap devices)")
     parser.add_argument("--output", help="output device for the announcer")
     parser.add_argument("--channels", help="one microphone per player: Alice=0,Bob=1 (input channel numbers)")
+    parser.add_argument("--strict-calls", action="store_true",
+                        help="with --channels: a call counts only if the player's enrollment also hears their call "
+                             "in it (far fewer false calls from table talk, more calls missed in loud noise)")
     parser.add_argument("--text", action="store_true",
                         help="print every announcement as one plain line (for screen readers) "
                         "instead of the table display")
@@ -160,6 +163,9 @@ def latest_session(root: Path) -> Path:
     return found[-1].parent
 
 
+STRICT = "+strict"  # an engine name's ending: per-player mics with --strict-calls
+
+
 def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tuple[str, ...],
                   channels: dict[str, int], pool_flag: list[Any], variant: str) -> tuple[Any, str]:
     """The keyword spotter for this table, and the engine's name (or None, "none").
@@ -171,6 +177,9 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     """
     if engine == "none":
         return None, "none"
+    if engine.endswith(STRICT):  # a logged name: the session checked each call against the enrollment
+        engine = engine.removesuffix(STRICT)
+        args = argparse.Namespace(**{**vars(args), "strict_calls": True})
     if engine in ("combined+keyword", "vosk+keyword"):  # logged names: the keyword model was used
         need_vosk = engine == "vosk+keyword"  # re-judged without it, a replay would differ unsaid
         engine = "combined" if engine == "combined+keyword" else "auto"
@@ -199,7 +208,21 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     pool_exists = PoolClaim(pool_flag)
 
     if channels and (model is not None or (keyword is not None and variant != "slapjack")):
-        return _channel_spotters(model, keyword, channels, pool_exists, variant, args)
+        spotter, name = _channel_spotters(model, keyword, channels, pool_exists, variant, args)
+        if not getattr(args, "strict_calls", False):
+            return spotter, name
+        from ..spotters.channels import OwnWordCheck
+        from ..spotters.enrolled import EnrolledSpotter
+
+        profiles = profiles or _profiles(root, players)
+        missing = [p for p in channels if p not in {prof.name for prof in profiles}]
+        if missing:
+            raise UserError(f"--strict-calls checks each call against its player's enrollment: enroll "
+                            f"{', '.join(missing)} first (voicesnap enroll NAME), or play without --strict-calls")
+        return OwnWordCheck(spotter, EnrolledSpotter(profiles)), name + STRICT
+    if getattr(args, "strict_calls", False) and not channels:
+        raise UserError("--strict-calls is for one microphone per player (--channels Alice=0,Bob=1): on one "
+                        "microphone every call is already checked against the players' enrollment")
     from ..spotters.combined import CombinedSpotter
 
     if engine in ("auto", "combined") and model is not None and profiles:
