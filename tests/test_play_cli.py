@@ -65,6 +65,7 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     (["--players", "A,B", "--channels", "A=0,B=0", "--engine", "none"], "same input channel"),
     (["--resume"], "no session to resume"),
     (["--players", "A,B", "--strict-calls"], "--strict-calls is for one microphone per player"),
+    (["--players", "A,B", "--channels", "A=0,B=1", "--strict-calls", "--engine", "none"], "--engine none hears none"),
 ])
 def test_impossible_options_get_a_clear_message(args: list[str], message: str, data: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -489,6 +489,8 @@ def run(args: argparse.Namespace) -> int:
         )
     players = settings.players
     channels = parse_channels(args.channels, players) if not args.resume else dict(settings.channels)
+    if getattr(args, "strict_calls", False) and args.engine == "none":
+        raise UserError("--strict-calls checks calls heard by voice, and --engine none hears none: drop one of them")
     if args.engine != "none" and not args.input_file and not channels:
         missing = offer_enrollment(root, players, ask=sys.stdin is not None and sys.stdin.isatty())
         if missing:
