@@ -265,19 +265,19 @@ def check_source_watch() -> Check:
         return Check(name, False, "pactl is not installed, so a microphone unplugged while another one is there "
                      "(the sound server then records the game from that one) is not noticed",
                      "install it: sudo apt-get install pulseaudio-utils", needed=False)
-    try:
+    if pactl_json(["info"]):  # what play asks (voicesnap.pulse.source_watch)
+        return Check(name, True, "play notices when the sound server moves the microphone's stream to another "
+                     "microphone (pactl)", needed=False)
+    try:  # no JSON answer: no server, or a pactl too old to give one
         answered = subprocess.run(["pactl", "info"], capture_output=True, text=True, timeout=5).returncode == 0
     except (OSError, subprocess.SubprocessError):
         answered = False
     if not answered:
         return Check(name, True, "no PulseAudio server answers: nothing to watch (see microphone below)", needed=False)
-    if not pactl_json(["info"]):
-        return Check(name, False, "this pactl cannot answer in JSON (it needs PulseAudio 16 or newer), so a "
-                     "microphone unplugged while another one is there is not noticed",
-                     "update pulseaudio-utils, or name the microphone with --input and check it is "
-                     "the one in use (voicesnap devices)", needed=False)
-    return Check(name, True, "play notices when the sound server moves the microphone's stream to another "
-                 "microphone (pactl)", needed=False)
+    return Check(name, False, "this pactl cannot answer in JSON (it needs PulseAudio 16 or newer), so a "
+                 "microphone unplugged while another one is there is not noticed",
+                 "update pulseaudio-utils, or name the microphone with --input and check it is "
+                 "the one in use (voicesnap devices)", needed=False)
 
 
 def run_checks(root: Path) -> list[Check]:

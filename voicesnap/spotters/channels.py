@@ -238,9 +238,9 @@ class OwnWordCheck:
     The channel names every caller, so a near miss or a word of table talk that Vosk and the keyword
     model take for "snap" is charged to the mic's player: 25 per hour over the no-call hour
     (``python3 -m bench.bench_nocall vosk+keyword``). The enrollment names nobody for most of them, as
-    it does on one mic, but also for many calls in loud noise. Measured with a wrapper that did what
-    this does: 25 -> 3 false calls per hour, 108 -> 91 of the corpus's 114 lone calls, 15 of the 17
-    lost in noise (docs/listening.md, "Twenty-seventh round"). So it is a choice for quiet, chatty
+    it does on one mic, but also for many calls in loud noise. Measured: 25 -> 3 false calls per hour
+    (``bench.bench_nocall vosk+keyword+strict``), 104 -> 88 of the corpus's 114 lone calls on two mics,
+    most of those lost in noise (``bench --only channels``; docs/listening.md, "Twenty-seventh round"). So it is a choice for quiet, chatty
     tables, off by default. A refused call is kept as a ``Refusal`` with the enrollment's reason. Only
     the words every player enrolls ("snap", "snap pool") are checked: Slapjack's "slap" has no takes.
     """
@@ -277,8 +277,9 @@ class OwnWordCheck:
 
     def _pass(self, found: list[Any], final: bool) -> list[Any]:
         self._held += [d for d in found if d.word in CHECKED]
-        ready = [d for d in self._held if final or self._now >= d.end + self.lookahead]
-        self._held = [d for d in self._held if not any(d is r for r in ready)]
+        due = [final or self._now >= d.end + self.lookahead for d in self._held]
+        ready = [d for d, ok in zip(self._held, due) if ok]
+        self._held = [d for d, ok in zip(self._held, due) if not ok]
         take_refusals(self.enrolled)  # its own near misses are not this table's (its calls are not used)
         return [d for d in found if d.word not in CHECKED] + [d for d in ready if self._judge(d)]
 
