@@ -38,8 +38,17 @@ MAX_FRAMES = 300  # a stretch is matched at least every 3 s, even in endless cha
 CONTEXT = 12  # frames of context kept each side of a stretch for matching
 HISTORY = 300  # frames of history kept per channel for the background estimate
 AROUND = 200  # frames (2 s) before a stretch handed to the speaker encoder as its background
+# The speaker encoder hears the best template's placement (ENC_MARGIN frames each side) instead of
+# the whole stretch when the rest of the stretch is ENC_APART_DB or more under it: chatter under a
+# call, which runs into the call's stretch and made the encoder hear other voices (babble 20 dB
+# under the calls: the callers' cosines 0.47-0.64 on the stretch, 0.92-0.97 on the placement). The
+# caller's own talk around the word (within 1-3 dB of it) keeps the whole stretch: heard alone, the
+# "snack" of "pass me a snack" passed for a call (no-call hour, talk: 2 -> 9 false calls).
+ENC_MARGIN = 3
+ENC_APART_DB = 10.0
 SPAN_R_LIMIT = 2.5  # template ratio allowed when another engine already found the call
 POOL_GAP = 35  # frames: a "snap" waits this long for a "pool" before it is final
+POOL_WAIT = 80  # frames after a held call's end by which its "pool" would be over, however long the talk runs
 # A call's onset: the first 2 ms block of a run of ONSET_HOLD blocks (10 ms) over the threshold, not
 # stepped back. Single 2 ms blocks of room tone reach floor + 6 dB, and stepping back walks into the
 # floor: clean calls came 15-34 ms early. Corpus, enrolled engine: onset error p95 33 -> 20 ms,
@@ -219,28 +228,43 @@ class EnrolledSpotter:
         dets: list[Detection] = []
         for c, s, e in closed:
             st = self._channels[c]
+            held: list[Detection] = []
+            merged = False
             if st.pending is not None:
                 ps, pe, pdets = st.pending
                 st.pending = None
                 if s - pe <= POOL_GAP:
-                    s = ps  # "snap" + "pool": judge them together
+                    merged, s_alone, s = True, s, ps  # "snap" + "pool": judge them together
+                    held = pdets
                 else:
                     dets += pdets
             if self._is_crosstalk(c, s, e):
                 continue
             found = self._match(c, s, e)
+            if held and not any(d.word.endswith(POOL_SUFFIX) for d in found):
+                # no "pool" grew out of it: the held call stands as heard alone, and the
+                # new stretch is judged alone (in chatter, merging hid the calls after it)
+                dets += [replace(d, detected_at=self._position / F.RATE) for d in held]
+                s = s_alone
+                found = [] if self._is_crosstalk(c, s, e) else self._match(c, s, e)
             # hold calls that may still grow into "<word> pool", and unmatched
             # stretches too: the "snap" of a long pause may only fit with its "pool"
             if not final and self.pool_possible() and (not found or any(self._may_grow(d) for d in found)):
                 st.pending = (s, e, found)
             else:
                 dets += found
-        for st in self._channels:
+        for c, st in enumerate(self._channels):
             if st.pending is not None:
                 ps, pe, pdets = st.pending
                 growing = st.seg_start is not None and st.seg_start - pe <= POOL_GAP
                 if final or (not growing and st.next_frame - pe >= POOL_GAP):
                     dets += [replace(d, detected_at=self._position / F.RATE) for d in pdets]
+                    st.pending = None
+                elif growing and pdets and st.next_frame - pe >= POOL_WAIT:
+                    # talk runs on after a held call: its "pool" would be over by now, so the call is
+                    # judged with the frames a "pool" could take, and the talk after them alone
+                    pool = [d for d in self._match(c, ps, pe + POOL_WAIT) if d.word.endswith(POOL_SUFFIX)]
+                    dets += [replace(d, detected_at=self._position / F.RATE) for d in pool or pdets]
                     st.pending = None
         self._trim_history()
         return sorted(dets, key=lambda d: (d.onset, d.channel))
@@ -400,8 +424,15 @@ class EnrolledSpotter:
             rank[player] = voices.rank_ratio(player, vp)
         # speaker encoder, when installed and the stretch is clear enough above the floor for it;
         # not where no player's template fits (no call whoever said it: most stretches of chatter)
-        fits = any(r <= R_LIMIT for (p, _ph), (r, _h) in best.items() if p not in voices.rivals)
-        enc = self._embedding_scores(st, s, e, self._snr(c, st, s, e), voices) if fits else None
+        fits = [(r, h) for (p, _ph), (r, h) in best.items() if p not in voices.rivals and r <= R_LIMIT]
+        enc = None
+        if fits:
+            h0 = min(fits, key=lambda v: v[0])[1]
+            e0, e1 = max(s, lo + h0.start - ENC_MARGIN), min(e, lo + h0.end + 1 + ENC_MARGIN)
+            gap = self._level(c, e0, e1) - max(self._level(c, s, e0), self._level(c, e1, e))
+            if gap < ENC_APART_DB:
+                e0, e1 = s, e  # the caller's own talk around the word: the whole stretch is their voice
+            enc = self._embedding_scores(st, e0, e1, self._snr(c, st, e0, e1), voices)
         mapped = self.voices.player_for_channel(c) if len(self._channels) > 1 else None
         if mapped is not None:
             # the mic names the caller: the voice only has to be plausibly theirs
