@@ -228,14 +228,13 @@ class EnrolledSpotter:
         dets: list[Detection] = []
         for c, s, e in closed:
             st = self._channels[c]
-            held: list[Detection] = []
-            merged = False
+            held: list[Detection] = []  # a call found before this stretch, waiting for its "pool"
+            s_alone = s
             if st.pending is not None:
                 ps, pe, pdets = st.pending
                 st.pending = None
                 if s - pe <= POOL_GAP:
-                    merged, s_alone, s = True, s, ps  # "snap" + "pool": judge them together
-                    held = pdets
+                    held, s = pdets, ps  # "snap" + "pool": judge them together
                 else:
                     dets += pdets
             if self._is_crosstalk(c, s, e):
