@@ -243,7 +243,7 @@ class EnrolledSpotter:
             if held and not any(d.word.endswith(POOL_SUFFIX) for d in found):
                 # no "pool" grew out of it: the held call stands as heard alone, and the
                 # new stretch is judged alone (in chatter, merging hid the calls after it)
-                dets += [replace(d, detected_at=self._position / F.RATE) for d in held]
+                dets += self._final_now(held)
                 s = s_alone
                 found = [] if self._is_crosstalk(c, s, e) else self._match(c, s, e)
             # hold calls that may still grow into "<word> pool", and unmatched
@@ -257,16 +257,20 @@ class EnrolledSpotter:
                 ps, pe, pdets = st.pending
                 growing = st.seg_start is not None and st.seg_start - pe <= POOL_GAP
                 if final or (not growing and st.next_frame - pe >= POOL_GAP):
-                    dets += [replace(d, detected_at=self._position / F.RATE) for d in pdets]
+                    dets += self._final_now(pdets)
                     st.pending = None
                 elif growing and pdets and st.next_frame - pe >= POOL_WAIT:
                     # talk runs on after a held call: its "pool" would be over by now, so the call is
                     # judged with the frames a "pool" could take, and the talk after them alone
                     pool = [d for d in self._match(c, ps, pe + POOL_WAIT) if d.word.endswith(POOL_SUFFIX)]
-                    dets += [replace(d, detected_at=self._position / F.RATE) for d in pool or pdets]
+                    dets += self._final_now(pool or pdets)
                     st.pending = None
         self._trim_history()
         return sorted(dets, key=lambda d: (d.onset, d.channel))
+
+    def _final_now(self, held: list[Detection]) -> list[Detection]:
+        """Held calls passed on now: their event time is this moment on the audio clock."""
+        return [replace(d, detected_at=self._position / F.RATE) for d in held]
 
     def _analyse(self, st: _Channel, final: bool) -> list[tuple[int, int]]:
         """Analyse new frames and run the voice-activity state machine."""
