@@ -123,7 +123,8 @@ class Envelope:
         return 10 * np.log10(power + 1.0), first
 
     def refine_onset(
-        self, approx: float, latest: float | None = None, before: float = 0.03, after: float = 0.10
+        self, approx: float, latest: float | None = None, before: float = 0.03, after: float = 0.10,
+        peak_to: float | None = None,
     ) -> float | None:
         """The energy rise in [approx - before, approx + after] (seconds), or None when there is none.
 
@@ -132,6 +133,10 @@ class Envelope:
         dB under the word's peak, whichever is higher) for 15 ms. The window is
         narrow because Vosk's word start is reliably 10-50 ms early (measured on
         the corpus): a wider one lets a noise burst before the word win.
+
+        ``peak_to``: whether the rise is clear (12 dB over the floor) is judged by the word up to
+        there too. A window that ends 20-30 ms into the word (the keyword spotter's, just past the
+        "s" it found) holds too little of it to stand that far over pink noise 10 dB under it.
         """
         centre = int(round(approx * RATE))
         a, b = centre - int(before * RATE), centre + int(after * RATE)
@@ -143,7 +148,7 @@ class Envelope:
         # announcement is skipped with it, and is then searched for as it was without the canceller.
         for masked in (True, False) if self.echo is not None and ECHO_MARGIN_DB is not None else (False,):
             for high in (True, False) if self.use_high else (False,):
-                onset = self._rise(a, b, high, masked)
+                onset = self._rise(a, b, high, masked, None if peak_to is None else int(peak_to * RATE))
                 if onset is not None:
                     return onset
         return None
@@ -153,7 +158,7 @@ class Envelope:
         spotters, for CombinedSpotter), searched as ``refine_onset`` searches, or None."""
         return self.refine_onset(approx, latest=latest, before=0.05, after=0.05)
 
-    def _rise(self, a: int, b: int, high: bool, masked: bool = True) -> float | None:
+    def _rise(self, a: int, b: int, high: bool, masked: bool = True, peak_to: int | None = None) -> float | None:
         """refine_onset's search in one band (full, or high-passed) of clock indices [a, b);
         ``masked``: with what is left of the announcer read as silence (``energy_db``)."""
         # the floor is what the output held before the word, what is left of the announcer included:
@@ -165,6 +170,8 @@ class Envelope:
             return None
         floor = float(np.percentile(floor_db, 20)) if len(floor_db) else float(np.percentile(e, 5))
         peak = float(e.max())
+        if peak_to is not None and peak_to > b:
+            peak = max(peak, float(self.energy_db(b, peak_to, high, masked)[0].max(initial=peak)))
         if peak - floor < 12.0:  # no clear rise: leave Vosk's estimate alone
             return None
         thr = max(floor + self.RISE_DB, peak - 30.0)
