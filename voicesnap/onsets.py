@@ -171,7 +171,7 @@ class Envelope:
         floor = float(np.percentile(floor_db, 20)) if len(floor_db) else float(np.percentile(e, 5))
         peak = float(e.max())
         if peak_to is not None and peak_to > b:
-            peak = max(peak, float(self.energy_db(b, peak_to, high, masked)[0].max(initial=peak)))
+            peak = float(self.energy_db(b, peak_to, high, masked)[0].max(initial=peak))
         if peak - floor < 12.0:  # no clear rise: leave Vosk's estimate alone
             return None
         thr = max(floor + self.RISE_DB, peak - 30.0)

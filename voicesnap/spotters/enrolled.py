@@ -559,8 +559,13 @@ class EnrolledSpotter:
         animal takes: 0 ms each, against 3-11 ms searched in the full band)."""
         if not word.lower().startswith("s"):
             return onset
-        env = Envelope(seconds=len(st.audio) / F.RATE + 0.1)
-        env.push(st.audio_start, st.audio * 32768.0)  # the envelope reads 16-bit levels
+        # what the search reads: the 0.3 s floor before its window (which opens 30 ms early), to the
+        # window's end (``end``, or 0.1 s past the onset at least) and the high-pass filter's margin
+        a = max(0, onset - st.audio_start - int(0.35 * F.RATE))
+        b = min(len(st.audio), max(end, onset + int(0.12 * F.RATE)) - st.audio_start)
+        b = max(a, b)
+        env = Envelope(seconds=(b - a) / F.RATE + 0.1)
+        env.push(st.audio_start + a, st.audio[a:b] * 32768.0)  # the envelope reads 16-bit levels
         rise = env.refine_onset(onset / F.RATE, latest=end / F.RATE)
         return onset if rise is None else int(round(rise * F.RATE))
 
