@@ -37,7 +37,7 @@ from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
 from ..voices import Profile
 from . import Detection, Refusal, Spotter, take_refusals
-from .enrolled import EnrolledSpotter
+from .enrolled import EnrolledSpotter, shift_tie
 from .judges import UNKNOWN, WhatJudges
 
 MATCH_WINDOW = 0.15  # s: a Vosk call and an enrolled call this close in onset are one call
@@ -96,9 +96,6 @@ LATE_ONSET = 0.05
 # began 104 ms after his; now 0 ms. Any line from 0.05 to 0.10 s moves that call only.
 EARLY_ONSET = 0.06
 EARLY_REACH = 0.2
-# s: the most a one-mic tie is moved to the mixture's energy rise (``_tie_placed``). Corpus, 18 tie
-# stretches: moved 0.1-2.9 ms, except emma's call with finn at 0 ms (finn not heard), 18 ms -> 0.4 ms.
-TIE_SHIFT = 0.03
 POOL_TAIL = 0.7  # s after a Vosk "snap" searched for the rest of the player's "snap pool"
 # Two players 200 ms apart on one mic: Vosk can hear two call words, each span a mixture of both
 # voices that fits nobody's call alone (cara/dev in the corpus: words 0.80-1.11 and 1.29-1.53 s, both
@@ -360,11 +357,9 @@ class CombinedSpotter:
     def _tie_placed(self, tie: list[Detection]) -> list[Detection]:
         """A one-mic tie moved to where the mixture's energy rises (the first caller's start, found as
         Vosk's onsets are); the second caller keeps its offset from the first."""
-        if not tie or self.enrolled.channels != 1:
+        if self.enrolled.channels != 1:
             return tie
-        first = min(tie, key=lambda t: t.onset)
-        delta = self._energy_onset(first.onset, first.end) - first.onset
-        return [replace(t, onset=t.onset + delta) for t in tie] if abs(delta) <= TIE_SHIFT else tie
+        return shift_tie(tie, lambda d: self._energy_onset(d.onset, d.end))
 
     def _rescued(self, now: float, final: bool, out: list[Detection]) -> list[Detection]:
         """Enrolled calls Vosk missed because it did not know the word there, once it is sure.
