@@ -265,6 +265,7 @@ def test_calls_in_pink_noise_are_placed_at_their_rise(model):
     assert len(s.hits) == 6 and not s.false, (s.misses, s.false)
     assert max(abs(m.onset_error) for m in s.hits) <= ONSET_TOL_S, [round(m.onset_error * 1000, 1) for m in s.hits]
 
+
 def test_the_head_ships_with_the_package_and_has_the_front_ends_shape():
     head = K.Head.load()
     assert head.context == 16

@@ -296,7 +296,6 @@ RISE = 17_000  # where _snap_in_pink_noise lays the word
 def _snap_in_pink_noise(name: str) -> tuple[Envelope, int]:
     """An Envelope holding ``name``'s first "snap" at sample RISE in pink noise 10 dB under it, and
     the word's length in samples."""
-
     x, _ = read_wav(CORPUS / f"{name}.wav")
     seg = next(s for s in _truth(name) if s["text"] == "snap")
     word = x[seg["onset"] : seg["end"], 0].astype(np.float64)
@@ -315,10 +314,9 @@ def test_onset_refinement_in_pink_noise_finds_the_word_start(name: str) -> None:
     """At 10 dB SNR in pink noise the full-band rise of "snap" drowned (the
     refinement gave up or came 15-70 ms late); the "s" stands out above 2 kHz."""
     env, _n = _snap_in_pink_noise(name)
-    rise = RISE
     for lead in (0.05, 0.03, 0.01):  # Vosk's word start: 10-50 ms early
-        onset = env.refine_onset(rise / 16000 - lead)
-        assert onset is not None and abs(onset - rise / 16000) <= 0.005, (lead, onset)
+        onset = env.refine_onset(RISE / 16000 - lead)
+        assert onset is not None and abs(onset - RISE / 16000) <= 0.005, (lead, onset)
 
 
 @pytest.mark.parametrize("name", ["clean_alice", "clean_cara", "clean_dev", "clean_emma", "clean_finn"])
@@ -328,13 +326,12 @@ def test_a_rise_searched_just_past_an_early_guess_is_judged_by_the_word_after_it
     to stand 12 dB over pink noise 10 dB under the word. Judged by the word up to ``peak_to``, the
     rise is found; without it the early guess stood (corpus: dev's call 11 ms early)."""
     env, n = _snap_in_pink_noise(name)
-    rise = RISE
-    body = (rise + n) / 16000
+    body = (RISE + n) / 16000
     for lead in (0.010, 0.007, 0.004):
-        onset = env.refine_onset(rise / 16000 - lead, before=0.2, after=0.03, peak_to=body)
-        assert onset is not None and abs(onset - rise / 16000) <= 0.005, (lead, onset)
+        onset = env.refine_onset(RISE / 16000 - lead, before=0.2, after=0.03, peak_to=body)
+        assert onset is not None and abs(onset - RISE / 16000) <= 0.005, (lead, onset)
     # the short window alone gives up 10 ms early: what peak_to is for
-    assert env.refine_onset(rise / 16000 - 0.010, before=0.2, after=0.03) is None
+    assert env.refine_onset(RISE / 16000 - 0.010, before=0.2, after=0.03) is None
 
 
 def test_slap_is_a_call_only_in_slapjack(model) -> None:
