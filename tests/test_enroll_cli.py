@@ -72,3 +72,31 @@ def test_animal_word_without_pool():
 def test_impossible_options(argv, words, capsys):
     assert main(argv) == 2
     assert words in capsys.readouterr().err
+
+
+def test_slap_takes_are_enrolled_as_a_contrast_word_not_a_call(capsys):
+    """Files named for "slap" are takes of the contrast word enroll asks for with "snap": kept apart
+    from the call's templates (a "slap" must never be a call), listed by `players`; --contrast-takes 0
+    leaves them out, and 1 is refused (the takes are checked against each other)."""
+    from voicefixtures import contrast_files
+
+    assert main(["enroll", "alice", "--from-files", *files("alice"), *contrast_files("alice")]) == 0
+    assert "Enrolled alice: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (not a call)" in capsys.readouterr().out
+    prof = V.load_profile("alice")
+    assert list(prof.templates) == ["snap", "snap pool"] and prof.extra["takes"] == {"snap": 5, "snap pool": 3}
+    assert [len(ts) for ts in V.profile_contrast(prof).values()] == [3]
+    assert main(["players"]) == 0
+    listed = capsys.readouterr()
+    assert "3x 'slap' (not a call)" in listed.out and "takes of 'slap'" not in listed.err
+    assert main(["enroll", "alice", "--contrast-takes", "0", "--from-files", *files("alice"),
+                 *contrast_files("alice")]) == 0
+    assert "a take of 'slap', skipped (--contrast-takes 0)" in capsys.readouterr().out
+    assert V.profile_contrast(V.load_profile("alice")) == {}
+    assert main(["enroll", "bob", "--from-files", *files("bob")]) == 0
+    assert "no takes of 'slap'" in capsys.readouterr().out
+    assert main(["players"]) == 0
+    assert "alice, bob gave no takes of 'slap' at enrollment" in capsys.readouterr().err
+    assert main(["enroll", "bob", "--contrast-takes", "1", "--from-files", *files("bob")]) == 2
+    assert "--contrast-takes must be at least 2" in capsys.readouterr().err
+    assert main(["enroll", "bob", "--speech-only", "--contrast-takes", "0"]) == 2
+    assert "--contrast-takes" in capsys.readouterr().err

@@ -297,3 +297,34 @@ def test_shouted_and_clipped_calls_are_matched_on_the_takes_footing(voices, how)
             assert any("against takes clipped as the call is" in a.reason for _s, a in got)
     assert named["matched"] >= (38 if how == "peak at full scale" else 15), named
     assert named["matched"] >= named["saved without takes"] + 10, named
+
+
+@pytest.mark.parametrize("damage", [
+    lambda c: c.update(slap=[]),
+    lambda c: c.update(slap=[[[0.0] * 7]]),
+    lambda c: c["slap"][0].__setitem__(0, [float("nan")] * 40),
+    lambda c: c.update(slap=[[[0.0] * 40]]),
+])
+def test_a_profile_keeps_its_contrast_takes_and_refuses_damaged_ones(tmp_data, damage):
+    """The templates of the player's "slap" takes are saved with the profile; a profile without them
+    (every one enrolled before they were asked for) loads with none, and a damaged set is refused with
+    the way out."""
+    from voicefixtures import takes_of
+
+    prof = profile("dev")
+    assert V.profile_contrast(prof) == {}  # none given
+    slaps = takes_of("dev", "enroll", contrast=True)
+    assert [t.phrase for t in slaps] == ["slap"] * V.CONTRAST_TAKES
+    prof.extra["contrast"] = V.contrast_extra(slaps)
+    path = V.save_profile(prof)
+    back = V.profile_contrast(V.load_profile("dev"))
+    assert list(back) == ["slap"] and len(back["slap"]) == V.CONTRAST_TAKES
+    for got, take in zip(back["slap"], slaps):
+        assert np.allclose(got, V.take_templates(take.audio), atol=1e-3)
+    data = json.loads(path.read_text())
+    damage(data["extra"]["contrast"])
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError) as err:
+        V.load_profile("dev")
+    assert "damaged" in str(err.value) and "voicesnap enroll dev" in str(err.value)
+    del prof.extra["contrast"]

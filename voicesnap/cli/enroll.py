@@ -7,6 +7,11 @@ the reason and asked for again. Run it again for the same NAME to re-enroll.
 hold one take or several separated by silence; files whose name contains
 "pool" (or whose NAME.json sidecar says so) are "snap pool" takes.
 
+For the call word "snap" it also asks for 3 takes of "slap" (files whose name
+contains "slap"): a word that sounds like the call but is not one. A word
+heard as "snap" that fits the player's "slap" better than any call take is
+not a call (voices.CONTRAST_WORDS).
+
 With the speaker encoder installed, enrollment ends with a speech sample:
 the player talks freely for about 20 seconds (files whose name contains
 "speech"). One short call word says little about a voice; the sample lets
@@ -53,6 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="takes of '<word> pool' (at least 3; 0 with --no-pool)")
     parser.add_argument("--no-pool", action="store_true",
                         help="do not enroll '<word> pool' (e.g. Animal Snap has no pool call)")
+    parser.add_argument("--contrast-takes", type=int, default=None, metavar="N",
+                        help="takes of each word that sounds like the call but is not one ('slap' for 'snap'; "
+                             "default 3, 0 skips them)")
     parser.add_argument("--no-speech", action="store_true",
                         help="skip the 20 s speech sample (strangers are then told apart less well)")
     parser.add_argument("--speech-only", action="store_true",
@@ -61,18 +69,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", help="input device (name or index) for live enrollment")
 
 
-def _phrase_for(path: Path, word: str, pool: str) -> str | None:
+def _phrase_for(path: Path, word: str, pool: str, contrast: tuple[str, ...] = ()) -> str | None:
     side = path.with_suffix(".json")
     if side.exists():
         try:
             texts = {s.get("text") for s in json.loads(side.read_text()).get("segments", [])}
         except (json.JSONDecodeError, AttributeError):
             texts = set()
-        if texts == {pool}:
-            return pool
-        if texts == {word}:
-            return word
-    return pool if "pool" in path.stem.lower() else None
+        for phrase in (pool, word, *contrast):
+            if texts == {phrase}:
+                return phrase
+    stem = path.stem.lower()
+    return next((w for w in contrast if w in stem), None) or (pool if "pool" in stem else None)
 
 
 def _mono(path: Path, channel: int | None) -> tuple[np.ndarray, int]:
@@ -92,7 +100,7 @@ def _is_speech(path: Path) -> bool:
     return "speech" in path.stem.lower()
 
 
-def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
+def _from_files(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...]) -> list:
     from .. import voices as V
 
     raw: list[tuple[str, np.ndarray, str]] = []
@@ -100,8 +108,11 @@ def _from_files(args: argparse.Namespace, word: str, pool: str | None) -> list:
         if _is_speech(path):
             continue  # the speech sample (_speech_from_files)
         mono, rate = _mono(path, args.channel)
-        phrase = _phrase_for(path, word, pool or "\0") or word
-        if phrase != word and pool is None:
+        phrase = _phrase_for(path, word, pool or "\0", V.CONTRAST_WORDS.get(word, ())) or word
+        if phrase in V.CONTRAST_WORDS.get(word, ()) and phrase not in contrast:
+            print(f"  {path.name}: a take of '{phrase}', skipped (--contrast-takes 0)")
+            continue
+        if phrase not in (word, *contrast) and pool is None:
             print(f"  {path.name}: a pool take, skipped (--no-pool)")
             continue
         parts = V.split_takes(mono, rate)
@@ -223,16 +234,22 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
     return (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
 
 
-def _live(args: argparse.Namespace, word: str, pool: str | None) -> tuple[list, np.ndarray]:
+def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...]
+          ) -> tuple[list, np.ndarray]:
     beep = _microphone(args)  # first: its message when sounddevice or the device is missing
     import sounddevice as sd
 
     from .. import voices as V
 
     plan = [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
+    plan += [(w, args.contrast_takes) for w in contrast]
     takes = []
     for phrase, count in plan:
-        _say(f"Say '{phrase}' after each beep, {count} times.", args.silent)
+        if phrase in contrast:
+            _say(f"Now say '{phrase}' after each beep, {count} times. It sounds like '{word}' but is not a "
+                 f"call: from your own voice the game learns to tell them apart.", args.silent)
+        else:
+            _say(f"Say '{phrase}' after each beep, {count} times.", args.silent)
         got = 0
         tries = 0
         while got < count:
@@ -261,7 +278,8 @@ def _speech_only(args: argparse.Namespace, name: str) -> int:
     if args.no_speech:
         raise UserError("--speech-only records a speech sample; --no-speech leaves it out: give one of them")
     takes_options = [opt for opt, given in (("--word", args.word != "snap"), ("--takes", args.takes != 5),
-                                            ("--pool-takes", args.pool_takes != 3), ("--no-pool", args.no_pool))
+                                            ("--pool-takes", args.pool_takes != 3), ("--no-pool", args.no_pool),
+                                            ("--contrast-takes", args.contrast_takes is not None))
                      if given]
     if takes_options:
         raise UserError(f"--speech-only keeps the takes, so {', '.join(takes_options)} would change nothing: "
@@ -305,21 +323,27 @@ def run(args: argparse.Namespace) -> int:
     pool = None if args.no_pool or args.pool_takes == 0 else V.pool_phrase(word)
     if pool and args.pool_takes < V.MIN_POOL_TAKES:
         raise UserError(f"--pool-takes must be at least {V.MIN_POOL_TAKES}, or 0 with --no-pool")
+    if args.contrast_takes is None:
+        args.contrast_takes = V.CONTRAST_TAKES
+    if 0 < args.contrast_takes < 2:
+        raise UserError("--contrast-takes must be at least 2 (the takes are checked against each other), "
+                        "or 0 to skip them")
+    contrast = V.CONTRAST_WORDS.get(word, ()) if args.contrast_takes else ()
     print(f"Enrolling {name} (call: '{word}'{f', pool call: {pool!r}' if pool else ''})")
     from .. import encoder as E
 
     enc = None if args.no_speech else E.load_encoder()
     if args.from_files:
-        takes = _from_files(args, word, pool)
+        takes = _from_files(args, word, pool, contrast)
         if any(_is_speech(p) for p in args.from_files) and enc is None:
             print("  the speech sample is not used: " + ("--no-speech" if args.no_speech else
                   "no speaker encoder is installed (voicesnap models download encoder, then enroll again)"))
     else:
-        takes, beep = _live(args, word, pool)
+        takes, beep = _live(args, word, pool, contrast)
 
     # takes unlike the others of the same phrase are refused (a different word, a cough)
     kept = []
-    for phrase in [word] + ([pool] if pool else []):
+    for phrase in [word] + ([pool] if pool else []) + list(contrast):
         group = [t for t in takes if t.phrase == phrase]
         bad = V.check_consistency(group)
         for i, t in enumerate(group):
@@ -335,7 +359,16 @@ def run(args: argparse.Namespace) -> int:
                     else "run the enrollment again")
             raise UserError(f"only {have} good take(s) of '{phrase}', {count} needed; {hint}")
     existed = V.profile_path(name, args.data_dir).exists()
-    profile = V.build_profile(name, word, kept, channel=args.channel)
+    others = [t for t in kept if t.phrase in contrast]
+    profile = V.build_profile(name, word, [t for t in kept if t.phrase not in contrast], channel=args.channel)
+    words = [w for w in contrast if sum(t.phrase == w for t in others) >= 2]
+    if words:
+        profile.extra["contrast"] = V.contrast_extra([t for t in others if t.phrase in words])
+    for w in contrast:
+        if w not in words:
+            print(f"  no takes of '{w}': a '{w}' is then told from a '{word}' less well; give 2 or more "
+                  f"recordings with '{w}' in their file name" if args.from_files else
+                  f"  fewer than 2 good takes of '{w}': enrolled without them")
     # the speech sample comes once the takes are good: it must sound like the person who said them
     if enc is not None:
         sample = _speech_sample(args, profile, enc, None if args.from_files else beep)
@@ -346,6 +379,7 @@ def run(args: argparse.Namespace) -> int:
                   "its file name, so that strangers saying the call word are told apart better")
     path = V.save_profile(profile, args.data_dir)
     counts = ", ".join(f"{n} of '{ph}'" for ph, n in profile.extra["takes"].items())
+    counts += "".join(f", {len(ts)} of '{w}' (not a call)" for w, ts in profile.extra.get("contrast", {}).items())
     if "speech" in profile.extra:
         counts += f", {profile.extra['speech']['seconds']:.0f} s of speech"
     print(f"{'Re-enrolled' if existed else 'Enrolled'} {name}: {counts}; profile {path}")

@@ -42,6 +42,7 @@ def _list(args: argparse.Namespace) -> int:
     without = []
     mute = []  # enrolled with the encoder but no speech sample
     bare = []  # saved before the takes were kept (voices.loudness cannot adapt to them)
+    unlike = []  # no takes of the call word's contrast word ("slap" for "snap")
     for name in names:
         try:
             p = V.load_profile(name, args.data_dir)
@@ -49,6 +50,7 @@ def _list(args: argparse.Namespace) -> int:
             print(f"{name:16s} DAMAGED: {exc}")
             continue
         takes = ", ".join(f"{n}x '{ph}'" for ph, n in p.extra.get("takes", {}).items())
+        takes += "".join(f", {len(ts)}x '{w}' (not a call)" for w, ts in V.profile_contrast(p).items())
         chan = f"mic channel {p.channel}" if p.channel is not None else "any mic"
         embs = V.profile_embeddings(p)
         with_enc = enc is not None and embs is not None and embs[0] == enc.fingerprint
@@ -62,6 +64,8 @@ def _list(args: argparse.Namespace) -> int:
             mute.append(p.name)
         if V.profile_takes(p) is None:
             bare.append(p.name)
+        if set(V.CONTRAST_WORDS.get(p.word, ())) - set(V.profile_contrast(p)):
+            unlike.append(p.name)
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
     if mute:
         print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
@@ -70,6 +74,9 @@ def _list(args: argparse.Namespace) -> int:
         print(f"note: {', '.join(bare)} enrolled before voicesnap kept the takes, so a call of theirs shouted far "
               "louder than they enrolled, or clipped by the microphone, is more often named to nobody: "
               + "; ".join(f"voicesnap enroll {n}" for n in bare), file=sys.stderr)
+    if unlike:
+        print(f"note: {', '.join(unlike)} gave no takes of 'slap' at enrollment, so a 'slap' is more often heard "
+              "as their 'snap': " + "; ".join(f"voicesnap enroll {n}" for n in unlike), file=sys.stderr)
     if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
         print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
               "apart by the older voiceprint (weak on real voices) until they enroll again: "

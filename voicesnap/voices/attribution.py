@@ -18,9 +18,9 @@ import numpy as np
 from .. import encoder as E
 from .. import features as F
 from .loudness import clip_adaptation, clipped_profile, level_gain_db, rms_db, takes_level
-from .near_miss import CODA_HEAD_MAX, CODA_LIMIT, CODA_OVER_HEAD, coda_costs, coda_line
+from .near_miss import CODA_HEAD_MAX, CODA_LIMIT, CODA_OVER_HEAD, CONTRAST_RATIO, coda_costs, coda_line
 from .profiles import (VOICE_MIN_THRESHOLD, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_FACTOR, Profile, build_profile,
-                       load_all, profile_embeddings, profile_speech, unit)
+                       load_all, profile_contrast, profile_embeddings, profile_speech, unit)
 from .takes import POOL_SUFFIX, Take, pool_phrase, trim
 from .templates import Hit, TemplateBank, frame_cost, voiceprint
 from .ties import (TIE_CALLER, TIE_CLEAR, TIE_FAR_WARPS, TIE_GAIN, TIE_MAX_OFFSET, TIE_NEAR_WARPS, TIE_PAIRS,
@@ -193,6 +193,10 @@ class Voices:
         self.bank = TemplateBank([(p.name, ph, t) for p in every
                                   for ph, ts in p.templates.items() for t in ts])
         self.channels = {p.channel: p.name for p in profiles if p.channel is not None}
+        # the players' call takes and their takes of contrast words, in one bank (``contrast``)
+        calls = [(p.name, ph, t) for p in profiles for ph, ts in p.templates.items() for t in ts]
+        words = [(p.name, w, t) for p in profiles for w, ts in profile_contrast(p).items() for t in ts]
+        self._contrast = (TemplateBank(calls + words), len(calls)) if words else None
         self._rank_models = self._pooled_voice_models(profiles)
         self.encoder, self._enc_models = self._encoder_models(profiles, every, encoder)
         self._coda_lines: dict[tuple[str, str], tuple[float, float]] = {}  # near_miss's lines, on first use
@@ -664,6 +668,22 @@ class Voices:
             out.append(min(stand_in(TIE_NEAR_WARPS) / TIE_CLEAR,
                            0.5 * (own[k] + stand_in(TIE_FAR_WARPS)) / TIE_CALLER))
         return out[0], out[1]
+
+    def contrast(self, log_mel: np.ndarray, floor: np.ndarray | None) -> str | None:
+        """Why the call heard in ``log_mel`` is a contrast word ("slap"), or None.
+
+        Some player's takes of the word fit it at under CONTRAST_RATIO of the cost of the
+        best-fitting call take (near_miss.CONTRAST_WORDS). None when no player enrolled one.
+        """
+        if self._contrast is None or len(log_mel) == 0:
+            return None
+        bank, n = self._contrast
+        hits = bank.match_log_mel(log_mel, floor)
+        call, word = min(hits[:n], key=lambda h: h.distance), min(hits[n:], key=lambda h: h.distance)
+        if word.distance < CONTRAST_RATIO * call.distance:
+            return (f"it fits {word.player}'s '{word.phrase}' takes better than any call take "
+                    f"({word.distance:.2f} against {call.distance:.2f}, {call.player}'s '{call.phrase}')")
+        return None
 
     def near_miss(self, player: str, phrase: str, log_mel: np.ndarray, floor: np.ndarray | None) -> str | None:
         """Why the call of ``player``'s ``phrase`` found in ``log_mel`` is another word, or None.

@@ -31,6 +31,20 @@ from .ties import aligned_path
 # CODA_LIMIT, 4-7% on CODA_OVER_HEAD (0.91: a babble call misread), 17-20% on
 # CODA_HEAD_MAX, all on synthetic voices. Not caught: a "slap" (it differs at the
 # start), a "snack" in pink noise at 20 dB (its end is under the noise: 1.35).
+# Contrast words: a near miss that differs at the start ("slap") is caught by the player's own takes
+# of it. Enrollment asks for CONTRAST_TAKES of each word listed for the call word; a word heard as a
+# call that some player's takes of a contrast word fit at under CONTRAST_RATIO of the DTW cost of the
+# best-fitting call take (any player's) is that word (``Voices.contrast``). The same voice saying both
+# words cancels what the room, the mic and the voice do to one template's cost alone; a ratio, not a
+# difference, because a call past full scale fits every take badly (costs near 5, against 1.5-2.5).
+# Measured on synthetic voices (six fixture players, 3 "slap" takes each, rendered as their enrollment
+# takes; a scratch driver at the true spans, docs/listening.md, "Thirtieth round"): the corpus's 106
+# "snap" calls 0.97 and over (a hard-clipped call, then one-mic overlaps), the no-call hour's 106
+# "slap"s 0.90 and under, all but one under 0.85. "nap" is no contrast word: it hides inside "snap",
+# and its takes fit calls as well as they fit a "nap".
+CONTRAST_WORDS: dict[str, tuple[str, ...]] = {"snap": ("slap",)}
+CONTRAST_TAKES = 3
+CONTRAST_RATIO = 0.85
 CODA_RANGE_DB = 50.0  # dB of level kept under the loudest band (the match keeps 30)
 CODA_PARTS = 8  # the template is cut into this many parts of equal length
 CODA_FROM = 0.5  # the "second half": parts from this fraction of the template on

@@ -151,6 +151,7 @@ class Profile:
             profile_embeddings(prof)  # the speaker embeddings, when there, must be whole
             profile_speech(prof)
             profile_takes(prof)
+            profile_contrast(prof)
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"voice profile {where} is damaged ({type(exc).__name__}: {exc}); {way_out}") from exc
         if (not prof.word or prof.word not in prof.templates or any(len(t) < 2 for ts in prof.templates.values() for t in ts)
@@ -276,6 +277,33 @@ def profile_speech(prof: Profile) -> np.ndarray | None:
     if v.shape != (E.HIDDEN,) or not np.isfinite(v).all() or not np.linalg.norm(v) > 0:
         raise ValueError(f"the speech sample's embedding has shape {v.shape}, not ({E.HIDDEN},)")
     return v / np.linalg.norm(v)
+
+
+def contrast_extra(takes: Sequence[Take]) -> dict[str, list[list[list[float]]]]:
+    """A profile's ``extra["contrast"]``: per contrast word (``near_miss.CONTRAST_WORDS``), the DTW
+    templates of the player's checked takes of it, rounded as the call templates are."""
+    out: dict[str, list[list[list[float]]]] = {}
+    for t in takes:
+        out.setdefault(t.phrase, []).append(np.round(take_templates(t.audio), 3).tolist())
+    return out
+
+
+def profile_contrast(prof: Profile) -> dict[str, list[np.ndarray]]:
+    """A profile's contrast templates, word -> log-mel templates ({} for a profile without them, as
+    every profile saved before they were asked for). Raises ValueError when they are malformed."""
+    raw = prof.extra.get("contrast")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError("the contrast takes are not {word: [templates]}")
+    out: dict[str, list[np.ndarray]] = {}
+    for word, ts in raw.items():
+        if not isinstance(ts, list) or not ts:
+            raise ValueError(f"the contrast takes of {word!r} are not a list of templates")
+        out[str(word)] = [np.asarray(t, np.float32).reshape(-1, F.N_MELS) for t in ts]
+        if any(len(t) < 2 or not np.isfinite(t).all() for t in out[str(word)]):
+            raise ValueError(f"a contrast template of {word!r} is shorter than 2 frames or not finite")
+    return out
 
 
 def unit(v: np.ndarray) -> np.ndarray:
