@@ -1,7 +1,8 @@
 """The enrolled and combined engines for the listening benchmark (bench/spotting.py).
 
 ``engines(tmpdir)`` enrolls the six fixture players (tests/fixtures/audio/
-players/enroll: 5 takes of "snap" and 3 of "snap pool" each, through the same
+players/enroll: 5 takes of "snap", 3 of "snap pool" and 3 of "slap" each (without "slap":
+VOICESNAP_BENCH_CONTRAST=0), through the same
 ``voicesnap enroll --from-files`` code path a player uses) into ``tmpdir`` and
 returns Spotter factories: "enrolled" (model-free); with the keyword model,
 "keyword+enrolled" (the keyword model for what, enrollment for who); with a
@@ -37,6 +38,8 @@ def fixture_profiles(tmpdir: str | Path, speech: bool | None = None) -> list:
     for name in NAMES:
         files = [str(ENROLL / f"{name}_snap_{k}.wav") for k in range(1, 6)]
         files += [str(ENROLL / f"{name}_snappool_{k}.wav") for k in range(1, 4)]
+        if os.environ.get("VOICESNAP_BENCH_CONTRAST", "1") != "0":  # the "slap" takes enroll asks for
+            files += [str(ENROLL / f"{name}_slap_{k}.wav") for k in range(1, 4)]
         if speech:
             from .bench_voices import synthetic_speech_file
 

@@ -372,3 +372,45 @@ def test_one_mic_ties_of_the_corpus_keep_both_onsets_within_10_ms(spotter_factor
         within.append(all(any(d.player == s.speaker and abs(d.onset - s.onset / fx.rate) <= 0.010 for d in dets)
                           for s in calls))
     assert len(within) == 18 and sum(within) >= 12, within
+
+
+def _heard(profiles, rel: str):
+    from voicefixtures import wav
+
+    samples, rate = wav(rel)
+    sp = EnrolledSpotter(profiles)
+    dets, refused = [], []
+    for chunk in ArraySource(samples, rate, chunk_frames=320):
+        dets += sp.accept(chunk)
+        refused += sp.take_refusals()
+    return dets + sp.flush(), refused + sp.take_refusals()
+
+
+def test_a_players_slap_is_told_from_their_snap_by_their_own_slap_takes():
+    """Without a model the enrollment alone decides what was called, and alice's "slap" (players/nearmiss)
+    fits her "snap" takes: a call. With her three "slap" takes (enroll asks for them) it fits those better
+    than any call take, and is refused with that reason; her real call and dev's are still heard."""
+    import dataclasses
+
+    from voicesnap import voices as V
+
+    from voicefixtures import takes_of
+
+    plain = [profile(n) for n in NAMES]
+    told = [dataclasses.replace(p, extra={**p.extra, "contrast": V.contrast_extra(takes_of(p.name, contrast=True))})
+            for p in plain]
+    for who in ("alice", "dev"):
+        fx = C.load(PLAYERS_DIR / "nearmiss" / f"{who}.json")
+        slap = next(g for g in fx.segments if g.text == "slap")
+        call = next(g for g in fx.segments if g.text == "snap")
+        over = lambda d, g: d.onset < g.end / fx.rate and g.onset / fx.rate < d.end
+        before, _ = _heard(plain, f"nearmiss/{who}.wav")
+        after, refused = _heard(told, f"nearmiss/{who}.wav")
+        assert [d.player for d in after if over(d, call)] == [who]
+        if who == "alice":
+            assert [d.player for d in before if over(d, slap)] == ["alice"]
+            assert not [d for d in after if over(d, slap)], after
+            assert any(over(r, slap) and "alice's 'slap' takes" in r.reason for r in refused), refused
+        # dev's "slap" was no call before either; everything else he said is heard as before
+        assert [(d.word, d.player, d.onset) for d in after if not over(d, slap)] == \
+            [(d.word, d.player, d.onset) for d in before if not over(d, slap)]

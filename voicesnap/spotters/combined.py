@@ -239,6 +239,10 @@ class CombinedSpotter:
                 out += [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at)
                         for e in tie if e.player not in already]
                 continue
+            why = self.enrolled.contrast_span(d.onset, d.end)
+            if why is not None:  # a "slap": the players' own takes of it fit better than their calls
+                self._refused.append(Refusal(d.word, d.onset, d.end, "", why, d.channel, self.name))
+                continue
             channel, att, announcer = self.enrolled.attribute_span(d.onset, d.end, d.word)
             if att.player is None and announcer:
                 continue  # the game's own voice

@@ -482,7 +482,8 @@ class EnrolledSpotter:
         # not on a player's own mic, where a neighbour's crosstalk over the call's end is what
         # fits badly (bench_voices ties, per-mic calls: 17/18 right -> 15/18 with the check there)
         if att.player is not None and att.phrase is not None:
-            why = None if mapped is not None else voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel)
+            why = None if mapped is not None else (voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel)
+                                                   or self.voices.contrast(log_mel, st.floor_mel))
             if why is None:
                 found.append((att.player, att.phrase, best[(att.player, att.phrase)][1]))
             else:
@@ -639,6 +640,18 @@ class EnrolledSpotter:
         best, _ = self.voices.ratios(log_mel, st.floor_mel, None)
         tie = self.voices.tie(log_mel, st.floor_mel, best, word if any(k[1] == word for k in best) else None)
         return [] if tie is None else self._tie_detections(channel, s, lo, tie, word, unnamed)
+
+    def contrast_span(self, onset: float, end: float) -> str | None:
+        """Why the call another engine heard in [onset, end] s is a player's contrast word ("slap"),
+        or None (``Voices.contrast``). On one mic only, as the near-miss check: on a player's own mic
+        a neighbour's crosstalk blurs the fit."""
+        win = self._span_window(onset, end, None)
+        if win is None or len(self._channels) > 1:
+            return None
+        _c, st, _s, _e, lo, hi = win
+        if hi - lo < MIN_FRAMES:
+            return None
+        return self.voices.contrast(st.log_mel[lo - st.frame0: hi - st.frame0], st.floor_mel)
 
     def attribute_span(self, onset: float, end: float, word: str | None = None,
                        channel: int | None = None, encoder: bool = True) -> tuple[int, Attribution, bool]:
