@@ -468,6 +468,38 @@ def test_play_with_strict_calls_charges_no_near_miss_and_replays_the_same(player
     assert main(["--data-dir", str(players_dir), "replay", str(tmp_path / "strict")]) == 0
 
 
+def test_play_on_per_player_mics_refuses_a_slap_once_the_players_said_slap_at_enrollment(players_dir, tmp_path):
+    """`play --channels alice=0,bob=1` (no --strict-calls) with alice and bob enrolled with their "slap"
+    takes too (as enroll now asks): her "slap" at 10.22 s, charged to her as a wrong call when they gave
+    none (the test above), is no call (channels.ContrastCheck), and `voicesnap replay` re-judges it alike."""
+    import json
+    import shutil
+
+    from voicesnap import models as M
+    from voicesnap import voices
+    from voicesnap.cli import main
+
+    from voicefixtures import takes_of
+
+    try:
+        M.find_model("en", None, None)
+    except Exception as e:  # noqa: BLE001 (any way of not having it)
+        pytest.skip(f"no Vosk English model ({e})")
+    data = tmp_path / "data"
+    shutil.copytree(players_dir, data)
+    for name in ("alice", "bob"):
+        prof = voices.load_profile(name, str(data))
+        prof.extra["contrast"] = voices.contrast_extra(takes_of(name, contrast=True))
+        voices.save_profile(prof, str(data))
+    wav = _two_mics(C.load(CORPUS / "nearmiss_alice.json"), tmp_path / "mics.wav")
+    assert main(["--data-dir", str(data), "play", "--players", "alice,bob", "--input-file", str(wav), "--quiet",
+                 "--text", "--no-keyboard", "--seed", "3", "--record", str(tmp_path / "game"),
+                 "--channels", "alice=0,bob=1"]) == 0
+    log = [json.loads(line) for line in (tmp_path / "game" / "log.jsonl").read_text().splitlines()]
+    assert [r for r in log if r["type"] == "table-step" and r["kind"] == "call"] == []
+    assert main(["--data-dir", str(data), "replay", str(tmp_path / "game")]) == 0
+
+
 def _channels(kind: str, model: K.KeywordModel, vosk: object):
     from voicesnap.spotters.channels import ChannelSpotters
     from voicesnap.spotters.gate import SpeechGate
@@ -1033,3 +1065,47 @@ def test_a_quiet_call_under_the_announcer_on_per_player_mics_is_kept_as_its_owne
     heard, lossy = owners_calls(None)
     assert len(heard) >= 10 and any(lossy), (len(heard), lossy)  # measured: 19 of 19, 3 over the line
     assert owners_calls(OWN_SPEECH_DB)[0] == heard
+
+
+def test_the_players_slap_takes_refuse_a_slap_on_their_own_mic_and_keep_their_calls(model, tmp_path):
+    """Per-player mics with the players' "slap" takes (channels.ContrastCheck): alice's "slap"
+    (nearmiss_alice, 10.22 s), charged to her by Vosk and the keyword model alone, is refused with the
+    reason; every call of hers in clean_alice and clipped_calls is heard as without the check."""
+    import dataclasses
+
+    from voicefixtures import NAMES, profile, takes_of
+
+    from voicesnap import models as M
+    from voicesnap import voices
+    from voicesnap.spotters import take_refusals
+    from voicesnap.spotters.channels import ContrastCheck
+    from voicesnap.spotters.vosk_spotter import load_model
+
+    try:
+        vosk = load_model(M.find_model("en", None, None))
+    except Exception as e:  # noqa: BLE001 (any way of not having it)
+        pytest.skip(f"no Vosk English model ({e})")
+    told = [dataclasses.replace(p, extra={**p.extra, "contrast": voices.contrast_extra(takes_of(p.name, contrast=True))})
+            for p in (profile(n) for n in NAMES)]
+
+    def run(name: str, check: bool) -> tuple[list, list]:
+        fx = C.load(CORPUS / f"{name}.json")
+        track, _rate = read_wav(_two_mics(fx, tmp_path / f"{name}.wav"))
+        sp = _channels("judged", model, vosk)
+        if check:
+            sp = ContrastCheck(sp, told)
+        found, refused = [], []
+        for chunk in ArraySource(track, fx.rate, chunk_frames=320):
+            found += sp.accept(chunk)
+            refused += take_refusals(sp)
+        found += sp.flush()
+        refused += take_refusals(sp)
+        return [(d.word, d.player, d.onset) for d in found if d.word in ("snap", "snap pool")], refused
+
+    plain, _refused = run("nearmiss_alice", check=False)
+    assert [round(t, 1) for _w, p, t in plain if p == "me"] == [10.2], plain
+    checked, refused = run("nearmiss_alice", check=True)
+    assert checked == [], checked
+    assert [r for r in refused if abs(r.onset - 10.22) < 0.1 and "'slap' takes" in r.reason], refused
+    for name in ("clean_alice", "clipped_calls"):
+        assert run(name, check=True)[0] == run(name, check=False)[0] != []

@@ -249,6 +249,7 @@ class OwnWordCheck:
 
     def __init__(self, inner: ChannelSpotters, enrolled: Any, lookahead: float = OWN_WORD_LOOKAHEAD) -> None:
         self.inner = inner
+        self.spotters = getattr(inner, "spotters", None)  # the mics, for the table's burst tracker
         self.enrolled = enrolled  # a spotters.enrolled.EnrolledSpotter fed the same chunks
         self.lookahead = lookahead
         self._held: list[Detection] = []  # calls waiting for ``lookahead`` of audio after their end
@@ -291,3 +292,81 @@ class OwnWordCheck:
     def flush(self) -> list[Any]:
         self.enrolled.flush()
         return self._pass(self.inner.flush(), final=True)
+
+
+#: s of each mic's audio ``ContrastCheck`` keeps: a call's word and the table's background before it
+CONTRAST_KEEP = 4.0
+CONTRAST_CONTEXT = 0.15  # s around a call's word searched for a take (the enrolled engine's CONTEXT)
+
+
+class ContrastCheck:
+    """Per-player mics: a call that fits a player's takes of a contrast word ("slap") better than any
+    call take is that word (``Voices.contrast``), as on one mic (``spotters.combined``).
+
+    Here the channel names the caller, so a "slap" that Vosk and the keyword model take for "snap" is
+    charged to the mic's player. Only the calls are analysed, from the last CONTRAST_KEEP s of their
+    mic, which is kept as the chunks came (no copy): nothing runs while nobody calls. A refused call
+    is kept as a ``Refusal`` with the reason.
+    """
+
+    name = "channels+contrast"
+
+    def __init__(self, inner: Any, profiles: list[Any]) -> None:
+        from ..voices import Voices
+
+        self.inner = inner
+        self.spotters = getattr(inner, "spotters", None)  # the mics, for the table's burst tracker
+        self.voices = Voices(profiles, encoder=None)  # templates only: the speaker encoder is not needed
+        self._chunks: list[AudioChunk] = []
+        self._refused: list[Refusal] = []
+
+    def undecided(self) -> float | None:
+        return undecided_from(self.inner)
+
+    def take_refusals(self) -> list[Refusal]:
+        out, self._refused = take_refusals(self.inner) + self._refused, []
+        return out
+
+    def _audio(self, channel: int, t0: float, t1: float) -> tuple[np.ndarray, float]:
+        """(``channel`` kept from ``t0`` to ``t1`` s as float samples at the features' rate, the time of
+        the first)."""
+        from .. import features as F
+
+        parts = [c for c in self._chunks if c.end / c.rate > t0 and c.start / c.rate < t1]
+        if not parts or channel >= parts[0].channels:
+            return np.zeros(0, np.float32), t0
+        rate = parts[0].rate
+        x = np.concatenate([c.samples[:, channel] for c in parts])
+        first = parts[0].start
+        a, b = max(0, int(t0 * rate) - first), max(0, int(t1 * rate) - first)
+        return F.resample(F.to_float(x[a:b]), rate), (first + a) / rate
+
+    def _judge(self, d: Detection) -> bool:
+        from .. import features as F
+
+        if d.word not in CHECKED:
+            return True
+        x, t0 = self._audio(d.channel or 0, d.onset - CONTRAST_KEEP, d.end + CONTRAST_CONTEXT)
+        if len(x) < F.FRAME:
+            return True
+        feats = F.analyse(x)
+        lo = max(0, int((d.onset - CONTRAST_CONTEXT - t0) * F.RATE) // F.HOP)
+        hi = min(len(feats), int((d.end + CONTRAST_CONTEXT - t0) * F.RATE) // F.HOP + 1)
+        why = self.voices.contrast(feats.log_mel[lo:hi], F.noise_floor(feats.log_mel))
+        if why is None:
+            return True
+        self._refused.append(Refusal(d.word, d.onset, d.end, d.player or "", why, channel=d.channel or 0,
+                                     engine=d.engine))
+        return False
+
+    def _keep(self, chunk: AudioChunk) -> None:
+        self._chunks.append(chunk)
+        while self._chunks and (chunk.end - self._chunks[0].end) / chunk.rate > CONTRAST_KEEP + 1.0:
+            self._chunks.pop(0)
+
+    def accept(self, chunk: AudioChunk) -> list[Any]:
+        self._keep(chunk)
+        return [d for d in self.inner.accept(chunk) if self._judge(d)]
+
+    def flush(self) -> list[Any]:
+        return [d for d in self.inner.flush() if self._judge(d)]
