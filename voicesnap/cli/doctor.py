@@ -190,7 +190,7 @@ def check_profiles(root: Path) -> Check:
         enc = encoder.load_encoder(data=root)
     except Exception:  # damaged weights: check_encoder reports them
         enc = None
-    bad, mute = [], []
+    bad, mute, unlike = [], [], []
     for entry in names:
         name = getattr(entry, "name", entry)
         if loader is None or not isinstance(name, str):
@@ -204,6 +204,9 @@ def check_profiles(root: Path) -> Check:
             continue
         if voices.missing_speech(prof, enc):
             mute.append(name)
+        words = getattr(voices, "CONTRAST_WORDS", {}).get(getattr(prof, "word", None), ())
+        if set(words) - set(voices.profile_contrast(prof)):
+            unlike.append(name)
     if bad:
         first = bad[0].split(" ")[0]
         return Check("profiles", False, "unreadable profile(s): " + "; ".join(bad),
@@ -214,10 +217,16 @@ def check_profiles(root: Path) -> Check:
                      "enroll each player once: voicesnap enroll NAME (or play; it offers enrollment)",
                      needed=False)
     shown = ", ".join(str(getattr(n, "name", n)) for n in names)
+    gaps, fixes = [], []
     if mute:
-        return Check("profiles", False, f"{len(names)} enrolled: {shown}; without a speech sample: {', '.join(mute)} "
-                     "(a stranger saying the call word is more often taken for them)",
-                     "; ".join(f"voicesnap enroll {n} --speech-only" for n in mute) + "   (20 s of talking each)",
+        gaps.append(f"without a speech sample: {', '.join(mute)} (a stranger saying the call word is more often "
+                    "taken for them)")
+        fixes.append("; ".join(f"voicesnap enroll {n} --speech-only" for n in mute) + "   (20 s of talking each)")
+    if unlike:
+        gaps.append(f"without takes of 'slap': {', '.join(unlike)} (a 'slap' is more often heard as their 'snap')")
+        fixes.append("; ".join(f"voicesnap enroll {n}" for n in unlike) + "   (enroll asks for them now)")
+    if gaps:
+        return Check("profiles", False, f"{len(names)} enrolled: {shown}; " + "; ".join(gaps), "; ".join(fixes),
                      needed=False)
     return Check("profiles", True, f"{len(names)} enrolled: {shown}", needed=False)
 
