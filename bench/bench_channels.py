@@ -230,7 +230,8 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
     from voicesnap import corpus as C
     from voicesnap.audio import ArraySource
     from voicesnap.keyword import KeywordError, load_keyword_model
-    from voicesnap.spotters.channels import ChannelSpotters, OwnWordCheck
+    from voicesnap import voices as V
+    from voicesnap.spotters.channels import ChannelSpotters, ContrastCheck, OwnWordCheck
     from voicesnap.spotters.enrolled import EnrolledSpotter
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.judges import JudgedSpotter
@@ -263,14 +264,21 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
         except Exception:  # noqa: BLE001 (the strict row is left out)
             profiles = []
 
+    told = [p for p in profiles if V.profile_contrast(p)]  # their "slap" takes (channels.ContrastCheck)
+
+    def contrast() -> Any:
+        return ContrastCheck(build(True), told) if told else build(True)
+
     def strict() -> OwnWordCheck:
-        return OwnWordCheck(build(True), EnrolledSpotter(profiles))
+        return OwnWordCheck(contrast(), EnrolledSpotter(profiles))  # as play builds it
 
     cats = ("noisy",) if quick else MIC_CATEGORIES
     fixtures = C.load_corpus(categories=cats)
     rows = []
     kinds: list[tuple[Callable[[], Any], str]] = [(lambda: build(False), "Vosk alone"),
                                                    (lambda: build(True), "Vosk + keyword model")]
+    if told:
+        kinds.append((contrast, "Vosk + keyword model, with the players' 'slap' takes (as play runs it)"))
     if profiles:
         kinds.append((strict, "Vosk + keyword model, --strict-calls (the enrollment must hear the call too)"))
     for make, label in kinds:

@@ -273,15 +273,23 @@ def run(quick: bool, engines: tuple[str, ...] = ENGINES, minutes: float | None =
         if "vosk-gated" in factories and "keyword-gated" in factories:
             from voicesnap.spotters.judges import JudgedSpotter
 
-            # per-player mics: both judges behind the speech gate, no enrollment, as play runs each mic
-            vosk, keyword = factories["vosk-gated"], factories["keyword-gated"]
-            factories["vosk+keyword"] = lambda: JudgedSpotter(vosk(), keyword())
-            if "enrolled" in factories:  # per-player mics with --strict-calls: the enrollment must hear the call
-                from voicesnap.spotters.channels import ChannelSpotters, OwnWordCheck
+            from voicesnap import voices as V
+            from voicesnap.spotters.channels import ChannelSpotters, ContrastCheck, OwnWordCheck
 
+            # per-player mics: both judges behind the speech gate, as play runs each mic; with the players'
+            # "slap" takes (enroll asks for them) a call that fits one better than any call take is refused
+            vosk, keyword = factories["vosk-gated"], factories["keyword-gated"]
+            told = [p for p in V.load_all(str(tmp)) if V.profile_contrast(p)] if "enrolled" in factories else []
+
+            def per_mic(inner: Any) -> Any:
+                return ContrastCheck(inner, told) if told else inner
+
+            factories["vosk+keyword"] = lambda: per_mic(JudgedSpotter(vosk(), keyword()))
+            if "enrolled" in factories:  # per-player mics with --strict-calls: the enrollment must hear the call
                 enrolled = factories["enrolled"]
                 factories["vosk+keyword+strict"] = lambda: OwnWordCheck(
-                    ChannelSpotters({0: JudgedSpotter(vosk(), keyword())}, {0: "the mic's player"}), enrolled())
+                    per_mic(ChannelSpotters({0: JudgedSpotter(vosk(), keyword())}, {0: "the mic's player"})),
+                    enrolled())
         for name in engines:
             if name not in factories:
                 rows.append(Row(AREA, "no-call hour", "n/a", note=f"{name}: {why.get(name, 'not available')}"))

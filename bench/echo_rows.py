@@ -124,10 +124,12 @@ def second_mic(mic: np.ndarray) -> np.ndarray:
 
 def per_mic_factory() -> Callable[[], Any] | None:
     """Two per-player mics as ``play --channels p0=0,p1=1`` hears them (Vosk and the keyword model
-    judging each mic), or None without both models."""
+    judging each mic; with the players enrolled in the data directory with their "slap" takes, the
+    check of them: channels.ContrastCheck), or None without both models."""
     from voicesnap import models
+    from voicesnap import voices as V
     from voicesnap.keyword import load_keyword_model
-    from voicesnap.spotters.channels import ChannelSpotters
+    from voicesnap.spotters.channels import ChannelSpotters, ContrastCheck
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.judges import JudgedSpotter
     from voicesnap.spotters.keyword import KeywordSpotter
@@ -140,10 +142,13 @@ def per_mic_factory() -> Callable[[], Any] | None:
     if keyword is None:
         return None
 
+    told = [p for p in V.load_all() if V.profile_contrast(p)]
+
     def make() -> Any:
         per = {ch: JudgedSpotter(SpeechGate(VoskSpotter(vosk, channel=ch), channel=ch),
                                  KeywordSpotter(keyword, channel=ch, gate=True)) for ch in (0, 1)}
-        return ChannelSpotters(per, {0: "p0", 1: "p1"})
+        mics = ChannelSpotters(per, {0: "p0", 1: "p1"})
+        return ContrastCheck(mics, told) if told else mics
 
     return make
 
