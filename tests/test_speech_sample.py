@@ -23,7 +23,7 @@ from voicesnap.cli import main
 from voicesnap.errors import UserError
 
 from test_encoder import LIBRI, encoder_or_skip
-from voicefixtures import enroll_files
+from voicefixtures import contrast_files, enroll_files
 
 
 @pytest.fixture(autouse=True)
@@ -138,7 +138,8 @@ def test_pauses_in_the_speech_sample_are_cut_before_it_is_embedded():
 
 def test_a_speech_sample_is_added_to_an_enrolled_player_keeping_the_takes(tmp_path, capsys):
     encoder_or_skip()
-    assert main(["enroll", "dev", "--channel", "0", "--no-speech", "--from-files", *enroll_files("dev")]) == 0
+    assert main(["enroll", "dev", "--channel", "0", "--no-speech", "--from-files", *enroll_files("dev"),
+                 *contrast_files("dev")]) == 0
     before = V.load_profile("dev")
     assert "speech" not in before.extra
     capsys.readouterr()
