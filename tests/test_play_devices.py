@@ -169,9 +169,10 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     data = tmp_path / "data"
     enroll(data, ("dev",))  # dev has a profile already; finn has none
     takes = ([PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav" for k in range(1, 6)]
-             + [PLAYERS_DIR / "enroll" / f"finn_snappool_{k}.wav" for k in range(1, 4)])
+             + [PLAYERS_DIR / "enroll" / f"finn_snappool_{k}.wav" for k in range(1, 4)]
+             + [PLAYERS_DIR / "enroll" / f"finn_slap_{k}.wav" for k in range(1, 4)])  # "slap": no call, told apart
     with_encoder = voices_encoder_installed()
-    if with_encoder:  # then enroll ends with the speech sample: finn talks for 20 s after a ninth beep
+    if with_encoder:  # then enroll ends with the speech sample: finn talks for 20 s after a twelfth beep
         from bench.bench_voices import synthetic_speech_file
 
         takes.append(synthetic_speech_file(tmp_path / "finn_speech.wav", "finn"))
@@ -194,7 +195,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
         os.write(master, b"y\n")
         # the player: after each beep from the speaker, say the next take into the microphone
         done = 0
-        deadline = time.monotonic() + 60 + 40 * with_encoder
+        deadline = time.monotonic() + 80 + 40 * with_encoder
         while done < len(takes) and time.monotonic() < deadline and game.poll() is None:
             time.sleep(0.05)
             heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
@@ -215,9 +216,10 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
         reader.join(timeout=5)
     text = b"".join(output).decode(errors="replace")
     assert game.returncode == 0, text
-    assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool'" in text, text
+    assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (not a call)" in text, text
     if with_encoder:
         assert "s of speech; profile" in text, text
         assert voices.load_profile("finn", str(data)).extra["speech"]["seconds"] >= voices.SPEECH_MIN_SECONDS
     assert voices.load_profile("finn", str(data)).extra["takes"] == {"snap": 5, "snap pool": 3}
+    assert [len(ts) for ts in voices.profile_contrast(voices.load_profile("finn", str(data))).values()] == [3]
     assert "calls by enrolled" in text and flips >= 1, text  # and the game started
