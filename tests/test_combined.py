@@ -63,6 +63,16 @@ def _detect(spotter, fx) -> list:
     return dets + spotter.flush()
 
 
+def _calls_and_refusals(spotter, fx) -> tuple[list, list]:
+    """``_detect``, and the sounds refused as another word (asked after every chunk, as play does)."""
+    calls, refused = [], []
+    for chunk in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
+        calls += spotter.accept(chunk)
+        refused += spotter.take_refusals()
+    calls += spotter.flush()
+    return calls, refused + spotter.take_refusals()
+
+
 _RUNS: dict[tuple[str, bool], list] = {}
 # The modules whose constants tests patch, and those constants as shipped (the objects themselves:
 # monkeypatch.setattr puts another object in their place)
@@ -569,12 +579,7 @@ def test_a_refusal_is_not_reported_where_the_combined_engine_reported_a_call(vos
     monkeypatch.setattr(EnrolledSpotter, "take_refusals", spy)
     sp = _combined(vosk_factory, enrolled, gated=True)  # as play builds it
     sp.set_pool_exists(False)  # no claim open, the usual case
-    calls, refused = [], []
-    for chunk in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
-        calls += sp.accept(chunk)
-        refused += sp.take_refusals()
-    calls += sp.flush()
-    refused += sp.take_refusals()
+    calls, refused = _calls_and_refusals(sp, fx)
     overlaps = lambda r: [c for c in calls if c.word in ("snap", "snap pool") and c.onset < r.end and r.onset < c.end]
     assert any(overlaps(r) for r in seen), (seen, calls)  # the enrollment refused a sound Vosk took as a call
     assert refused == [r for r in seen if not overlaps(r)]
@@ -604,12 +609,7 @@ def test_a_slap_vosk_hears_as_snap_is_no_call_once_the_players_said_slap_at_enro
     over = lambda d: d.word in WORDS and d.onset < slap.end / fx.rate and slap.onset / fx.rate < d.end
     assert [d for d in _default_run(vosk_factory, enrolled, fx, gated) if over(d)]  # without the takes: a call
     sp = _combined(vosk_factory, enrolled_with_slap, gated)
-    calls, refused = [], []
-    for chunk in ArraySource(fx.read()[:, :1], fx.rate, chunk_frames=320):
-        calls += sp.accept(chunk)
-        refused += sp.take_refusals()
-    calls += sp.flush()
-    refused += sp.take_refusals()
+    calls, refused = _calls_and_refusals(sp, fx)
     assert not [d for d in calls if over(d)], calls
     assert any(over(r) and "alice's 'slap' takes" in r.reason for r in refused), refused
     for name in ("clean_alice", "clipped_calls"):  # her own calls, and calls past full scale, still count

@@ -500,6 +500,18 @@ def test_play_on_per_player_mics_refuses_a_slap_once_the_players_said_slap_at_en
     assert main(["--data-dir", str(data), "replay", str(tmp_path / "game")]) == 0
 
 
+def _found_and_refused(spotter, track: np.ndarray, rate: int) -> tuple[list, list]:
+    """Every detection of ``spotter`` over ``track``, and the sounds it refused (asked after every chunk)."""
+    from voicesnap.spotters import take_refusals
+
+    found, refused = [], []
+    for chunk in ArraySource(track, rate, chunk_frames=320):
+        found += spotter.accept(chunk)
+        refused += take_refusals(spotter)
+    found += spotter.flush()
+    return found, refused + take_refusals(spotter)
+
+
 def _channels(kind: str, model: K.KeywordModel, vosk: object):
     from voicesnap.spotters.channels import ChannelSpotters
     from voicesnap.spotters.gate import SpeechGate
@@ -534,7 +546,6 @@ def test_strict_calls_refuse_a_near_miss_the_mics_judges_charge_and_keep_clean_c
     from voicefixtures import NAMES, profile
 
     from voicesnap import models as M
-    from voicesnap.spotters import take_refusals
     from voicesnap.spotters.channels import OwnWordCheck
     from voicesnap.spotters.enrolled import EnrolledSpotter
     from voicesnap.spotters.vosk_spotter import load_model
@@ -551,12 +562,7 @@ def test_strict_calls_refuse_a_near_miss_the_mics_judges_charge_and_keep_clean_c
         sp = _channels("judged", model, vosk)
         if strict:
             sp = OwnWordCheck(sp, EnrolledSpotter(profiles))
-        found, refused = [], []
-        for chunk in ArraySource(track, fx.rate, chunk_frames=320):
-            found += sp.accept(chunk)
-            refused += take_refusals(sp)
-        found += sp.flush()
-        refused += take_refusals(sp)
+        found, refused = _found_and_refused(sp, track, fx.rate)
         mine = [d for d in found if d.word in ("snap", "snap pool") and d.player == "me"]
         return mine, refused, C.score(fx, mine, words=("snap", "snap pool"), tolerance=0.03)
 
@@ -1077,7 +1083,6 @@ def test_the_players_slap_takes_refuse_a_slap_on_their_own_mic_and_keep_their_ca
 
     from voicesnap import models as M
     from voicesnap import voices
-    from voicesnap.spotters import take_refusals
     from voicesnap.spotters.channels import ContrastCheck
     from voicesnap.spotters.vosk_spotter import load_model
 
@@ -1094,12 +1099,7 @@ def test_the_players_slap_takes_refuse_a_slap_on_their_own_mic_and_keep_their_ca
         sp = _channels("judged", model, vosk)
         if check:
             sp = ContrastCheck(sp, told)
-        found, refused = [], []
-        for chunk in ArraySource(track, fx.rate, chunk_frames=320):
-            found += sp.accept(chunk)
-            refused += take_refusals(sp)
-        found += sp.flush()
-        refused += take_refusals(sp)
+        found, refused = _found_and_refused(sp, track, fx.rate)
         return [(d.word, d.player, d.onset) for d in found if d.word in ("snap", "snap pool")], refused
 
     plain, _refused = run("nearmiss_alice", check=False)
