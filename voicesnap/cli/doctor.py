@@ -204,8 +204,7 @@ def check_profiles(root: Path) -> Check:
             continue
         if voices.missing_speech(prof, enc):
             mute.append(name)
-        words = getattr(voices, "CONTRAST_WORDS", {}).get(getattr(prof, "word", None), ())
-        if set(words) - set(voices.profile_contrast(prof)):
+        if voices.missing_contrast(prof):
             unlike.append(name)
     if bad:
         first = bad[0].split(" ")[0]

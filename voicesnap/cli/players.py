@@ -64,7 +64,7 @@ def _list(args: argparse.Namespace) -> int:
             mute.append(p.name)
         if V.profile_takes(p) is None:
             bare.append(p.name)
-        if set(V.CONTRAST_WORDS.get(p.word, ())) - set(V.profile_contrast(p)):
+        if V.missing_contrast(p):
             unlike.append(p.name)
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
     if mute:

@@ -27,6 +27,7 @@ mic, so both survive with their own onsets: a tie stays a tie.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from typing import Any
 
@@ -317,7 +318,7 @@ class ContrastCheck:
         self.inner = inner
         self.spotters = getattr(inner, "spotters", None)  # the mics, for the table's burst tracker
         self.voices = Voices(profiles, encoder=None)  # templates only: the speaker encoder is not needed
-        self._chunks: list[AudioChunk] = []
+        self._chunks: deque[AudioChunk] = deque()
         self._refused: list[Refusal] = []
 
     def undecided(self) -> float | None:
@@ -362,7 +363,7 @@ class ContrastCheck:
     def _keep(self, chunk: AudioChunk) -> None:
         self._chunks.append(chunk)
         while self._chunks and (chunk.end - self._chunks[0].end) / chunk.rate > CONTRAST_KEEP + 1.0:
-            self._chunks.pop(0)
+            self._chunks.popleft()
 
     def accept(self, chunk: AudioChunk) -> list[Any]:
         self._keep(chunk)

@@ -23,6 +23,7 @@ from .. import encoder as E
 from .. import features as F
 from ..errors import UserError
 from ..files import atomic_write_text, data_dir
+from .near_miss import CONTRAST_WORDS
 from .takes import Take
 from .templates import TemplateBank, take_templates, voiceprint
 
@@ -73,6 +74,13 @@ def speech_extra(enc: E.Encoder, name: str, speech: np.ndarray) -> dict:
 def missing_speech(prof: Profile, enc: E.Encoder | None) -> bool:
     """Enrolled with this encoder but without a speech sample: ``voicesnap enroll NAME --speech-only`` can add one."""
     return enc is not None and prof.extra.get("encoder") == enc.fingerprint and "speech" not in prof.extra
+
+
+def missing_contrast(prof: Profile) -> list[str]:
+    """The contrast words enroll asks for with this profile's call word that it holds no takes of
+    (``near_miss.CONTRAST_WORDS``): ``voicesnap enroll NAME`` again adds them."""
+    have = profile_contrast(prof)
+    return [w for w in CONTRAST_WORDS.get(prof.word, ()) if w not in have]
 
 
 # profiles
