@@ -1,4 +1,4 @@
-"""Enroll a player's voice: say the call word 5 times and "snap pool" 3 times after each beep.
+"""Enroll a player's voice: say the call word 5 times, "snap pool" 3 times and "slap" 3 times after each beep.
 
 Each take is trimmed to the spoken call and checked (too quiet, clipped, too
 short or long, too noisy, unlike the other takes); a bad take is refused with
