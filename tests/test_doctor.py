@@ -127,7 +127,7 @@ def test_players_without_slap_takes_are_named_with_the_way_to_add_them(_tmp_data
         voices.save_profile(prof, str(_tmp_data))
     check = doctor.check_profiles(_tmp_data)
     assert not check.ok and not check.needed and "without takes of 'slap': dev (" in check.detail, check
-    assert "voicesnap enroll dev   (enroll asks for them now)" in check.fix
+    assert "voicesnap enroll dev --contrast-only   (3 takes each)" in check.fix
     prof = voices.load_profile("dev", str(_tmp_data))
     prof.extra["contrast"] = voices.contrast_extra(takes_of("dev", contrast=True))
     voices.save_profile(prof, str(_tmp_data))

@@ -100,3 +100,39 @@ def test_slap_takes_are_enrolled_as_a_contrast_word_not_a_call(capsys):
     assert "--contrast-takes must be at least 2" in capsys.readouterr().err
     assert main(["enroll", "bob", "--speech-only", "--contrast-takes", "0"]) == 2
     assert "--contrast-takes" in capsys.readouterr().err
+
+
+def test_contrast_only_adds_slap_takes_to_an_enrolled_player_keeping_the_rest(capsys):
+    """A player enrolled without "slap" takes (before enroll asked for them) adds them with
+    --contrast-only: every other part of the profile is kept as it was; files that are not "slap"
+    takes are named and skipped; options about the other takes, and a call word with no contrast
+    word, are refused with the reason; `players` then has no note for them."""
+    import json
+
+    from voicefixtures import contrast_files
+
+    assert main(["enroll", "dev", "--channel", "0", "--contrast-takes", "0", "--from-files", *files("dev")]) == 0
+    before = V.load_profile("dev")
+    capsys.readouterr()
+    assert main(["players"]) == 0
+    assert "voicesnap enroll dev --contrast-only" in capsys.readouterr().err
+    assert main(["enroll", "dev", "--contrast-only", "--from-files", files("dev")[0], *contrast_files("dev")]) == 0
+    out = capsys.readouterr().out
+    assert "dev_snap_1.wav: not a take of 'slap' (by its name), skipped" in out
+    assert "Added 3 of 'slap' (not a call) to dev" in out
+    after = V.load_profile("dev")
+    assert [len(ts) for ts in V.profile_contrast(after).values()] == [3]
+    kept = json.loads(after.to_json())
+    del kept["extra"]["contrast"]
+    assert kept == json.loads(before.to_json())  # takes, channel, embeddings, date: as they were
+    assert main(["players"]) == 0
+    assert "--contrast-only" not in capsys.readouterr().err
+    assert main(["enroll", "dev", "--contrast-only", "--takes", "6", "--from-files", *contrast_files("dev")]) == 2
+    assert "--takes would change nothing" in capsys.readouterr().err
+    assert main(["enroll", "dev", "--contrast-only", "--from-files", files("dev")[0]]) == 2
+    assert "only 0 good take(s) of 'slap'" in capsys.readouterr().err
+    assert json.loads(V.load_profile("dev").to_json()) == json.loads(after.to_json())  # nothing half-written
+    takes = [str(PLAYERS_DIR / "animal" / f"bob_meow_{k}.wav") for k in range(1, 6)]
+    assert main(["enroll", "bob", "--word", "meow", "--no-pool", "--from-files", *takes]) == 0
+    assert main(["enroll", "bob", "--contrast-only", "--from-files", *contrast_files("bob")]) == 2
+    assert "has no contrast word" in capsys.readouterr().err

@@ -223,7 +223,7 @@ def check_profiles(root: Path) -> Check:
         fixes.append("; ".join(f"voicesnap enroll {n} --speech-only" for n in mute) + "   (20 s of talking each)")
     if unlike:
         gaps.append(f"without takes of 'slap': {', '.join(unlike)} (a 'slap' is more often heard as their 'snap')")
-        fixes.append("; ".join(f"voicesnap enroll {n}" for n in unlike) + "   (enroll asks for them now)")
+        fixes.append("; ".join(f"voicesnap enroll {n} --contrast-only" for n in unlike) + "   (3 takes each)")
     if gaps:
         return Check("profiles", False, f"{len(names)} enrolled: {shown}; " + "; ".join(gaps), "; ".join(fixes),
                      needed=False)

@@ -16,7 +16,8 @@ With the speaker encoder installed, enrollment ends with a speech sample:
 the player talks freely for about 20 seconds (files whose name contains
 "speech"). One short call word says little about a voice; the sample lets
 the game tell a stranger saying "snap" from the player (voices.ENC_SPEECH_CAP).
---speech-only adds or replaces it for an enrolled player, keeping the takes.
+--speech-only adds or replaces it for an enrolled player, keeping the takes;
+--contrast-only does the same for the "slap" takes.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "default 3, 0 skips them)")
     parser.add_argument("--no-speech", action="store_true",
                         help="skip the 20 s speech sample (strangers are then told apart less well)")
+    parser.add_argument("--contrast-only", action="store_true",
+                        help="add or replace an enrolled player's takes of 'slap', keeping the rest of the profile")
     parser.add_argument("--speech-only", action="store_true",
                         help="add or replace the speech sample of an enrolled player, keeping their takes")
     parser.add_argument("--silent", action="store_true", help="no spoken prompts, text only")
@@ -234,14 +237,14 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
     return (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
 
 
-def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...]
-          ) -> tuple[list, np.ndarray]:
+def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...],
+          only_contrast: bool = False) -> tuple[list, np.ndarray]:
     beep = _microphone(args)  # first: its message when sounddevice or the device is missing
     import sounddevice as sd
 
     from .. import voices as V
 
-    plan = [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
+    plan = [] if only_contrast else [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
     plan += [(w, args.contrast_takes) for w in contrast]
     takes = []
     for phrase, count in plan:
@@ -307,12 +310,77 @@ def _speech_only(args: argparse.Namespace, name: str) -> int:
     return 0
 
 
+def _consistent(takes: list, phrases: list[str]) -> list:
+    """The takes of ``phrases`` that are like the others of their phrase: one unlike them (a different
+    word, a cough) is refused with the reason."""
+    from .. import voices as V
+
+    kept = []
+    for phrase in phrases:
+        group = [t for t in takes if t.phrase == phrase]
+        bad = V.check_consistency(group)
+        for i, t in enumerate(group):
+            if i in bad:
+                print(f"  {t.source}: refused: {bad[i].reason}")
+            else:
+                kept.append(t)
+    return kept
+
+
+def _contrast_only(args: argparse.Namespace, name: str) -> int:
+    """Add or replace an enrolled player's takes of the contrast words ("slap"), keeping the rest."""
+    from .. import voices as V
+
+    if args.speech_only:
+        raise UserError("--contrast-only and --speech-only each change one part of a profile: run one, then the other")
+    takes_options = [opt for opt, given in (("--word", args.word != "snap"), ("--takes", args.takes != 5),
+                                            ("--pool-takes", args.pool_takes != 3), ("--no-pool", args.no_pool),
+                                            ("--no-speech", args.no_speech))
+                     if given]
+    if takes_options:
+        raise UserError(f"--contrast-only keeps the call's takes and the speech sample, so {', '.join(takes_options)} "
+                        f"would change nothing: leave them out, or enroll again in full: voicesnap enroll {name} ...")
+    prof = V.load_profile(name, args.data_dir)
+    words = V.CONTRAST_WORDS.get(prof.word, ())
+    if not words:
+        raise UserError(f"{name}'s call '{prof.word}' has no contrast word to enroll (only 'snap' has one: 'slap')")
+    if args.contrast_takes is None:
+        args.contrast_takes = V.CONTRAST_TAKES
+    if args.contrast_takes < 2:
+        raise UserError("--contrast-only needs --contrast-takes of at least 2 (the takes are checked against each other)")
+    if args.channel is None:
+        args.channel = prof.channel  # the player's own mic in a multichannel recording
+    print(f"Adding takes of {', '.join(repr(w) for w in words)} to {name}'s profile (the rest is kept)")
+    if args.from_files:
+        given = [f for f in args.from_files if _phrase_for(f, prof.word, "\0", words) in words]
+        for f in args.from_files:
+            if f not in given:
+                print(f"  {f.name}: not a take of {' or '.join(repr(w) for w in words)} (by its name), skipped")
+        takes = _from_files(argparse.Namespace(**{**vars(args), "from_files": given}), prof.word, None, words)
+    else:
+        takes, _beep = _live(args, prof.word, None, words, only_contrast=True)
+    kept = _consistent(takes, list(words))
+    for w in words:
+        have = sum(1 for t in kept if t.phrase == w)
+        if have < 2:
+            raise UserError(f"only {have} good take(s) of '{w}', 2 or more needed; "
+                            + (f"give recordings with '{w}' in their file name" if args.from_files
+                               else "run it again"))
+    prof.extra["contrast"] = V.contrast_extra(kept)
+    path = V.save_profile(prof, args.data_dir)
+    counts = ", ".join(f"{len(ts)} of '{w}'" for w, ts in prof.extra["contrast"].items())
+    print(f"Added {counts} (not a call) to {name}; profile {path}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import voices as V
 
     name = V.check_name(args.name)
     if args.channel is not None and args.channel < 0:
         raise UserError("--channel counts from 0")
+    if args.contrast_only:
+        return _contrast_only(args, name)
     if args.speech_only:
         return _speech_only(args, name)
     word = " ".join(str(args.word).split()).lower()
@@ -341,16 +409,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         takes, beep = _live(args, word, pool, contrast)
 
-    # takes unlike the others of the same phrase are refused (a different word, a cough)
-    kept = []
-    for phrase in [word] + ([pool] if pool else []) + list(contrast):
-        group = [t for t in takes if t.phrase == phrase]
-        bad = V.check_consistency(group)
-        for i, t in enumerate(group):
-            if i in bad:
-                print(f"  {t.source}: refused: {bad[i].reason}")
-            else:
-                kept.append(t)
+    kept = _consistent(takes, [word] + ([pool] if pool else []) + list(contrast))
     need = [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
     for phrase, count in need:
         have = sum(1 for t in kept if t.phrase == phrase)
@@ -367,8 +426,9 @@ def run(args: argparse.Namespace) -> int:
     for w in contrast:
         if w not in words:
             print(f"  no takes of '{w}': a '{w}' is then told from a '{word}' less well; give 2 or more "
-                  f"recordings with '{w}' in their file name" if args.from_files else
-                  f"  fewer than 2 good takes of '{w}': enrolled without them")
+                  f"recordings with '{w}' in their file name, now or later with --contrast-only" if args.from_files
+                  else f"  fewer than 2 good takes of '{w}': enrolled without them (add them later: "
+                       f"voicesnap enroll {name} --contrast-only)")
     # the speech sample comes once the takes are good: it must sound like the person who said them
     if enc is not None:
         sample = _speech_sample(args, profile, enc, None if args.from_files else beep)

@@ -76,7 +76,8 @@ def _list(args: argparse.Namespace) -> int:
               + "; ".join(f"voicesnap enroll {n}" for n in bare), file=sys.stderr)
     if unlike:
         print(f"note: {', '.join(unlike)} gave no takes of 'slap' at enrollment, so a 'slap' is more often heard "
-              "as their 'snap': " + "; ".join(f"voicesnap enroll {n}" for n in unlike), file=sys.stderr)
+              "as their 'snap': " + "; ".join(f"voicesnap enroll {n} --contrast-only" for n in unlike),
+              file=sys.stderr)
     if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
         print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
               "apart by the older voiceprint (weak on real voices) until they enroll again: "

@@ -78,7 +78,7 @@ def missing_speech(prof: Profile, enc: E.Encoder | None) -> bool:
 
 def missing_contrast(prof: Profile) -> list[str]:
     """The contrast words enroll asks for with this profile's call word that it holds no takes of
-    (``near_miss.CONTRAST_WORDS``): ``voicesnap enroll NAME`` again adds them."""
+    (``near_miss.CONTRAST_WORDS``): ``voicesnap enroll NAME --contrast-only`` adds them."""
     have = profile_contrast(prof)
     return [w for w in CONTRAST_WORDS.get(prof.word, ()) if w not in have]
 
