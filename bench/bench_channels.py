@@ -231,7 +231,7 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
     from voicesnap.audio import ArraySource
     from voicesnap.keyword import KeywordError, load_keyword_model
     from voicesnap import voices as V
-    from voicesnap.spotters.channels import ChannelSpotters, ContrastCheck, OwnWordCheck
+    from voicesnap.spotters.channels import ChannelSpotters, OwnWordCheck, with_contrast
     from voicesnap.spotters.enrolled import EnrolledSpotter
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.judges import JudgedSpotter
@@ -264,10 +264,10 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
         except Exception:  # noqa: BLE001 (the strict row is left out)
             profiles = []
 
-    told = [p for p in profiles if V.profile_contrast(p)]  # their "slap" takes (channels.ContrastCheck)
+    told = any(V.profile_contrast(p) for p in profiles)  # their "slap" takes (channels.ContrastCheck)
 
     def contrast() -> Any:
-        return ContrastCheck(build(True), told) if told else build(True)
+        return with_contrast(build(True), profiles)
 
     def strict() -> OwnWordCheck:
         return OwnWordCheck(contrast(), EnrolledSpotter(profiles))  # as play builds it

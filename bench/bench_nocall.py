@@ -274,15 +274,15 @@ def run(quick: bool, engines: tuple[str, ...] = ENGINES, minutes: float | None =
             from voicesnap.spotters.judges import JudgedSpotter
 
             from voicesnap import voices as V
-            from voicesnap.spotters.channels import ChannelSpotters, ContrastCheck, OwnWordCheck
+            from voicesnap.spotters.channels import ChannelSpotters, OwnWordCheck, with_contrast
 
             # per-player mics: both judges behind the speech gate, as play runs each mic; with the players'
             # "slap" takes (enroll asks for them) a call that fits one better than any call take is refused
             vosk, keyword = factories["vosk-gated"], factories["keyword-gated"]
-            told = [p for p in V.load_all(str(tmp)) if V.profile_contrast(p)] if "enrolled" in factories else []
+            profiles = V.load_all(str(tmp)) if "enrolled" in factories else []
 
             def per_mic(inner: Any) -> Any:
-                return ContrastCheck(inner, told) if told else inner
+                return with_contrast(inner, profiles)
 
             factories["vosk+keyword"] = lambda: per_mic(JudgedSpotter(vosk(), keyword()))
             if "enrolled" in factories:  # per-player mics with --strict-calls: the enrollment must hear the call

@@ -129,7 +129,7 @@ def per_mic_factory() -> Callable[[], Any] | None:
     from voicesnap import models
     from voicesnap import voices as V
     from voicesnap.keyword import load_keyword_model
-    from voicesnap.spotters.channels import ChannelSpotters, ContrastCheck
+    from voicesnap.spotters.channels import ChannelSpotters, with_contrast
     from voicesnap.spotters.gate import SpeechGate
     from voicesnap.spotters.judges import JudgedSpotter
     from voicesnap.spotters.keyword import KeywordSpotter
@@ -142,13 +142,12 @@ def per_mic_factory() -> Callable[[], Any] | None:
     if keyword is None:
         return None
 
-    told = [p for p in V.load_all() if V.profile_contrast(p)]
+    profiles = V.load_all()
 
     def make() -> Any:
         per = {ch: JudgedSpotter(SpeechGate(VoskSpotter(vosk, channel=ch), channel=ch),
                                  KeywordSpotter(keyword, channel=ch, gate=True)) for ch in (0, 1)}
-        mics = ChannelSpotters(per, {0: "p0", 1: "p1"})
-        return ContrastCheck(mics, told) if told else mics
+        return with_contrast(ChannelSpotters(per, {0: "p0", 1: "p1"}), profiles)
 
     return make
 

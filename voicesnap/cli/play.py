@@ -209,13 +209,9 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
 
     if channels and (model is not None or (keyword is not None and variant != "slapjack")):
         spotter, name = _channel_spotters(model, keyword, channels, pool_exists, variant, args)
-        if profiles:
-            from ..voices import profile_contrast
+        from ..spotters.channels import with_contrast
 
-            if any(profile_contrast(p) for p in profiles):  # their "slap" takes: a "slap" is no call
-                from ..spotters.channels import ContrastCheck
-
-                spotter = ContrastCheck(spotter, profiles)
+        spotter = with_contrast(spotter, profiles)  # the players' "slap" takes: a "slap" is no call
         if not getattr(args, "strict_calls", False):
             return spotter, name
         from ..spotters.channels import OwnWordCheck

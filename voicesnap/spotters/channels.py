@@ -371,3 +371,12 @@ class ContrastCheck:
 
     def flush(self) -> list[Any]:
         return [d for d in self.inner.flush() if self._judge(d)]
+
+
+def with_contrast(inner: Any, profiles: list[Any]) -> Any:
+    """``inner`` (the mics' spotters) behind a ``ContrastCheck`` when some of ``profiles`` hold takes of
+    a contrast word; else ``inner`` itself: with none there is nothing to check."""
+    from ..voices import profile_contrast
+
+    told = [p for p in profiles if profile_contrast(p)]
+    return ContrastCheck(inner, told) if told else inner
