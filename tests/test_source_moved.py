@@ -44,6 +44,34 @@ def test_a_named_microphone_that_goes_away_pauses_the_game_and_names_where_the_s
     assert pause and "moved off the microphone 'usb_mic' to 'laptop_mic'" in text
 
 
+def test_a_stream_listed_on_a_source_already_gone_is_asked_again_not_named_by_its_number() -> None:
+    """The server can list our stream on a vanishing source after the source list dropped it (a CI
+    run said the game was moved "to 'source 10'", the dying microphone): the watch asks again."""
+    answers = [_server(SOURCES[1:], on=3), _server(SOURCES[1:], on=5)]  # mid-move, then settled
+    calls: list[str] = []
+
+    def pactl(args: list[str]) -> str:
+        calls.append(args[-1])
+        return answers[0 if len(calls) <= 2 else 1](args)
+    text, pause = SourceWatch("usb_mic", pid=42, pactl=pactl).check()
+    assert pause and "'usb_mic' went away" in text and "to 'laptop_mic'" in text and "source 3" not in text
+    assert calls == ["source-outputs", "sources", "source-outputs", "sources"]
+    # never settled: the move is said without a made-up name
+    text, pause = SourceWatch("usb_mic", pid=42, pactl=_server(SOURCES[1:], on=3)).check()
+    assert pause and "'usb_mic' went away" in text and "to 'another source'" in text
+    # with the default microphone, a move seen half-way is judged at the next check
+    answers = [_server(SOURCES, on=3), _server(SOURCES[1:], on=7), _server(SOURCES[1:], on=5)]
+    calls.clear()
+    state = {"phase": 0}
+    watch = SourceWatch(None, pid=42, pactl=lambda args: answers[state["phase"]](args))
+    assert watch.check() is None  # first seen: usb_mic
+    state["phase"] = 1
+    assert watch.check() is None  # on a source the list lacks: no opinion yet
+    state["phase"] = 2
+    text, pause = watch.check()
+    assert not pause and "'usb_mic' went away" in text and "'laptop_mic'" in text
+
+
 def test_a_default_microphone_that_changes_is_said_once_without_pausing() -> None:
     answers = {"on": 3, "sources": SOURCES}
     watch = SourceWatch(None, pid=42, pactl=lambda args: _server(answers["sources"], answers["on"])(args))

@@ -70,32 +70,51 @@ class SourceWatch:
             return None
         return found[0] if found else None
 
-    def check(self) -> tuple[str, bool] | None:
-        """None while the stream stays where it should; else (what to tell the players, pause?)."""
-        index = self._ours()
-        if index is None:
-            return None
-        if self.named is not None:
+    def _where(self) -> tuple[int, dict[int, str]] | None:
+        """The source index of our stream and the server's sources (None: no stream, or no answer).
+
+        Read twice at most: between the two calls a vanishing source can leave the list while our
+        stream is still listed on it (a CI run's message named 'source 10', the dying one, as
+        where the game was moved), so an index the list lacks is asked again once."""
+        for _ in range(2):
+            index = self._ours()
+            if index is None:
+                return None
             names = self._names()
             if not names:  # the server did not say which sources there are: no opinion
                 return None
+            if index in names:
+                break
+        return index, names
+
+    def check(self) -> tuple[str, bool] | None:
+        """None while the stream stays where it should; else (what to tell the players, pause?)."""
+        if self.named is not None:
+            where = self._where()
+            if where is None:
+                return None
+            index, names = where
             if names.get(index) == self.named:
                 self.on = index
                 return None
-            now = names.get(index, f"source {index}")
+            now = names.get(index, "another source")
             if self.named in names.values():
                 why = f"the game's stream was moved off the microphone '{self.named}' to '{now}'"
             else:
                 why = f"the microphone '{self.named}' went away and the sound server moved the game to '{now}'"
             return (f"{why}: the game is paused; plug it back in (or check 'voicesnap devices') and it "
                     "resumes by itself", True)
-        if index == self.on:
+        index = self._ours()
+        if index is None or index == self.on:
             return None
-        names = self._names()
+        where = self._where()
+        if where is None or where[0] not in where[1]:  # moving: judged at the next check
+            return None
+        index, names = where
         if self.on is None:
-            self.on, self.on_name = index, names.get(index, f"source {index}")
+            self.on, self.on_name = index, names[index]
             return None
-        was, now = self.on_name, names.get(index, f"source {index}")
+        was, now = self.on_name, names[index]
         self.on, self.on_name = index, now
         gone = "went away" if was not in names.values() else "is no longer used"
         return (f"the microphone changed: '{was}' {gone} and the sound server now records the game from "
