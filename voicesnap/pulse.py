@@ -76,15 +76,18 @@ class SourceWatch:
         Read twice at most: between the two calls a vanishing source can leave the list while our
         stream is still listed on it (a CI run's message named 'source 10', the dying one, as
         where the game was moved), so an index the list lacks is asked again once."""
-        for _ in range(2):
-            index = self._ours()
-            if index is None:
-                return None
-            names = self._names()
-            if not names:  # the server did not say which sources there are: no opinion
-                return None
-            if index in names:
-                break
+        where = self._read()
+        if where is not None and where[0] not in where[1]:
+            where = self._read()
+        return where
+
+    def _read(self) -> tuple[int, dict[int, str]] | None:
+        index = self._ours()
+        if index is None:
+            return None
+        names = self._names()
+        if not names:  # the server did not say which sources there are: no opinion
+            return None
         return index, names
 
     def check(self) -> tuple[str, bool] | None:
@@ -104,8 +107,8 @@ class SourceWatch:
                 why = f"the microphone '{self.named}' went away and the sound server moved the game to '{now}'"
             return (f"{why}: the game is paused; plug it back in (or check 'voicesnap devices') and it "
                     "resumes by itself", True)
-        index = self._ours()
-        if index is None or index == self.on:
+        seen = self._ours()
+        if seen is None or seen == self.on:
             return None
         where = self._where()
         if where is None or where[0] not in where[1]:  # moving: judged at the next check
