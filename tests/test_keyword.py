@@ -704,6 +704,47 @@ def test_a_near_miss_only_the_enrollment_takes_for_a_call_is_not_rescued(model, 
     assert [(d.player, round(d.onset - 2.0, 1)) for d in got] == [("bob", 0.0)], got
 
 
+@pytest.mark.vosk_model
+def test_stop_that_the_keyword_model_takes_for_snap_pool_is_no_call(model, tmp_path, monkeypatch):
+    """alice says "stop that" at the table (the no-call stream's file 24, 5.04 s, rendered here): the keyword
+    model hears "snap pool" (0.91) and Vosk "stop [unk]". "stop" alone does not veto a keyword call (in
+    noise Vosk hears real calls as "stop"), but a "snap pool" needs Vosk's "pool" there too
+    (``judges.POOL_OVER``); as before, it was a false call. finn's "snap pool" in babble at 10 dB, which
+    Vosk hears as "stop" alone, is still a call: the enrollment rescues it."""
+    import shutil
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
+    from bench import bench_nocall as N
+    from voicefixtures import NAMES, profile
+    from voicesnap.spotters import combined as CB
+    from voicesnap.spotters import judges as J
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    vosk = _vosk_or_skip(monkeypatch)
+    fx = N.render_file(24, tmp_path)
+    said = next(s for s in fx.segments if s.speaker == "alice" and s.text == "stop that"
+                and abs(s.onset / fx.rate - 5.04) < 0.05)
+    lo = said.onset - 2 * fx.rate
+    x = fx.read()[lo: said.end + 3 * fx.rate, :1]
+    profiles = [profile(n) for n in NAMES]
+
+    def calls(audio: np.ndarray) -> list:
+        sp = CB.CombinedSpotter(vosk(), EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
+        return [d for d in _detect_array(sp, audio) if d.word in WORDS]
+
+    assert calls(x) == []
+    babble = C.load(C.CORPUS_DIR / "noisy_babble_10db.json")
+    pool = next(s for s in babble.segments if s.speaker == "finn")
+    found = [d for d in calls(babble.read()[:, :1])
+             if abs(d.onset - pool.onset / babble.rate) < 0.05]
+    assert [(d.word, d.player) for d in found] == [("snap pool", "finn")], found
+    monkeypatch.setattr(J, "POOL_OVER", True)
+    got = calls(x)
+    assert [(d.word, round(d.onset - 2.0, 1)) for d in got] == [("snap pool", 0.0)], got
+
+
 def _vosk_or_skip(monkeypatch):  # noqa: ANN001, ANN202 (pytest's and the bench's types)
     """The benchmark's Vosk spotter factory on the model a user's install would find (or the CI's), or skip
     with what is missing."""

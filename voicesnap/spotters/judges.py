@@ -55,6 +55,14 @@ KEYWORD_VETO = 0.9
 KEYWORD_VETO_ECHO = 0.8
 ECHO_UNDER_DB = 20.0
 KEYWORD_WAIT = 0.36
+# Whether a keyword "snap pool" stands over a word Vosk heard as "stop" (``over``) with no "pool" there.
+# "stop" does not veto a keyword call because in noise Vosk hears real calls as "stop"; but the
+# keyword model also takes "stop that" for "snap pool" (0.91-0.92), which Vosk hears as "stop [unk]".
+# Measured (docs/listening.md, "Thirty-first round"): the no-call hour, combined engine, 9 -> 7 false
+# calls per hour (both "stop that"s, named to nobody); the corpus the same calls, finn's "snap pool" in
+# babble at 10 dB (Vosk: "stop") found 60 ms later by the enrollment's rescue; per-player mics' lone-call
+# corpus the same calls (two real "snap pool"s Vosk heard as "stop pool" keep their "pool").
+POOL_OVER = False
 CALL_TOKENS = ("snap", "pool")  # Vosk's words of the calls the keyword model hears
 SAME_CALL = 0.15  # s: two judges' reports of one word overlap in time, or start this close
 UNKNOWN = "[unk]"
@@ -152,13 +160,19 @@ class WhatJudges:
         return bool(callable(hissless) and hissless(d.onset))
 
     def heard_other(self, d: Detection) -> bool:
-        """For a keyword call: whether Vosk heard a known non-call word over it, finally or so far."""
+        """For a keyword call: whether Vosk heard a known non-call word over it, finally or so far.
+        A "snap pool" over an ``over`` word ("stop") counts too, unless Vosk heard its "pool" as well
+        (POOL_OVER)."""
         if d.engine != "keyword":
             return False
         heard = getattr(self.vosk, "heard", None)
         words = [w for w, _a, _b in heard(d.onset, d.end) or []] if callable(heard) else []
         words += getattr(self.vosk, "pending", None) or []
-        return self.vetoes(w for w in words if w not in CALL_TOKENS)
+        others = [w for w in words if w not in CALL_TOKENS]
+        if (d.word == SNAP_POOL and not POOL_OVER and "pool" not in words
+                and any(w in self.over for w in others)):
+            return True
+        return self.vetoes(others)
 
     def keep(self, d: Detection, now: float, final: bool, vouched: bool = False) -> bool | None:
         """Whether ``d`` (from either judge) is a call to pass on: None while the keyword model's
