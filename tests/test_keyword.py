@@ -670,37 +670,50 @@ def test_the_combined_engine_names_a_keyword_snap_as_soon_as_the_model_hears_it(
         assert abs(n.onset - a.onset) <= 0.03 and n.detected_at <= a.detected_at + 0.06 + 0.02, (a, n)
 
 
+def _nocall_said(i: int, folder: Path, speaker: str, text: str, at: float) -> np.ndarray:
+    """The no-call stream's file ``i`` rendered into ``folder`` (espeak-ng, as bench.bench_nocall does):
+    2 s before what ``speaker`` says at ``at`` s, to 3 s after it (mono int16)."""
+    import shutil
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
+    from bench import bench_nocall as N
+
+    fx = N.render_file(i, folder)
+    said = next(s for s in fx.segments if s.speaker == speaker and s.text == text
+                and abs(s.onset / fx.rate - at) < 0.05)
+    return fx.read()[said.onset - 2 * fx.rate: said.end + 3 * fx.rate, :1]
+
+
+def _combined_calls(vosk, model):  # noqa: ANN001, ANN202 (the bench's factory, the keyword model)
+    """Calls (snap, snap pool) the combined engine, with the six fixture players enrolled, hears in audio."""
+    from voicefixtures import NAMES, profile
+    from voicesnap.spotters import combined as CB
+    from voicesnap.spotters.enrolled import EnrolledSpotter
+    from voicesnap.spotters.keyword import KeywordSpotter
+
+    profiles = [profile(n) for n in NAMES]
+
+    def calls(audio: np.ndarray) -> list:
+        sp = CB.CombinedSpotter(vosk(), EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
+        return [d for d in _detect_array(sp, audio) if d.word in WORDS]
+    return calls
+
+
 @pytest.mark.vosk_model
 def test_a_near_miss_only_the_enrollment_takes_for_a_call_is_not_rescued(model, tmp_path, monkeypatch):
     """bob says "snack" in pink noise at 20 dB (the no-call stream's file 14, rendered here): Vosk hears
     only "[unk]" and the enrollment fits bob's "snap" (0.70, over RESCUE_SCORE), but the keyword model
     scores no call there (0.32), so the combined engine does not rescue it, as it would not pass a Vosk
     call so doubted. Without that check (KEYWORD_RESCUE off) it is a false call named to bob."""
-    import shutil
-
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
-    from bench import bench_nocall as N
-    from voicefixtures import NAMES, profile
     from voicesnap.spotters import combined as CB
-    from voicesnap.spotters.enrolled import EnrolledSpotter
-    from voicesnap.spotters.keyword import KeywordSpotter
 
     vosk = _vosk_or_skip(monkeypatch)
-    fx = N.render_file(14, tmp_path)
-    snack = next(s for s in fx.segments if s.speaker == "bob" and s.text == "snack"
-                 and abs(s.onset / fx.rate - 35.23) < 0.05)
-    lo = snack.onset - 2 * fx.rate
-    x = fx.read()[lo: snack.end + 3 * fx.rate, :1]
-    profiles = [profile(n) for n in NAMES]
-
-    def calls() -> list:
-        sp = CB.CombinedSpotter(vosk(), EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
-        return [d for d in _detect_array(sp, x) if d.word in WORDS]
-
-    assert calls() == []
+    x = _nocall_said(14, tmp_path, "bob", "snack", 35.23)
+    calls = _combined_calls(vosk, model)
+    assert calls(x) == []
     monkeypatch.setattr(CB, "KEYWORD_RESCUE", False)
-    got = calls()
+    got = calls(x)
     assert [(d.player, round(d.onset - 2.0, 1)) for d in got] == [("bob", 0.0)], got
 
 
@@ -711,29 +724,11 @@ def test_stop_that_the_keyword_model_takes_for_snap_pool_is_no_call(model, tmp_p
     noise Vosk hears real calls as "stop"), but a "snap pool" needs Vosk's "pool" there too
     (``judges.POOL_OVER``); as before, it was a false call. finn's "snap pool" in babble at 10 dB, which
     Vosk hears as "stop" alone, is still a call: the enrollment rescues it."""
-    import shutil
-
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
-    from bench import bench_nocall as N
-    from voicefixtures import NAMES, profile
-    from voicesnap.spotters import combined as CB
     from voicesnap.spotters import judges as J
-    from voicesnap.spotters.enrolled import EnrolledSpotter
-    from voicesnap.spotters.keyword import KeywordSpotter
 
     vosk = _vosk_or_skip(monkeypatch)
-    fx = N.render_file(24, tmp_path)
-    said = next(s for s in fx.segments if s.speaker == "alice" and s.text == "stop that"
-                and abs(s.onset / fx.rate - 5.04) < 0.05)
-    lo = said.onset - 2 * fx.rate
-    x = fx.read()[lo: said.end + 3 * fx.rate, :1]
-    profiles = [profile(n) for n in NAMES]
-
-    def calls(audio: np.ndarray) -> list:
-        sp = CB.CombinedSpotter(vosk(), EnrolledSpotter(profiles), keyword=KeywordSpotter(model))
-        return [d for d in _detect_array(sp, audio) if d.word in WORDS]
-
+    x = _nocall_said(24, tmp_path, "alice", "stop that", 5.04)
+    calls = _combined_calls(vosk, model)
     assert calls(x) == []
     babble = C.load(C.CORPUS_DIR / "noisy_babble_10db.json")
     pool = next(s for s in babble.segments if s.speaker == "finn")
