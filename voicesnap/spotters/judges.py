@@ -61,7 +61,8 @@ KEYWORD_WAIT = 0.36
 # Measured (docs/listening.md, "Thirty-first round"): the no-call hour, combined engine, 9 -> 7 false
 # calls per hour (both "stop that"s, named to nobody); the corpus the same calls, finn's "snap pool" in
 # babble at 10 dB (Vosk: "stop") found 60 ms later by the enrollment's rescue; per-player mics' lone-call
-# corpus the same calls (two real "snap pool"s Vosk heard as "stop pool" keep their "pool").
+# corpus the same calls (two real "snap pool"s Vosk heard as "stop pool" keep their "pool"); behind the
+# echo canceller the corpus's last false call goes, and every call laid over the announcer stays.
 POOL_OVER = False
 CALL_TOKENS = ("snap", "pool")  # Vosk's words of the calls the keyword model hears
 SAME_CALL = 0.15  # s: two judges' reports of one word overlap in time, or start this close
