@@ -70,19 +70,20 @@ class SourceWatch:
             return None
         return found[0] if found else None
 
-    def _where(self) -> tuple[int, dict[int, str]] | None:
+    def _where(self, seen: int | None = None) -> tuple[int, dict[int, str]] | None:
         """The source index of our stream and the server's sources (None: no stream, or no answer).
 
         Read twice at most: between the two calls a vanishing source can leave the list while our
         stream is still listed on it (a CI run's message named 'source 10', the dying one, as
         where the game was moved), so an index the list lacks is asked again once."""
-        where = self._read()
+        where = self._read(seen)
         if where is not None and where[0] not in where[1]:
             where = self._read()
         return where
 
-    def _read(self) -> tuple[int, dict[int, str]] | None:
-        index = self._ours()
+    def _read(self, seen: int | None = None) -> tuple[int, dict[int, str]] | None:
+        """``seen``: our stream's source index as just read (not asked again)."""
+        index = self._ours() if seen is None else seen
         if index is None:
             return None
         names = self._names()
@@ -110,7 +111,7 @@ class SourceWatch:
         seen = self._ours()
         if seen is None or seen == self.on:
             return None
-        where = self._where()
+        where = self._where(seen)
         if where is None or where[0] not in where[1]:  # moving: judged at the next check
             return None
         index, names = where
