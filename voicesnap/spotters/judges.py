@@ -64,6 +64,15 @@ KEYWORD_WAIT = 0.36
 # corpus the same calls (two real "snap pool"s Vosk heard as "stop pool" keep their "pool"); behind the
 # echo canceller the corpus's last false call goes, and every call laid over the announcer stays.
 POOL_OVER = False
+# The rest of a phrase that starts like a call. Vosk's grammar holds little besides the call words, so it
+# hears a sentence such as "slap it down" as "snap snap" or "slap snap"; the keyword model scores its first
+# word low (0.13-0.22) and the whole phrase as "snap pool" (0.95-0.99), placed at the "s" of "slap". That
+# score, 0.3 s after Vosk's second word, vouched for it. So a Vosk call is judged only by the keyword
+# model's runs placed to start no more than TAIL_LEAD s before it (``KeywordSpotter.score_over``'s
+# ``since``), and a keyword "snap pool" over which Vosk heard two "snap"s and no "pool" is no "snap pool".
+# The no-call hour: stranger2's 3 such false calls gone (docs/listening.md, "Thirty-second round").
+TAIL_LEAD = 0.12
+TAILS = True  # both rules (off: as before)
 CALL_TOKENS = ("snap", "pool")  # Vosk's words of the calls the keyword model hears
 SAME_CALL = 0.15  # s: two judges' reports of one word overlap in time, or start this close
 UNKNOWN = "[unk]"
@@ -126,9 +135,9 @@ class WhatJudges:
         scores may still say so (wait), False otherwise."""
         if d.engine != "vosk" or d.word not in self.words:
             return False
-        return self.unheard(d.onset, d.end, now, final)
+        return self.unheard(d.onset, d.end, now, final, tail=TAILS and d.word == SNAP)
 
-    def unheard(self, onset: float, end: float, now: float, final: bool) -> bool | None:
+    def unheard(self, onset: float, end: float, now: float, final: bool, tail: bool = False) -> bool | None:
         """Whether the keyword model heard no call over [onset, end + KEYWORD_WAIT]: True (it scored
         under KEYWORD_VETO everywhere there and was awake), None while its scores may still say so, False
         otherwise (or with no keyword model). For any judge's call: Vosk's, or the combined engine's
@@ -136,7 +145,7 @@ class WhatJudges:
         score_over = getattr(self.keyword, "score_over", None)
         if not callable(score_over):
             return False
-        best = score_over(onset, end + KEYWORD_WAIT)
+        best = score_over(onset, end + KEYWORD_WAIT, onset - TAIL_LEAD) if tail else score_over(onset, end + KEYWORD_WAIT)
         if best is not None and (best >= KEYWORD_VETO or best >= self.veto_line(onset, end)):
             return False
         if final or now >= end + KEYWORD_WAIT:
@@ -170,6 +179,8 @@ class WhatJudges:
         words = [w for w, _a, _b in heard(d.onset, d.end) or []] if callable(heard) else []
         words += getattr(self.vosk, "pending", None) or []
         others = [w for w in words if w not in CALL_TOKENS]
+        if TAILS and d.word == SNAP_POOL and "pool" not in words and words.count(SNAP) >= 2:
+            return True  # Vosk heard its "pool" as a second "snap": a phrase that starts like a call (TAILS)
         if (d.word == SNAP_POOL and not POOL_OVER and "pool" not in words
                 and any(w in self.over for w in others)):
             return True

@@ -99,6 +99,9 @@ class KeywordSpotter:
         self._held: _Held | None = None
         self.last: Scores | None = None  # the newest scores (another engine may consult them)
         self._history: deque[Scores] = deque(maxlen=HISTORY_STEPS)  # recent scores (``score_over``)
+        # where the run each of those steps belongs to was placed to start (None: in no run)
+        self._run_onsets: deque[float | None] = deque(maxlen=HISTORY_STEPS)
+        self._run_onset: float | None = None
         self._tracker = EnergyTracker() if gate else None
         self._quiet = 0  # samples since the tracker's last speech-like frame (``gate``)
 
@@ -146,9 +149,12 @@ class KeywordSpotter:
         this spotter's scores there against a lower line (``judges.KEYWORD_VETO_ECHO``)."""
         return self._env.echo_level_db(a, b)
 
-    def score_over(self, a: float, b: float) -> float | None:
-        """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet."""
-        got = [s.call for s in self._history if a <= s.time <= b]
+    def score_over(self, a: float, b: float, since: float | None = None) -> float | None:
+        """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet.
+        ``since``: leave out the steps of a "snap pool" run placed to start before it (s): they heard a
+        phrase that began earlier, of which a "snap" at ``a`` is the rest (``judges.TAIL_LEAD``)."""
+        got = [s.call for s, o in zip(self._history, self._run_onsets)
+               if a <= s.time <= b and (since is None or o is None or o >= since or s.probs[2] <= s.probs[1])]
         return max(got) if got else None
 
     def slept_over(self, a: float, b: float) -> bool:
@@ -178,6 +184,7 @@ class KeywordSpotter:
             self.last = s
             self._history.append(s)
             found += self._step(s, detected_at)
+            self._run_onsets.append(self._run_onset)
         found += self._decide_held(detected_at)
         return found
 
@@ -191,6 +198,8 @@ class KeywordSpotter:
             return [self._emit(SNAP_POOL, held, detected_at, end=s.time)]
         if not self._armed:
             self._armed = call < self.release
+            if self._armed:
+                self._run_onset = None
             return []
         if not starts:
             return []
@@ -200,6 +209,7 @@ class KeywordSpotter:
         found = [self._emit(SNAP, self._held, detected_at)] if self._held is not None else []
         self._held = None
         onset, end = self._place(s.time, snap_pool)
+        self._run_onset = onset
         if self.hissless(onset):  # "nap", "map": no "s" at the start, so no call (the run stays disarmed)
             return found
         if snap_pool and self._pool():
