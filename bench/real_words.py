@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -98,31 +98,45 @@ def real_word_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...]
     return rows + card_phrase_rows(engines, names)
 
 
-def card_phrase_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...] = ENGINES,
-                     root: Path = CARDS) -> list[Row]:
-    """False calls on the real card phrases, each fed alone with PAD_S of silence each side, no claim open."""
-    data = []
-    for path in sorted(root.glob("*.wav")):
+def _recordings(paths: Any, pad_s: float) -> list[tuple[str, np.ndarray]]:
+    """(name, 16 kHz mono int16 samples with ``pad_s`` of silence each side) for each of ``paths``."""
+    out = []
+    for path in sorted(paths):
         samples, rate = read_wav(path)
         if rate == 16000:
-            pad = np.zeros((int(PAD_S * rate), 1), dtype=samples.dtype)
-            data.append((path.stem, np.concatenate([pad, samples[:, :1], pad])))
-    if not data:
-        return [Row(AREA, "false calls on real card phrases", "n/a", note=f"skipped: no recordings at {root}")]
-    rows = []
+            pad = np.zeros((int(pad_s * rate), 1), dtype=samples.dtype)
+            out.append((f"{path.parent.name}/{path.stem}", np.concatenate([pad, samples[:, :1], pad])))
+    return out
+
+
+def _calls_by_engine(engines: dict[str, Callable[[], Any]], names: tuple[str, ...],
+                     data: list[tuple[str, np.ndarray]], claim_open: bool) -> Iterator[tuple[str, list[tuple[str, list]]]]:
+    """For each named engine that can run: (name, [(recording, the calls it heard there)]), each recording
+    fed to a fresh spotter, with a Snap-pool claim open or not."""
     for name in names:
         factory = engines.get(name)
         if factory is None:
             continue
-        fired = []
+        heard = []
         for stem, x in data:
             spotter = factory()
-            if hasattr(spotter, "set_pool_exists"):
+            if not claim_open and hasattr(spotter, "set_pool_exists"):
                 found = feed_claim(spotter, x, 16000, CHUNK, lambda t: False)
             else:
                 found, _ = feed(spotter, x, 16000, CHUNK)
-            if any(d.word in CALL_WORDS for d in found):
-                fired.append(stem)
+            heard.append((stem, [d for d in found if d.word in CALL_WORDS]))
+        yield name, heard
+
+
+def card_phrase_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...] = ENGINES,
+                     root: Path = CARDS) -> list[Row]:
+    """False calls on the real card phrases, each fed alone with PAD_S of silence each side, no claim open."""
+    data = _recordings(root.glob("*.wav"), PAD_S)
+    if not data:
+        return [Row(AREA, "false calls on real card phrases", "n/a", note=f"skipped: no recordings at {root}")]
+    rows = []
+    for name, heard in _calls_by_engine(engines, names, data, claim_open=False):
+        fired = [stem.rsplit("/", 1)[-1] for stem, calls in heard if calls]
         rows.append(Row(AREA, "false calls on real card phrases, recordings", f"{len(fired)}/{len(data)}", "", "0",
                         f"{name}: one real speaker naming cards; fired on: {', '.join(fired) or 'none'}"))
     return rows
@@ -133,24 +147,14 @@ def read_speech_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ..
     """False calls per hour over every real read sentence, each fed whole (a claim open: the engines' default)."""
     from .spotting import poisson_interval
 
-    data = []
-    for path in sorted(root.glob("*/*.wav")):
-        samples, rate = read_wav(path)
-        if rate == 16000:
-            data.append((f"{path.parent.name}/{path.stem}", samples[:, :1]))
+    data = _recordings(root.glob("*/*.wav"), 0.0)
     if not data:
         return [Row(AREA, "false calls on real read speech", "n/a", note=f"skipped: no recordings at {root}")]
     hours = sum(len(x) for _, x in data) / 16000 / 3600
     rows = []
-    for name in names:
-        factory = engines.get(name)
-        if factory is None:
-            continue
-        fired = []
-        for stem, x in data:
-            found, _ = feed(factory(), x, 16000, CHUNK)
-            fired += [f"{stem} {d.onset:.2f}s {d.word!r}" + (f" named {d.player}" if d.player else "")
-                      for d in found if d.word in CALL_WORDS]
+    for name, heard in _calls_by_engine(engines, names, data, claim_open=True):
+        fired = [f"{stem} {d.onset:.2f}s {d.word!r}" + (f" named {d.player}" if d.player else "")
+                 for stem, calls in heard for d in calls]
         lo, hi = poisson_interval(len(fired), hours)
         rows.append(Row(AREA, "false calls on real read speech, per hour", len(fired) / hours, "/h", "<= 0.5",
                         f"{name}: {len(fired)} in {hours * 60:.1f} min of LibriSpeech sentences, 5 speakers "
