@@ -67,10 +67,12 @@ POOL_OVER = False
 # The rest of a phrase that starts like a call. Vosk's grammar holds little besides the call words, so it
 # hears a sentence such as "slap it down" as "snap snap" or "slap snap"; the keyword model scores its first
 # word low (0.13-0.22) and the whole phrase as "snap pool" (0.95-0.99), placed at the "s" of "slap". That
-# score, 0.3 s after Vosk's second word, vouched for it. So a Vosk call is judged only by the keyword
-# model's runs placed to start no more than TAIL_LEAD s before it (``KeywordSpotter.score_over``'s
+# score, 0.3 s after Vosk's second word, vouched for it. So a Vosk "snap" is not vouched for by a keyword
+# "snap pool" run placed to start more than TAIL_LEAD s before it (``KeywordSpotter.score_over``'s
 # ``since``), and a keyword "snap pool" over which Vosk heard two "snap"s and no "pool" is no "snap pool".
-# The no-call hour: stranger2's 3 such false calls gone (docs/listening.md, "Thirty-second round").
+# A Vosk "snap pool" keeps every run: over the announcer the keyword model placed finn's "snap pool" at
+# the announcer's "four" before it. The no-call hour: stranger2's 3 such false calls gone, the corpus the
+# same (docs/listening.md, "Thirty-second round").
 TAIL_LEAD = 0.12
 TAILS = True  # both rules (off: as before)
 CALL_TOKENS = ("snap", "pool")  # Vosk's words of the calls the keyword model hears
@@ -145,7 +147,7 @@ class WhatJudges:
         score_over = getattr(self.keyword, "score_over", None)
         if not callable(score_over):
             return False
-        best = score_over(onset, end + KEYWORD_WAIT, onset - TAIL_LEAD) if tail else score_over(onset, end + KEYWORD_WAIT)
+        best = score_over(onset, end + KEYWORD_WAIT, onset - TAIL_LEAD if tail else None)
         if best is not None and (best >= KEYWORD_VETO or best >= self.veto_line(onset, end)):
             return False
         if final or now >= end + KEYWORD_WAIT:
