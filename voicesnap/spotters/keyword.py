@@ -98,9 +98,8 @@ class KeywordSpotter:
         self._armed = True  # the score has been under ``release`` since the last call
         self._held: _Held | None = None
         self.last: Scores | None = None  # the newest scores (another engine may consult them)
-        self._history: deque[Scores] = deque(maxlen=HISTORY_STEPS)  # recent scores (``score_over``)
-        # where the run each of those steps belongs to was placed to start (None: in no run)
-        self._run_onsets: deque[float | None] = deque(maxlen=HISTORY_STEPS)
+        # recent scores (``score_over``), each with where the run it belongs to was placed to start (None: in no run)
+        self._history: deque[tuple[Scores, float | None]] = deque(maxlen=HISTORY_STEPS)
         self._run_onset: float | None = None
         self._tracker = EnergyTracker() if gate else None
         self._quiet = 0  # samples since the tracker's last speech-like frame (``gate``)
@@ -153,14 +152,14 @@ class KeywordSpotter:
         """The highest P(call) of the steps whose audio ends in [a, b] s, or None if none is known yet.
         ``since``: leave out the steps of a "snap pool" run placed to start before it (s): they heard a
         phrase that began earlier, of which a "snap" at ``a`` is the rest (``judges.TAIL_LEAD``)."""
-        got = [s.call for s, o in zip(self._history, self._run_onsets)
+        got = [s.call for s, o in self._history
                if a <= s.time <= b and (since is None or o is None or o >= since or s.probs[2] <= s.probs[1])]
         return max(got) if got else None
 
     def slept_over(self, a: float, b: float) -> bool:
         """Whether every step known in [a, b] s was skipped asleep (``gate``): the model did not listen
         there, so it has no opinion on a call another engine heard (``judges.WhatJudges.doubts``)."""
-        got = [s.asleep for s in self._history if a <= s.time <= b]
+        got = [s.asleep for s, _o in self._history if a <= s.time <= b]
         return bool(got) and all(got)
 
     # --------------------------------------------------------------- internals
@@ -182,9 +181,8 @@ class KeywordSpotter:
         found: list[Detection] = []
         for s in self._stream.push(chunk.start, chunk.samples, self._awake(chunk)):
             self.last = s
-            self._history.append(s)
             found += self._step(s, detected_at)
-            self._run_onsets.append(self._run_onset)
+            self._history.append((s, self._run_onset))
         found += self._decide_held(detected_at)
         return found
 
