@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -98,7 +98,7 @@ def real_word_rows(engines: dict[str, Callable[[], Any]], names: tuple[str, ...]
     return rows + card_phrase_rows(engines, names)
 
 
-def _recordings(paths: Any, pad_s: float) -> list[tuple[str, np.ndarray]]:
+def _recordings(paths: Iterable[Path], pad_s: float) -> list[tuple[str, np.ndarray]]:
     """(name, 16 kHz mono int16 samples with ``pad_s`` of silence each side) for each of ``paths``."""
     out = []
     for path in sorted(paths):
@@ -109,8 +109,8 @@ def _recordings(paths: Any, pad_s: float) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-def _calls_by_engine(engines: dict[str, Callable[[], Any]], names: tuple[str, ...],
-                     data: list[tuple[str, np.ndarray]], claim_open: bool) -> Iterator[tuple[str, list[tuple[str, list]]]]:
+def _calls_by_engine(engines: dict[str, Callable[[], Any]], names: tuple[str, ...], data: list[tuple[str, np.ndarray]],
+                     claim_open: bool) -> Iterator[tuple[str, list[tuple[str, list]]]]:
     """For each named engine that can run: (name, [(recording, the calls it heard there)]), each recording
     fed to a fresh spotter, with a Snap-pool claim open or not."""
     for name in names:
