@@ -205,6 +205,11 @@ class Envelope:
     _FFT_HOP = 80
     HISS_BAND = (3500.0, 7800.0)
     LOW_BAND = (100.0, 1500.0)
+    # A frame counts as part of the "s" where the high band stands this far (power ratio) over its floor:
+    # 3 dB. Real speakers' "s" can lie 25-40 dB under their vowel (espeak's 6-13 dB); at 6 dB a fifth of
+    # real "s" words in pink noise at 5 dB never rose, and were judged hiss-less (docs/listening.md,
+    # "Thirty-third round").
+    HISS_RISE = 2.0
 
     def hiss(self, onset: float, before: float = 0.03, after: float = 0.15) -> float | None:
         """How much the word at ``onset`` (s) starts with a hiss: the most, over the frames from
@@ -213,8 +218,8 @@ class Envelope:
         (about +20 dB); "nap" and "map" start with a nasal and a vowel, which add mostly low band
         (-5 to -40 dB). The floor is the 30th percentile of each band over the 0.55 s before the word,
         so a caller's "s" over another's vowel, 200 ms into it, still counts. Minus infinity where the
-        high band never rises 6 dB over its floor (a "nap" in pink noise adds nothing up there; every
-        corpus call rises over it, in noise at 5 dB too). None (no opinion) with too little audio
+        high band never rises ``HISS_RISE`` over its floor (a "nap" in pink noise adds nothing up there;
+        every corpus call rises over it, in noise at 5 dB too). None (no opinion) with too little audio
         before the word, or where the input carries nothing above 4 kHz (a telephone-band headset),
         where every call would look hiss-less."""
         n, hop = self._FFT, self._FFT_HOP
@@ -236,7 +241,7 @@ class Envelope:
             return None
         high_floor, low_floor = np.percentile(high[floor], 30), np.percentile(low[floor], 30)
         h, lo = high[word], low[word]
-        rose = h > 4.0 * (high_floor + 1e-12)  # 6 dB
+        rose = h > self.HISS_RISE * (high_floor + 1e-12)
         if not rose.any():
             return float("-inf")
         # What the word adds over the floor; a thousandth of its peak keeps silence from dividing by 0.
