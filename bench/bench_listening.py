@@ -172,7 +172,7 @@ def run(quick: bool) -> list[Row]:
 
         rows += echo_rows(fixtures, audio, engines, plain)
         if not quick:
-            from .real_words import read_speech_rows, real_word_rows  # real people's words, none a call
+            from .real_words import read_speech_rows, real_onset_rows, real_word_rows  # real people's words
 
-            rows += real_word_rows(engines) + read_speech_rows(engines)
+            rows += real_word_rows(engines) + read_speech_rows(engines) + real_onset_rows()
     return rows

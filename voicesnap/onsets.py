@@ -153,6 +153,43 @@ class Envelope:
                     return onset
         return None
 
+    # word_start(): a rise that a quiet gap this long (s) parts from the word's loudest part is not its start.
+    WORD_GAP = 0.06
+    WORD_GAP_DB = 8.0  # "quiet": under the floor before the onset + this (10 ms frames)
+    WORD_GAP_HIGH_DB = 4.0  # and under the high band's floor + this
+    WORD_PEAK_DB = 10.0  # the word's loudest part: its first stretch this close to its peak
+
+    def word_start(self, onset: float, end: float) -> float | None:
+        """The start of the sound that runs on into the word, where a quiet gap of ``WORD_GAP`` s parts
+        ``onset`` from the word's loudest part over [onset, end] (s): a recogniser's word can take in a
+        click or a card slap before it, and its onset is then found there; None where no gap does."""
+        e, first = self.energy_db(int(onset * RATE), int(end * RATE), masked=False)
+        floor_db, _ = self.energy_db(int((onset - 0.3) * RATE), int(onset * RATE), masked=False)
+        if len(e) < 40 or not len(floor_db):
+            return None
+        power = 10 ** (e / 10)
+        smooth = 10 * np.log10(np.convolve(power, np.ones(10) / 10, mode="same"))  # 10 ms
+        # the first syllable's vowel (50 ms, so a slap or click is none): "pool" after "snap" is as loud,
+        # and the stop before it is a gap too
+        vowel = 10 * np.log10(np.convolve(power, np.ones(50) / 50, mode="same"))
+        peak = int(np.flatnonzero(vowel >= vowel.max() - self.WORD_PEAK_DB)[0])
+        gap = int(self.WORD_GAP * 1000)
+        if peak < gap:
+            return None
+        quiet = smooth[:peak] < float(np.percentile(floor_db, 20)) + self.WORD_GAP_DB
+        # and quiet in the high band too: in noise a weak "s" hardly rises over the whole band's floor
+        high, _ = self.energy_db(int(onset * RATE), int(end * RATE), high=True, masked=False)
+        high_floor, _ = self.energy_db(int((onset - 0.3) * RATE), int(onset * RATE), high=True, masked=False)
+        if len(high) >= peak and len(high_floor):
+            high_smooth = 10 * np.log10(np.convolve(10 ** (high / 10), np.ones(10) / 10, mode="same"))
+            quiet &= high_smooth[:peak] < float(np.percentile(high_floor, 20)) + self.WORD_GAP_HIGH_DB
+        runs = np.flatnonzero(np.convolve(quiet.astype(np.int32), np.ones(gap, dtype=np.int32), mode="valid") == gap)
+        if not len(runs):
+            return None
+        after = (first + (int(runs[-1]) + gap) * self.HOP) / RATE  # the end of the last quiet gap
+        found = self.refine_onset(after, latest=end, before=0.0)
+        return found if found is not None else after
+
     def rise_near(self, approx: float, latest: float) -> float | None:
         """The energy rise within 50 ms of an onset another engine found (``energy_onset`` of the
         spotters, for CombinedSpotter), searched as ``refine_onset`` searches, or None."""

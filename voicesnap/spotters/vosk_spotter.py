@@ -62,6 +62,9 @@ DECOYS: tuple[str, ...] = (
 # Vosk's word start precedes the true onset by 13-50 ms (median ~30 ms) on the
 # corpus; used only when the signal shows no clear rise to refine it from.
 VOSK_START_LEAD = 0.03
+# Vosk's word can take in a click or a card slap 0.1-0.4 s before it (real Speech Commands clips):
+# the onset is then moved to the start of the sound that runs on into the word (``Envelope.word_start``).
+WORD_RUN = True
 
 # How many times each call word ("snap", "pool") is listed in the grammar. Vosk gives every
 # grammar entry equal weight, so repeating a word raises its prior against the
@@ -388,7 +391,7 @@ class VoskSpotter:
             burst = self._env.burst_onset(self._now)
             if burst is None:
                 continue  # cannot place it from the signal: wait for the final result
-            onset, end = burst
+            onset, end = self._word_start(*burst)
             if tok == "snap":
                 if nxt == "pool" and SNAP_POOL in self.calls:
                     word = SNAP_POOL
@@ -422,12 +425,17 @@ class VoskSpotter:
                 return True
         return False
 
+    def _word_start(self, onset: float, end: float) -> tuple[float, float]:
+        """(onset, end) with the onset moved past a click that a quiet gap parts from the word (WORD_RUN)."""
+        later = self._env.word_start(onset, end) if WORD_RUN else None
+        return (onset if later is None else later), end
+
     def _emit(self, word: str, first: _Word, last: _Word, conf: float, detected_at: float) -> list[Detection]:
         if self._duplicate(word, first.start, last.end):
             return []
         refined = self._env.refine_onset(first.start, latest=first.end)
         # No clear rise (noise): Vosk's start corrected by its typical lead.
-        onset = refined if refined is not None else first.start + VOSK_START_LEAD
+        onset, _ = self._word_start(refined if refined is not None else first.start + VOSK_START_LEAD, first.end)
         det = Detection(word, onset, last.end, conf, self._channel_out, engine="vosk", detected_at=detected_at)
         self._remember(det)
         return [det]
