@@ -157,38 +157,63 @@ class Envelope:
     WORD_GAP = 0.06
     WORD_GAP_DB = 8.0  # "quiet": under the floor before the onset + this (10 ms frames)
     WORD_GAP_HIGH_DB = 4.0  # and under the high band's floor + this
-    WORD_PEAK_DB = 10.0  # the word's loudest part: its first stretch this close to its peak
+    WORD_UNDER_DB = 25.0  # or this far under the word's vowel
+    WORD_PEAK_DB = 10.0  # the word's first vowel: its first voiced stretch this close to the loudest one
+    WORD_VOICED = 0.5  # a vowel's 30 ms frame: its autocorrelation at the pitch period over the one at 0
+    WORD_REACH = 0.2  # s past the word's end that its vowel is looked for in (a recogniser's end can be early)
 
     def word_start(self, onset: float, end: float) -> float | None:
         """The start of the sound that runs on into the word, where a quiet gap of ``WORD_GAP`` s parts
-        ``onset`` from the word's loudest part over [onset, end] (s): a recogniser's word can take in a
+        ``onset`` from the word's first vowel over [onset, end] (s): a recogniser's word can take in a
         click or a card slap before it, and its onset is then found there; None where no gap does."""
+        end += self.WORD_REACH
         e, first = self.energy_db(int(onset * RATE), int(end * RATE), masked=False)
-        floor_db, _ = self.energy_db(int((onset - 0.3) * RATE), int(onset * RATE), masked=False)
-        if len(e) < 40 or not len(floor_db):
-            return None
-        power = 10 ** (e / 10)
-        smooth = 10 * np.log10(np.convolve(power, np.ones(10) / 10, mode="same"))  # 10 ms
-        # the first syllable's vowel (50 ms, so a slap or click is none): "pool" after "snap" is as loud,
-        # and the stop before it is a gap too
-        vowel = 10 * np.log10(np.convolve(power, np.ones(50) / 50, mode="same"))
-        peak = int(np.flatnonzero(vowel >= vowel.max() - self.WORD_PEAK_DB)[0])
-        gap = int(self.WORD_GAP * 1000)
-        if peak < gap:
-            return None
-        quiet = smooth[:peak] < float(np.percentile(floor_db, 20)) + self.WORD_GAP_DB
-        # and quiet in the high band too: in noise a weak "s" hardly rises over the whole band's floor
         high, _ = self.energy_db(int(onset * RATE), int(end * RATE), high=True, masked=False)
+        floor_db, _ = self.energy_db(int((onset - 0.3) * RATE), int(onset * RATE), masked=False)
         high_floor, _ = self.energy_db(int((onset - 0.3) * RATE), int(onset * RATE), high=True, masked=False)
-        if len(high) >= peak and len(high_floor):
-            high_smooth = 10 * np.log10(np.convolve(10 ** (high / 10), np.ones(10) / 10, mode="same"))
-            quiet &= high_smooth[:peak] < float(np.percentile(high_floor, 20)) + self.WORD_GAP_HIGH_DB
+        if len(e) < 40 or len(high) < len(e) or not len(floor_db) or not len(high_floor):
+            return None
+        vowel = self._first_vowel(first, len(e))
+        gap = int(self.WORD_GAP * 1000)
+        if vowel is None or vowel < gap:
+            return None
+        # quiet in both bands, over 10 ms: in noise a weak "s" hardly rises over the whole band's floor;
+        # and anything WORD_UNDER_DB under the vowel is quiet (a quiet room's hum wavers over its floor)
+        smooth = 10 * np.log10(np.convolve(10 ** (e / 10), np.ones(10) / 10, mode="same"))
+        high_smooth = 10 * np.log10(np.convolve(10 ** (high[:vowel] / 10), np.ones(10) / 10, mode="same"))
+        line = max(float(np.percentile(floor_db, 20)) + self.WORD_GAP_DB,
+                   float(smooth[vowel: vowel + 50].max()) - self.WORD_UNDER_DB)
+        smooth = smooth[:vowel]
+        quiet = smooth < line
+        quiet &= high_smooth < float(np.percentile(high_floor, 20)) + self.WORD_GAP_HIGH_DB
         runs = np.flatnonzero(np.convolve(quiet.astype(np.int32), np.ones(gap, dtype=np.int32), mode="valid") == gap)
         if not len(runs):
             return None
         after = (first + (int(runs[-1]) + gap) * self.HOP) / RATE  # the end of the last quiet gap
         found = self.refine_onset(after, latest=end, before=0.0)
         return found if found is not None else after
+
+    def _first_vowel(self, first: int, frames: int) -> int | None:
+        """The 1 ms frame (from clock index ``first``) where the first voiced stretch within
+        WORD_PEAK_DB of the loudest one starts: voiced is a 30 ms frame that repeats itself at a pitch
+        period (autocorrelation WORD_VOICED or more at a lag of 2.5-12.5 ms), which a vowel does and a
+        slap, a click or an "s" does not, however loud. None where nothing is voiced."""
+        x, start = self.segment(first, first + frames * self.HOP)
+        n, hop = 480, 160  # 30 ms frames on a 10 ms hop
+        if len(x) < n:
+            return None
+        windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop]
+        windows = windows - windows.mean(axis=1, keepdims=True)
+        spec = np.fft.rfft(windows, 2 * n, axis=1)
+        ac = np.fft.irfft(np.abs(spec) ** 2, axis=1)[:, :n]
+        energy = ac[:, 0] + 1e-9
+        periodic = ac[:, 40:200].max(axis=1) / energy
+        level = 10 * np.log10(energy / n + 1.0)
+        voiced = periodic >= self.WORD_VOICED
+        if not voiced.any():
+            return None
+        loud = voiced & (level >= level[voiced].max() - self.WORD_PEAK_DB)
+        return int(np.flatnonzero(loud)[0]) * hop // self.HOP + (start - first) // self.HOP
 
     def rise_near(self, approx: float, latest: float) -> float | None:
         """The energy rise within 50 ms of an onset another engine found (``energy_onset`` of the
