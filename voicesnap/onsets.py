@@ -153,19 +153,21 @@ class Envelope:
                     return onset
         return None
 
-    # word_start(): a rise that a quiet gap this long (s) parts from the word's loudest part is not its start.
+    # word_start(): a rise that a quiet gap this long (s) parts from the word's first vowel is not its start.
     WORD_GAP = 0.06
     WORD_GAP_DB = 8.0  # "quiet": under the floor before the onset + this (10 ms frames)
     WORD_GAP_HIGH_DB = 4.0  # and under the high band's floor + this
     WORD_UNDER_DB = 25.0  # or this far under the word's vowel
     WORD_PEAK_DB = 10.0  # the word's first vowel: its first voiced stretch this close to the loudest one
-    WORD_VOICED = 0.5  # a vowel's 30 ms frame: its autocorrelation at the pitch period over the one at 0
+    WORD_VOICED = 0.5  # a vowel's 40 ms frame: its normalised autocorrelation at the pitch period
+    WORD_VOICED_FRAMES = 4  # ... in this many frames on end (10 ms apart)
     WORD_REACH = 0.2  # s past the word's end that its vowel is looked for in (a recogniser's end can be early)
 
     def word_start(self, onset: float, end: float) -> float | None:
         """The start of the sound that runs on into the word, where a quiet gap of ``WORD_GAP`` s parts
-        ``onset`` from the word's first vowel over [onset, end] (s): a recogniser's word can take in a
-        click or a card slap before it, and its onset is then found there; None where no gap does."""
+        ``onset`` from the word's first vowel (looked for up to WORD_REACH past ``end``, s): a recogniser's
+        word can take in a click or a card slap before it, and its onset is then found there; None where
+        no gap does."""
         end += self.WORD_REACH
         e, first = self.energy_db(int(onset * RATE), int(end * RATE), masked=False)
         high, _ = self.energy_db(int(onset * RATE), int(end * RATE), high=True, masked=False)
@@ -190,26 +192,43 @@ class Envelope:
         if not len(runs):
             return None
         after = (first + (int(runs[-1]) + gap) * self.HOP) / RATE  # the end of the last quiet gap
+        if after >= end - self.WORD_REACH:
+            return None  # past the word's own end: what follows the word, not its start
         found = self.refine_onset(after, latest=end, before=0.0)
-        return found if found is not None else after
+        start = found if found is not None else after
+        # a call starts with the hiss of its "s": moved only onto one (in noise a weak "s" can pass for a
+        # gap, and the vowel after it is no start)
+        hiss = self.hiss(start)
+        if hiss is None or hiss < (HISS_MIN if HISS_MIN is not None else -5.0):
+            return None
+        return start
 
     def _first_vowel(self, first: int, frames: int) -> int | None:
         """The 1 ms frame (from clock index ``first``) where the first voiced stretch within
-        WORD_PEAK_DB of the loudest one starts: voiced is a 30 ms frame that repeats itself at a pitch
-        period (autocorrelation WORD_VOICED or more at a lag of 2.5-12.5 ms), which a vowel does and a
-        slap, a click or an "s" does not, however loud. None where nothing is voiced."""
+        WORD_PEAK_DB of the loudest one starts: voiced is a 40 ms frame that repeats itself at a pitch
+        period (normalised autocorrelation WORD_VOICED or more at a lag of 2.5-20 ms), which a vowel
+        does and a slap, a click or an "s" does not, however loud. None where nothing is voiced."""
         x, start = self.segment(first, first + frames * self.HOP)
-        n, hop = 480, 160  # 30 ms frames on a 10 ms hop
+        n, hop = 640, 160  # 40 ms frames on a 10 ms hop: two periods of a 50 Hz voice
         if len(x) < n:
             return None
         windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop]
         windows = windows - windows.mean(axis=1, keepdims=True)
         spec = np.fft.rfft(windows, 2 * n, axis=1)
         ac = np.fft.irfft(np.abs(spec) ** 2, axis=1)[:, :n]
-        energy = ac[:, 0] + 1e-9
-        periodic = ac[:, 40:200].max(axis=1) / energy
-        level = 10 * np.log10(energy / n + 1.0)
+        # each lag's product over the energies of the two stretches it compares (normalised: 1 for a
+        # perfectly periodic frame at any lag, where the plain ratio to lag 0 falls with the lag)
+        sq = np.cumsum(windows ** 2, axis=1)
+        lags = np.arange(40, 320)  # 2.5-20 ms: voices from 50 to 400 Hz
+        head = sq[:, n - 1 - lags]  # x[0 : n-lag]
+        tail = sq[:, -1:] - sq[:, lags - 1]  # x[lag : n]
+        periodic = (ac[:, lags] / np.sqrt(head * tail + 1e-9)).max(axis=1)
+        level = 10 * np.log10(ac[:, 0] / n + 1.0)
         voiced = periodic >= self.WORD_VOICED
+        # and for WORD_VOICED_FRAMES frames on end (70 ms): a thump's ringing is periodic too, but dies sooner
+        k = self.WORD_VOICED_FRAMES
+        runs = np.convolve(voiced.astype(np.int32), np.ones(k, dtype=np.int32), mode="valid") == k
+        voiced = np.convolve(runs.astype(np.int32), np.ones(k, dtype=np.int32), mode="full")[: len(voiced)] > 0
         if not voiced.any():
             return None
         loud = voiced & (level >= level[voiced].max() - self.WORD_PEAK_DB)

@@ -403,7 +403,9 @@ class VoskSpotter:
                     continue
             else:
                 word = tok
-            if any(abs(d.onset - onset) < 0.25 for d in self._emitted):
+            # the burst's own start too: a second token over a call already out is that call, wherever
+            # the onset was moved to past it (into chatter after it)
+            if any(min(abs(d.onset - onset), abs(d.onset - burst[0])) < 0.25 for d in self._emitted):
                 self._partial_done.add(i)
                 continue
             det = Detection(word, onset, max(end, onset), 0.5, self._channel_out, engine="vosk",
