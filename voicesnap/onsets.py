@@ -197,7 +197,7 @@ class Envelope:
         found = self.refine_onset(after, latest=end, before=0.0)
         start = found if found is not None else after
         # a call starts with the hiss of its "s": moved only onto one (in noise a weak "s" can pass for a
-        # gap, and the vowel after it is no start)
+        # gap, and the vowel after it is no start); where the check has no opinion, not moved
         hiss = self.hiss(start)
         if hiss is None or hiss < (HISS_MIN if HISS_MIN is not None else -5.0):
             return None
@@ -287,8 +287,8 @@ class Envelope:
     HISS_BAND = (3500.0, 7800.0)
     LOW_BAND = (100.0, 1500.0)
     # A frame counts as part of the "s" where the high band stands this far (power ratio) over its floor:
-    # 3 dB. Real speakers' "s" can lie 25-40 dB under their vowel (espeak's 6-13 dB); at 6 dB a fifth of
-    # real "s" words in pink noise at 5 dB never rose, and were judged hiss-less (docs/listening.md,
+    # 3 dB. Real speakers' "s" can lie 25-40 dB under their vowel (espeak's 6-13 dB); at 6 dB a quarter
+    # of real "s" words in pink noise at 5 dB never rose, and were judged hiss-less (docs/listening.md,
     # "Thirty-third round").
     HISS_RISE = 2.0
 
