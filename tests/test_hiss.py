@@ -10,17 +10,14 @@ those), and a microphone that carries nothing above 4 kHz gets no opinion.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 import soundfile as sf
 import soxr
 
+from bench.bench_nocall import _generator
 from voicesnap import corpus
 from voicesnap.onsets import HISS_MIN, RATE, Envelope
 
@@ -120,22 +117,12 @@ def test_real_peoples_s_words_start_with_a_hiss_and_their_nasal_words_mostly_do_
     assert len(nasal) == 13 and sum(h is not None and h < HISS_MIN for h in nasal) >= 11, nasal
 
 
-@functools.cache
-def _generator() -> ModuleType:
-    """The corpus generator, for its pink noise (its room hiss): these rows are the corpus's noise."""
-    spec = importlib.util.spec_from_file_location("fixture_generate_hiss", CORPUS.parent / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _real_in_pink(words: tuple[str, ...], snr_db: float, draws: int = 2) -> list[float | None]:
     """The check at each real speaker's ``word`` in pink noise ``snr_db`` under the word's first 0.5 s,
     ``draws`` noises each. Its onset is found on the clean clip: the start of the run of 10 ms frames
     12 dB over the room before it that holds the loudest frame (the "s" of a weak speaker too, which
     the spotters' onset search can miss)."""
+    pink = _generator().pink  # the corpus generator's room hiss: these rows are the corpus's noise
     rng = np.random.default_rng(7)
     got = []
     for path in sorted(p for w in words for p in REAL.glob(f"*/{w}_*.flac")):
@@ -150,7 +137,7 @@ def _real_in_pink(words: tuple[str, ...], snr_db: float, draws: int = 2) -> list
             i -= 1
         power = float(np.mean(y[i * 160: i * 160 + 8000] ** 2))
         for _ in range(draws):
-            noisy = y + _generator().pink(len(y), rng) * np.sqrt(power / 10 ** (snr_db / 10))
+            noisy = y + pink(len(y), rng) * np.sqrt(power / 10 ** (snr_db / 10))
             env = Envelope()
             env.push(0, noisy.astype(np.float32))
             got.append(env.hiss((i * 160 + 128) / RATE))

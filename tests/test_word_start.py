@@ -8,13 +8,12 @@ ground-truth onset; and check that it moves nothing where nothing parts a sound 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench.bench_nocall import _generator
 from voicesnap import corpus
 from voicesnap.onsets import RATE, Envelope
 
@@ -22,12 +21,8 @@ CORPUS = Path(__file__).parent / "fixtures" / "audio" / "corpus"
 
 
 def _clatter(seed: int) -> np.ndarray:
-    spec = importlib.util.spec_from_file_location("fixture_generate_word_start", CORPUS.parent / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod.clatter(np.random.default_rng(seed))
+    """A card slap as the corpus generator makes them."""
+    return _generator().clatter(np.random.default_rng(seed))
 
 
 def _calls(name: str) -> tuple[np.ndarray, list[corpus.Segment]]:

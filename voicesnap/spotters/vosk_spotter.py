@@ -391,7 +391,8 @@ class VoskSpotter:
             burst = self._env.burst_onset(self._now)
             if burst is None:
                 continue  # cannot place it from the signal: wait for the final result
-            onset, end = self._word_start(*burst)
+            onset, end = burst
+            onset = self._word_start(onset, end)
             if tok == "snap":
                 if nxt == "pool" and SNAP_POOL in self.calls:
                     word = SNAP_POOL
@@ -427,17 +428,17 @@ class VoskSpotter:
                 return True
         return False
 
-    def _word_start(self, onset: float, end: float) -> tuple[float, float]:
-        """(onset, end) with the onset moved past a click that a quiet gap parts from the word (WORD_RUN)."""
+    def _word_start(self, onset: float, end: float) -> float:
+        """The onset, moved past a click that a quiet gap parts from the word ending at ``end`` (WORD_RUN)."""
         later = self._env.word_start(onset, end) if WORD_RUN else None
-        return (onset if later is None else later), end
+        return onset if later is None else later
 
     def _emit(self, word: str, first: _Word, last: _Word, conf: float, detected_at: float) -> list[Detection]:
         if self._duplicate(word, first.start, last.end):
             return []
         refined = self._env.refine_onset(first.start, latest=first.end)
         # No clear rise (noise): Vosk's start corrected by its typical lead.
-        onset, _ = self._word_start(refined if refined is not None else first.start + VOSK_START_LEAD, first.end)
+        onset = self._word_start(refined if refined is not None else first.start + VOSK_START_LEAD, first.end)
         det = Detection(word, onset, last.end, conf, self._channel_out, engine="vosk", detected_at=detected_at)
         self._remember(det)
         return [det]
