@@ -244,13 +244,11 @@ def real_onset_rows(root: Path = SHARED) -> list[Row]:
         x = stream if snr is None else stream + pink(len(stream), rng) * np.sqrt(S_LEVEL / 10 ** (snr / 10))
         pcm = np.clip(x * 32768, -32768, 32767).astype(np.int16)[:, None]
         found, _ = feed(VoskSpotter(model, words=S_WORDS, calls=S_WORDS, decoys=()), pcm, 16000, CHUNK)
-        errors, missed = [], 0
+        errors = []
         for name, t in truth:
             near = [d for d in found if d.word == name.rsplit("/", 1)[1] and abs(d.onset - t) < 0.6]
             if near:
                 errors.append(abs(near[0].onset - t) * 1000)
-            else:
-                missed += 1
         e = np.array(errors)
         where = "clean" if snr is None else f"pink noise {snr} dB"
         speakers = len({name.split("/")[0] for name, _ in truth})

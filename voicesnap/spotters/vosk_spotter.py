@@ -391,8 +391,7 @@ class VoskSpotter:
             burst = self._env.burst_onset(self._now)
             if burst is None:
                 continue  # cannot place it from the signal: wait for the final result
-            onset, end = burst
-            onset = self._word_start(onset, end)
+            start, end = burst
             if tok == "snap":
                 if nxt == "pool" and SNAP_POOL in self.calls:
                     word = SNAP_POOL
@@ -404,9 +403,11 @@ class VoskSpotter:
                     continue
             else:
                 word = tok
-            # the burst's own start too: a second token over a call already out is that call, wherever
-            # the onset was moved to past it (into chatter after it)
-            if any(min(abs(d.onset - onset), abs(d.onset - burst[0])) < 0.25 for d in self._emitted):
+            # once the word is known (not on every chunk spent waiting for "pool"); the burst's own start is
+            # checked too: a second token over a call already out is that call, wherever the onset was moved
+            # to past it (into chatter after it)
+            onset = self._word_start(start, end)
+            if any(min(abs(d.onset - onset), abs(d.onset - start)) < 0.25 for d in self._emitted):
                 self._partial_done.add(i)
                 continue
             det = Detection(word, onset, max(end, onset), 0.5, self._channel_out, engine="vosk",
