@@ -408,13 +408,16 @@ REAL = Path(__file__).parent / "fixtures" / "audio" / "real" / "commands"
 
 
 def test_a_click_or_slap_before_a_real_word_is_not_its_onset(model, monkeypatch):
-    """Real speakers' words (Speech Commands: a "seven" after two clicks, a "sheila" after a thump)
-    that Vosk takes in with what came 0.3-0.4 s before them: the onset is the start of the "s" that
-    runs on into the word, not the click a quiet gap parts from it (``Envelope.word_start``). The
-    "sheila" is still 0.13 s early (a breath between thump and word keeps the high band from being
-    quiet), and no word is placed worse than without the rule."""
+    """Real speakers' words (Speech Commands: a "seven" after two clicks, a "six" after a click, a
+    "sheila" after a thump and a breath) that Vosk takes in with what came 0.15-0.4 s before them: the
+    onset is the start of the "s" that runs on into the word, not the click a quiet gap parts from it
+    (``Envelope.word_start``). In a quiet room the gap is judged in the high band against the "s" as
+    well as against the room: a room's faint hiss wavers over its own floor, and the "six" and the
+    "sheila" kept their click's onset while it had to stay under the floor alone. No word is placed
+    worse than without the rule."""
     from bench.real_words import S_WORDS, s_word_stream
     from bench.spotting import feed
+    from voicesnap.onsets import Envelope
     from voicesnap.spotters import vosk_spotter
 
     stream, truth = s_word_stream(REAL)
@@ -426,9 +429,12 @@ def test_a_click_or_slap_before_a_real_word_is_not_its_onset(model, monkeypatch)
                            and abs(d.onset - t) < 0.6), default=float("inf")) for name, t in truth}
 
     now = errors()
+    monkeypatch.setattr(Envelope, "WORD_UNDER_HIGH_DB", float("inf"))
+    floor_only = errors()
     monkeypatch.setattr(vosk_spotter, "WORD_RUN", False)
     before = errors()
     assert len(truth) == 13 and sum(e < float("inf") for e in now.values()) >= 12, now
     assert now["37e8db82/seven"] <= 0.02 and before["37e8db82/seven"] >= 0.2, (now, before)
-    assert now["8d4cdc60/sheila"] < before["8d4cdc60/sheila"] - 0.2, (now, before)
+    for word in ("97f4c236/six", "8d4cdc60/sheila"):
+        assert now[word] <= 0.02 and floor_only[word] >= 0.1 and before[word] >= 0.1, (word, now, floor_only)
     assert all(now[k] <= before[k] + 0.005 for k in now), (now, before)  # no word placed worse

@@ -158,6 +158,7 @@ class Envelope:
     WORD_GAP_DB = 8.0  # "quiet": under the floor before the onset + this (10 ms frames)
     WORD_GAP_HIGH_DB = 4.0  # and under the high band's floor + this
     WORD_UNDER_DB = 25.0  # or this far under the word's vowel
+    WORD_UNDER_HIGH_DB = 30.0  # in the high band: or this far under the word's "s" (its 150 ms before the vowel)
     WORD_PEAK_DB = 10.0  # the word's first vowel: its first voiced stretch this close to the loudest one
     WORD_VOICED = 0.5  # a vowel's 40 ms frame: its normalised autocorrelation at the pitch period
     WORD_VOICED_FRAMES = 4  # ... in this many frames on end (10 ms apart)
@@ -187,7 +188,9 @@ class Envelope:
                    float(smooth[vowel: vowel + 50].max()) - self.WORD_UNDER_DB)
         smooth = smooth[:vowel]
         quiet = smooth < line
-        quiet &= high_smooth < float(np.percentile(high_floor, 20)) + self.WORD_GAP_HIGH_DB
+        s_peak = float(high_smooth[max(0, vowel - 150):].max())
+        quiet &= high_smooth < max(float(np.percentile(high_floor, 20)) + self.WORD_GAP_HIGH_DB,
+                                   s_peak - self.WORD_UNDER_HIGH_DB)
         runs = np.flatnonzero(np.convolve(quiet.astype(np.int32), np.ones(gap, dtype=np.int32), mode="valid") == gap)
         if not len(runs):
             return None
