@@ -557,7 +557,8 @@ def test_a_call_being_decided_holds_the_tables_settled_line(vosk_factory, enroll
             if s is not None:
                 line[key] = max(line[key], s)
     assert named >= 3
-    assert late["blind"] == [("emma", 1.0)], late  # the fixture shows the problem
+    # the fixture shows the problem (emma's call at 1.0 s; placed 20 ms early, on a clatter touching its "s")
+    assert [p for p, _ in late["blind"]] == ["emma"] and abs(late["blind"][0][1] - 1.0) <= 0.03, late
     assert late["held"] == [], late
 
 

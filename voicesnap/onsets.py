@@ -206,13 +206,86 @@ class Envelope:
             return None
         return start
 
-    def _first_vowel(self, first: int, frames: int) -> int | None:
-        """The 1 ms frame (from clock index ``first``) where the first voiced stretch within
-        WORD_PEAK_DB of the loudest one starts: voiced is a 40 ms frame that repeats itself at a pitch
-        period (normalised autocorrelation WORD_VOICED or more at a lag of 2.5-20 ms), which a vowel
-        does and a slap, a click or an "s" does not, however loud. None where nothing is voiced."""
-        x, start = self.segment(first, first + frames * self.HOP)
-        n, hop = 640, 160  # 40 ms frames on a 10 ms hop: two periods of a 50 Hz voice
+    # hiss_lead(): how far back (s) a weak "s" is looked for, and the lines it is walked back over by
+    HISS_LEAD = 0.25
+    HISS_LEAD_DB = 1.5  # the high band (20 ms) this far over its floor's median
+    HISS_LEAD_SPREAD = 3.0  # or this many times the floor's own spread, if more (babble: then hardly ever)
+    HISS_LEAD_LOW_DB = 10.0  # while the band under 2 kHz stays under its own such line + this
+    HISS_LEAD_UNDER = 15.0  # and the high band within this of its loudest 20 ms (to 100 ms past the onset)
+
+    def hiss_lead(self, onset: float) -> float | None:
+        """Where a weak "s" that runs on into the rise at ``onset`` (s) starts, or None. In steady noise a
+        real speaker's "s" can stand 2-4 dB over the high band's floor for 100-200 ms before the rise the
+        onset search finds, at the vowel (docs/listening.md, "Thirty-fourth round"). Walked back over
+        while the high band stands over its floor and what is under 2 kHz does not, unvoiced: an "s" adds
+        nothing low and does not repeat at a pitch period; another caller's vowel before it does both."""
+        a, c = int((onset - self.HISS_LEAD) * RATE), int(onset * RATE)
+        # behind the echo canceller what is left of the announcer reads as silence (its own "s" is not the call's)
+        full, first = self.energy_db(a, c + 100 * self.HOP)
+        high, _ = self.energy_db(a, c + 100 * self.HOP, high=True)
+        floor_full, _ = self.energy_db(a - int(0.3 * RATE), a, masked=False)
+        floor_high, _ = self.energy_db(a - int(0.3 * RATE), a, high=True, masked=False)
+        if len(high) < 100 or len(floor_high) < 100 or len(full) != len(high) or len(floor_full) != len(floor_high):
+            return None
+        k = 20  # 20 ms windows of the 1 ms frames
+
+        def low(f: np.ndarray, h: np.ndarray) -> np.ndarray:  # power under 2 kHz
+            return np.maximum(10 ** (f / 10) - 10 ** (h / 10), 1.0)
+
+        def smooth(p: np.ndarray) -> np.ndarray:  # [i]: frames i .. i+k-1, dB
+            return 10 * np.log10(np.convolve(p, np.ones(k) / k, mode="valid"))
+
+        def level(p: np.ndarray) -> tuple[float, float]:  # a floor's median (20 ms, dB) and spread (a robust sigma)
+            q10, q50, q90 = np.percentile(smooth(p), (10, 50, 90))
+            return float(q50), float(q90 - q10) / 2.56
+
+        def line(p: np.ndarray) -> float:
+            mid, spread = level(p)
+            return mid + max(self.HISS_LEAD_DB, self.HISS_LEAD_SPREAD * spread)
+
+        high_s, low_s = smooth(10 ** (high / 10)), smooth(low(full, high))
+        high_line = line(10 ** (floor_high / 10))
+        low_line = line(low(floor_full, floor_high)) + self.HISS_LEAD_LOW_DB
+        # no lower than the onset search's own line under the "s" (a quiet room: its faint lead-in is not its start)
+        high_line = max(high_line, float(high_s.max()) - self.HISS_LEAD_UNDER)
+        end = int(min(max(c // self.HOP - first // self.HOP - k // 2, 0), len(high_s) - 1))  # centred on the onset
+        hiss = (high_s > high_line) & (low_s < low_line)
+        # and unvoiced: an "s" does not repeat at a pitch period; another caller's vowel before it does
+        x, _ = self.segment(first, first + len(full) * self.HOP + self.WIN)
+        found = self._periodicity(x)
+        if found is not None:
+            voiced = found[0] >= self.WORD_VOICED  # frame f covers 1 ms frames [10 f, 10 f + 40)
+            at = (np.arange(len(hiss)) + k // 2) // 10  # where each 20 ms window is centred, in 10 ms
+            # judged on the 40 ms that end there: the onset itself may be a vowel's, the "s" before it not
+            hiss &= ~voiced[np.clip(at - 4, 0, len(voiced) - 1)]
+        if not hiss[end]:
+            return None
+        i = end
+        while i > 0 and hiss[i - 1]:
+            i -= 1
+        if i == 0:
+            return None  # runs back past the window: not the start of a word
+        # Where in the first window over the line it starts: not in its first half (a window's mean crosses the
+        # line once the "s" fills half of it, or less where the "s" is loud), and from there the change point
+        # from the floor to the level the line stands for (5 ms frames' dB over halfway between them, summed
+        # back from the onset: where that sum is largest)
+        floor_mid = level(10 ** (floor_high / 10))[0]
+        q10, q90 = np.percentile(floor_high, (10, 90))  # and over what a 5 ms frame of the floor wavers by (2 sigma)
+        mid = max((floor_mid + high_line) / 2, floor_mid + 2 * float(q90 - q10) / 2.56)
+        i += k // 2 - 2
+        score = high[i: end + k // 2] - mid  # dB: frames over halfway from the floor to the line count for the "s"
+        if not len(score):
+            return None
+        j = i + int(np.argmax(np.cumsum(score[::-1])[::-1]))
+        start = self._first_sample(first + j * self.HOP, high_line, True)
+        return start if start < onset - 0.005 else None
+
+    _VOICE_N, _VOICE_HOP = 640, 160  # 40 ms frames on a 10 ms hop: two periods of a 50 Hz voice
+
+    def _periodicity(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each 40 ms frame's (10 ms apart, from x[0]) normalised autocorrelation at its best pitch period
+        (2.5-20 ms: voices of 50-400 Hz), and its level (dB); None when ``x`` is under one frame."""
+        n, hop = self._VOICE_N, self._VOICE_HOP
         if len(x) < n:
             return None
         windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop]
@@ -222,11 +295,23 @@ class Envelope:
         # each lag's product over the energies of the two stretches it compares (normalised: 1 for a
         # perfectly periodic frame at any lag, where the plain ratio to lag 0 falls with the lag)
         sq = np.cumsum(windows ** 2, axis=1)
-        lags = np.arange(40, 320)  # 2.5-20 ms: voices from 50 to 400 Hz
+        lags = np.arange(40, 320)
         head = sq[:, n - 1 - lags]  # x[0 : n-lag]
         tail = sq[:, -1:] - sq[:, lags - 1]  # x[lag : n]
         periodic = (ac[:, lags] / np.sqrt(head * tail + 1e-9)).max(axis=1)
-        level = 10 * np.log10(ac[:, 0] / n + 1.0)
+        return periodic, 10 * np.log10(ac[:, 0] / n + 1.0)
+
+    def _first_vowel(self, first: int, frames: int) -> int | None:
+        """The 1 ms frame (from clock index ``first``) where the first voiced stretch within
+        WORD_PEAK_DB of the loudest one starts: voiced is a 40 ms frame that repeats itself at a pitch
+        period (normalised autocorrelation WORD_VOICED or more at a lag of 2.5-20 ms), which a vowel
+        does and a slap, a click or an "s" does not, however loud. None where nothing is voiced."""
+        x, start = self.segment(first, first + frames * self.HOP)
+        found = self._periodicity(x)
+        if found is None:
+            return None
+        periodic, level = found
+        hop = self._VOICE_HOP
         voiced = periodic >= self.WORD_VOICED
         # and for WORD_VOICED_FRAMES frames on end (70 ms): a thump's ringing is periodic too, but dies sooner
         k = self.WORD_VOICED_FRAMES
@@ -272,17 +357,21 @@ class Envelope:
             if len(starts) == 0:
                 return None
             i = int(starts[0])
-        # Frame i covers [i, i+5 ms): the first sample over threshold lies in it.
+        return self._first_sample(first + i * self.HOP, thr, high)
+
+    def _first_sample(self, at: int, thr: float, high: bool) -> float:
+        """The first sample (s) over ``thr`` (dB, as energy_db reads it) in the frame that starts at clock
+        index ``at``, which covers [at, at + 5 ms); the frame's middle where none is."""
         if high:
             m = self._HP_TAPS // 2
-            wide, _ = self.segment(first + i * self.HOP - m, first + i * self.HOP + self.WIN + m)
+            wide, _ = self.segment(at - m, at + self.WIN + m)
             frame = np.convolve(wide.astype(np.float64), self._HP, mode="same")[m : m + self.WIN]
         else:
-            frame = self.segment(first + i * self.HOP, first + i * self.HOP + self.WIN)[0]
+            frame = self.segment(at, at + self.WIN)[0]
         lin_thr = np.sqrt(10 ** (thr / 10.0)) * 0.5
         over = np.flatnonzero(np.abs(frame) > lin_thr)
         offset = int(over[0]) if len(over) else self.WIN // 2
-        return (first + i * self.HOP + offset) / RATE
+        return (at + offset) / RATE
 
     # hiss(): 16 ms frames on a 5 ms hop; the "s" lives in HISS_BAND, a nasal's or vowel's start in LOW_BAND.
     _FFT = 256

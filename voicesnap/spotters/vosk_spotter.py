@@ -65,6 +65,9 @@ VOSK_START_LEAD = 0.03
 # Vosk's word can take in a click or a card slap 0.1-0.4 s before it (real Speech Commands clips):
 # the onset is then moved to the start of the sound that runs on into the word (``Envelope.word_start``).
 WORD_RUN = True
+# In steady noise a real speaker's weak "s" hardly rises over the floor, and the onset search finds the vowel
+# after it, up to 0.25 s late: the onset is then walked back over the "s" (``Envelope.hiss_lead``).
+HISS_LEAD = True
 
 # How many times each call word ("snap", "pool") is listed in the grammar. Vosk gives every
 # grammar entry equal weight, so repeating a word raises its prior against the
@@ -430,9 +433,12 @@ class VoskSpotter:
         return False
 
     def _word_start(self, onset: float, end: float) -> float:
-        """The onset, moved past a click that a quiet gap parts from the word ending at ``end`` (WORD_RUN)."""
+        """The onset, moved past a click that a quiet gap parts from the word ending at ``end`` (WORD_RUN),
+        and back over a weak "s" that runs on into it (HISS_LEAD)."""
         later = self._env.word_start(onset, end) if WORD_RUN else None
-        return onset if later is None else later
+        onset = onset if later is None else later
+        earlier = self._env.hiss_lead(onset) if HISS_LEAD else None
+        return onset if earlier is None else earlier
 
     def _emit(self, word: str, first: _Word, last: _Word, conf: float, detected_at: float) -> list[Detection]:
         if self._duplicate(word, first.start, last.end):
