@@ -8,6 +8,8 @@ its estimate. All times are seconds on the input stream's clock.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 __all__ = ["Envelope", "HISS_MIN", "RATE"]
@@ -33,6 +35,11 @@ HISS_MIN: float | None = -5.0
 # median 22-25 dB under what was removed, 9 dB or more under it in 9 of 10; a call's first 20 ms rise
 # over that line in 9 of 10 calls even at half its clean level.
 ECHO_MARGIN_DB: float | None = 10.0
+
+
+def _db_of_mean(power: np.ndarray, k: int, mode: Literal["same", "valid"]) -> np.ndarray:
+    """dB of the power averaged over ``k`` frames (np.convolve's ``mode``): a stretch's level, not its loudest frame's."""
+    return 10 * np.log10(np.convolve(power, np.ones(k) / k, mode=mode))
 
 
 class Envelope:
@@ -182,8 +189,8 @@ class Envelope:
             return None
         # quiet in both bands, over 10 ms: in noise a weak "s" hardly rises over the whole band's floor;
         # and anything WORD_UNDER_DB under the vowel is quiet (a quiet room's hum wavers over its floor)
-        smooth = 10 * np.log10(np.convolve(10 ** (e / 10), np.ones(10) / 10, mode="same"))
-        high_smooth = 10 * np.log10(np.convolve(10 ** (high[:vowel] / 10), np.ones(10) / 10, mode="same"))
+        smooth = _db_of_mean(10 ** (e / 10), 10, "same")
+        high_smooth = _db_of_mean(10 ** (high[:vowel] / 10), 10, "same")
         line = max(float(np.percentile(floor_db, 20)) + self.WORD_GAP_DB,
                    float(smooth[vowel: vowel + 50].max()) - self.WORD_UNDER_DB)
         smooth = smooth[:vowel]
@@ -233,7 +240,7 @@ class Envelope:
             return np.maximum(10 ** (f / 10) - 10 ** (h / 10), 1.0)
 
         def smooth(p: np.ndarray) -> np.ndarray:  # [i]: frames i .. i+k-1, dB
-            return 10 * np.log10(np.convolve(p, np.ones(k) / k, mode="valid"))
+            return _db_of_mean(p, k, "valid")
 
         def level(p: np.ndarray) -> tuple[float, float]:  # a floor's median (20 ms, dB) and spread (a robust sigma)
             q10, q50, q90 = np.percentile(smooth(p), (10, 50, 90))
