@@ -242,17 +242,18 @@ class Envelope:
         def smooth(p: np.ndarray) -> np.ndarray:  # [i]: frames i .. i+k-1, dB
             return _db_of_mean(p, k, "valid")
 
-        def level(p: np.ndarray) -> tuple[float, float]:  # a floor's median (20 ms, dB) and spread (a robust sigma)
-            q10, q50, q90 = np.percentile(smooth(p), (10, 50, 90))
-            return float(q50), float(q90 - q10) / 2.56
+        def sigma(v: np.ndarray) -> float:  # a robust standard deviation (dB)
+            q10, q90 = np.percentile(v, (10, 90))
+            return float(q90 - q10) / 2.56
 
-        def line(p: np.ndarray) -> float:
-            mid, spread = level(p)
-            return mid + max(self.HISS_LEAD_DB, self.HISS_LEAD_SPREAD * spread)
+        def line(p: np.ndarray) -> tuple[float, float]:  # a floor's median (20 ms, dB) and the line over it
+            levels = smooth(p)
+            mid = float(np.median(levels))
+            return mid, mid + max(self.HISS_LEAD_DB, self.HISS_LEAD_SPREAD * sigma(levels))
 
         high_s, low_s = smooth(10 ** (high / 10)), smooth(low(full, high))
-        high_line = line(10 ** (floor_high / 10))
-        low_line = line(low(floor_full, floor_high)) + self.HISS_LEAD_LOW_DB
+        floor_mid, high_line = line(10 ** (floor_high / 10))
+        low_line = line(low(floor_full, floor_high))[1] + self.HISS_LEAD_LOW_DB
         # no lower than the onset search's own line under the "s" (a quiet room: its faint lead-in is not its start)
         high_line = max(high_line, float(high_s.max()) - self.HISS_LEAD_UNDER)
         end = int(min(max(c // self.HOP - first // self.HOP - k // 2, 0), len(high_s) - 1))  # centred on the onset
@@ -276,9 +277,8 @@ class Envelope:
         # line once the "s" fills half of it, or less where the "s" is loud), and from there the change point
         # from the floor to the level the line stands for (5 ms frames' dB over halfway between them, summed
         # back from the onset: where that sum is largest)
-        floor_mid = level(10 ** (floor_high / 10))[0]
-        q10, q90 = np.percentile(floor_high, (10, 90))  # and over what a 5 ms frame of the floor wavers by (2 sigma)
-        mid = max((floor_mid + high_line) / 2, floor_mid + 2 * float(q90 - q10) / 2.56)
+        # (and over twice what a 5 ms frame of the floor wavers by)
+        mid = max((floor_mid + high_line) / 2, floor_mid + 2 * sigma(floor_high))
         i += k // 2 - 2
         score = high[i: end + k // 2] - mid  # dB: frames over halfway from the floor to the line count for the "s"
         if not len(score):
