@@ -51,6 +51,24 @@ def test_a_slap_louder_than_the_call_and_parted_from_it_is_not_its_onset(name):
         assert moved is not None and abs(moved - s.onset / RATE) <= 0.01, (s, at / RATE, moved)
 
 
+@pytest.mark.parametrize("gain", [1.5, 0.5])
+def test_a_slap_before_calls_in_pink_noise_is_not_their_onset(gain):
+    """In pink noise at 20 dB the gap after this slap ends 150 ms before one call's "s" (a swell of the
+    noise ends it). The onset is then searched for up to the word's vowel: within the search's usual
+    0.1 s only the noise's swell rose, and that call was placed 149 ms early, on it."""
+    x, calls = _calls("noisy_pink_20db")
+    slap = _clatter(9) * np.max(np.abs(x)) * gain
+    starts = []
+    for i, s in enumerate(calls):
+        at = s.onset - int((0.12 + 0.04 * (i % 5)) * RATE) - len(slap)
+        x[at: at + len(slap)] += slap
+        starts.append(at)
+    env = _envelope(x)
+    for s, at in zip(calls, starts):
+        moved = env.word_start(at / RATE, s.end / RATE)
+        assert moved is not None and abs(moved - s.onset / RATE) <= 0.01, (s, at / RATE, moved)
+
+
 @pytest.mark.parametrize("name", ["clean_bob", "snap_vs_pool_2", "noisy_pink_10db", "noisy_babble_20db"])
 def test_nothing_is_moved_from_a_call_found_at_its_own_start(name):
     """At a call's true onset nothing parts the word from its vowel: not the "p" of "snap" before

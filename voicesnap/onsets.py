@@ -164,6 +164,7 @@ class Envelope:
     WORD_GAP = 0.06
     WORD_GAP_DB = 8.0  # "quiet": under the floor before the onset + this (10 ms frames)
     WORD_GAP_HIGH_DB = 4.0  # and under the high band's floor + this
+    WORD_GAP_SWELL_DB = 3.0  # or under the floor's own swells (95th percentile of its 10 ms levels) + this
     WORD_UNDER_DB = 25.0  # or this far under the word's vowel
     WORD_UNDER_HIGH_DB = 30.0  # in the high band: or this far under the word's "s" (its 150 ms before the vowel)
     WORD_PEAK_DB = 10.0  # the word's first vowel: its first voiced stretch this close to the loudest one
@@ -188,10 +189,14 @@ class Envelope:
         if vowel is None or vowel < gap:
             return None
         # quiet in both bands, over 10 ms: in noise a weak "s" hardly rises over the whole band's floor;
-        # and anything WORD_UNDER_DB under the vowel is quiet (a quiet room's hum wavers over its floor)
+        # and anything WORD_UNDER_DB under the vowel is quiet (a quiet room's hum wavers over its floor),
+        # and anything pink noise's own swells reach (its 10 ms levels rise 8 dB or more over its 20th
+        # percentile: a gap of noise alone between a breath or a click and the word then counts)
         smooth = _db_of_mean(10 ** (e / 10), 10, "same")
         high_smooth = _db_of_mean(10 ** (high[:vowel] / 10), 10, "same")
+        swells = _db_of_mean(10 ** (floor_db / 10), 10, "valid") if len(floor_db) >= 10 else floor_db
         line = max(float(np.percentile(floor_db, 20)) + self.WORD_GAP_DB,
+                   float(np.percentile(swells, 95)) + self.WORD_GAP_SWELL_DB,
                    float(smooth[vowel: vowel + 50].max()) - self.WORD_UNDER_DB)
         smooth = smooth[:vowel]
         quiet = smooth < line
@@ -204,7 +209,10 @@ class Envelope:
         after = (first + (int(runs[-1]) + gap) * self.HOP) / RATE  # the end of the last quiet gap
         if after >= end - self.WORD_REACH:
             return None  # past the word's own end: what follows the word, not its start
-        found = self.refine_onset(after, latest=end, before=0.0)
+        # searched up to the vowel: a gap that ends well before the "s" would leave only a swell of
+        # the noise in the onset search's usual 0.1 s, where the high band holds nothing yet
+        vowel_at = (first + vowel * self.HOP) / RATE
+        found = self.refine_onset(after, latest=end, before=0.0, after=max(0.10, vowel_at - after))
         start = found if found is not None else after
         # a call starts with the hiss of its "s": moved only onto one (in noise a weak "s" can pass for a
         # gap, and the vowel after it is no start); where the check has no opinion, not moved
