@@ -407,6 +407,30 @@ def test_fresh_recognisers_decode_the_same_audio_identically(model):
 REAL = Path(__file__).parent / "fixtures" / "audio" / "real" / "commands"
 
 
+def _real_words(snr_db: float | None = None, seed: int = 0) -> tuple[np.ndarray, list[tuple[str, float]]]:
+    """The real s-word stream of bench.real_words (16-bit, one channel) and its truth, with the bench's
+    pink noise ``snr_db`` under the words (drawn with ``seed``) or clean."""
+    from bench.bench_nocall import _generator
+    from bench.real_words import S_LEVEL, s_word_stream
+
+    stream, truth = s_word_stream(REAL)
+    if snr_db is not None:
+        pink = _generator().pink(len(stream), np.random.default_rng(seed))
+        stream = stream + pink * np.sqrt(S_LEVEL / 10 ** (snr_db / 10))
+    return np.clip(stream * 32768, -32768, 32767).astype(np.int16)[:, None], truth
+
+
+def _onset_errors(model, pcm: np.ndarray, truth: list[tuple[str, float]]) -> dict[str, float]:
+    """Each word's Vosk onset minus the start of its "s" (s; the nearest within 0.6 s, inf where unheard)."""
+    from bench.real_words import S_WORDS
+    from bench.spotting import feed
+    from voicesnap.spotters import vosk_spotter
+
+    found, _ = feed(vosk_spotter.VoskSpotter(model, words=S_WORDS, calls=S_WORDS, decoys=()), pcm, 16000, 320)
+    return {name: min((d.onset - t for d in found if d.word == name.rsplit("/", 1)[1] and abs(d.onset - t) < 0.6),
+                      key=abs, default=float("inf")) for name, t in truth}
+
+
 def test_a_click_or_slap_before_a_real_word_is_not_its_onset(model, monkeypatch):
     """Real speakers' words (Speech Commands: a "seven" after two clicks, a "six" after a click, a
     "sheila" after a thump and a breath) that Vosk takes in with what came 0.15-0.4 s before them: the
@@ -415,18 +439,13 @@ def test_a_click_or_slap_before_a_real_word_is_not_its_onset(model, monkeypatch)
     well as against the room: a room's faint hiss wavers over its own floor, and the "six" kept its
     click's onset while it had to stay under the floor alone (the "sheila" too, until the onset after
     the gap was searched for up to the vowel). No word is placed worse than without the rule."""
-    from bench.real_words import S_WORDS, s_word_stream
-    from bench.spotting import feed
     from voicesnap.onsets import Envelope
     from voicesnap.spotters import vosk_spotter
 
-    stream, truth = s_word_stream(REAL)
-    pcm = np.clip(stream * 32768, -32768, 32767).astype(np.int16)[:, None]
+    pcm, truth = _real_words()
 
     def errors() -> dict[str, float]:
-        found, _ = feed(vosk_spotter.VoskSpotter(model, words=S_WORDS, calls=S_WORDS, decoys=()), pcm, 16000, 320)
-        return {name: min((abs(d.onset - t) for d in found if d.word == name.rsplit("/", 1)[1]
-                           and abs(d.onset - t) < 0.6), default=float("inf")) for name, t in truth}
+        return {k: abs(v) for k, v in _onset_errors(model, pcm, truth).items()}
 
     now = errors()
     monkeypatch.setattr(Envelope, "WORD_UNDER_HIGH_DB", float("inf"))
@@ -457,20 +476,12 @@ def test_a_thump_breath_or_swell_of_pink_noise_before_a_real_word_is_not_its_ons
     the noise's swells, no rise was near where it ended, and that point (0.22 s early) was the onset; the
     first rise in the whole burst now is (``Envelope.BURST_WHOLE``). No word is placed more than 5 ms
     further from its "s"."""
-    from bench.bench_nocall import _generator
-    from bench.real_words import S_LEVEL, S_WORDS, s_word_stream
-    from bench.spotting import feed
     from voicesnap.onsets import Envelope
-    from voicesnap.spotters import vosk_spotter
 
-    stream, truth = s_word_stream(REAL)
-    noisy = stream + _generator().pink(len(stream), np.random.default_rng(seed)) * np.sqrt(S_LEVEL / 100)
-    pcm = np.clip(noisy * 32768, -32768, 32767).astype(np.int16)[:, None]
+    pcm, truth = _real_words(20.0, seed)
 
     def errors() -> dict[str, float]:
-        found, _ = feed(vosk_spotter.VoskSpotter(model, words=S_WORDS, calls=S_WORDS, decoys=()), pcm, 16000, 320)
-        return {name: min((abs(d.onset - t) for d in found if d.word == name.rsplit("/", 1)[1]
-                           and abs(d.onset - t) < 0.6), default=float("inf")) for name, t in truth}
+        return {k: abs(v) for k, v in _onset_errors(model, pcm, truth).items()}
 
     now = errors()
     monkeypatch.setattr(Envelope, *off)
@@ -487,23 +498,12 @@ def test_a_weak_s_under_pink_noise_is_the_onset_not_the_vowel_after_it(model, mo
     noise, without the walk-back the weakest speaker's words are over 100 ms late (126 ms); with it none is
     over 50 ms (27 ms at most), and no word is placed more than 15 ms further from its "s". In other draws
     that speaker's "six" can stay 160 ms late (bench.real_words measures a draw of its own)."""
-    from bench.bench_nocall import _generator
-    from bench.real_words import S_LEVEL, S_WORDS, s_word_stream
-    from bench.spotting import feed
     from voicesnap.spotters import vosk_spotter
 
-    stream, truth = s_word_stream(REAL)
-    noisy = stream + _generator().pink(len(stream), np.random.default_rng(4)) * np.sqrt(S_LEVEL / 10)
-    pcm = np.clip(noisy * 32768, -32768, 32767).astype(np.int16)[:, None]
-
-    def errors() -> dict[str, float]:
-        found, _ = feed(vosk_spotter.VoskSpotter(model, words=S_WORDS, calls=S_WORDS, decoys=()), pcm, 16000, 320)
-        return {name: min((d.onset - t for d in found if d.word == name.rsplit("/", 1)[1]
-                           and abs(d.onset - t) < 0.6), key=abs, default=float("inf")) for name, t in truth}
-
-    now = errors()
+    pcm, truth = _real_words(10.0, 4)
+    now = _onset_errors(model, pcm, truth)
     monkeypatch.setattr(vosk_spotter, "HISS_LEAD", False)
-    before = errors()
+    before = _onset_errors(model, pcm, truth)
     heard = [k for k in now if abs(now[k]) < float("inf")]
     assert len(heard) >= 11, now
     assert max(before[k] for k in heard if k.startswith("6a27a9bf/s")) > 0.1, before
