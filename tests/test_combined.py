@@ -284,8 +284,11 @@ def test_one_mic_calls_placed_by_the_enrollment_get_the_energy_rise_onset(vosk_f
     assert [d.player for d in got] == [speaker] and abs(got[0].onset - truth) <= 0.008, got
     import voicesnap.spotters.combined as comb
 
-    if gated and name == "noisy_pink_20db" and speaker == "finn":
-        return  # behind the speech gate this call is within 10 ms without it too (4 ms): nothing to contrast
+    if name == "noisy_pink_20db" and speaker == "finn":
+        # within 10 ms without it too (4 ms): Vosk's own onset search now parts the call from the clatter
+        # before it (docs/listening.md, "Thirty-fifth round"; behind the speech gate it did before): nothing
+        # to contrast. The rule that moves a Vosk call to its caller's template is held by the "Ten" test.
+        return
     import voicesnap.spotters.enrolled as enr
 
     monkeypatch.setattr(comb.CombinedSpotter, "_energy_onset", lambda self, approx, end: approx)
