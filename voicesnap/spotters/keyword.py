@@ -252,7 +252,9 @@ class KeywordSpotter:
             return heard - (POOL_LEAD if snap_pool else TYPICAL_LEAD), heard
         rise = self._env.refine_onset(approx, latest=heard - 0.1, before=REACH, after=0.03, peak_to=heard - 0.1)
         onset = rise if rise is not None else approx
-        walked = self._env.hiss_lead(onset) if HISS_LEAD else None
+        # only a call that starts with a hiss where it was found: walked back first, a "nap" in noise could
+        # take a swell of the noise before it for its "s" and pass the hiss check (no-call hour: one did)
+        walked = self._env.hiss_lead(onset) if HISS_LEAD and not self._env.hissless(onset) else None
         return (onset if walked is None else walked), heard
 
     def _emit(self, word: str, held: _Held, detected_at: float, end: float | None = None) -> Detection:
