@@ -147,6 +147,19 @@ def test_read_wav_reads_what_was_written(tmp_path: Path) -> None:
     assert np.array_equal(data, sf.read(path, dtype="int16", always_2d=True)[0])
 
 
+@pytest.mark.parametrize("subtype", ["FLOAT", "DOUBLE"])
+def test_a_floating_point_wav_is_read_at_its_level_not_as_silence(tmp_path: Path, subtype: str) -> None:
+    """An audio editor's 32-bit float export: libsndfile gives an int16 read its samples unscaled."""
+    pcm, rate = read_wav(CORPUS / "clean_alice.wav")
+    path = tmp_path / "float.wav"
+    sf.write(path, pcm.astype(np.float64) / 32768.0, rate, subtype=subtype)
+    data, got_rate = read_wav(path)
+    assert got_rate == rate and data.dtype == np.int16
+    assert np.array_equal(data, pcm)
+    sf.write(path, np.array([[1.5], [-1.5], [0.5]]), rate, subtype=subtype)  # past full scale: clipped
+    assert read_wav(path)[0][:, 0].tolist() == [32767, -32768, 16384]
+
+
 def _put(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path

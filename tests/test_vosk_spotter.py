@@ -236,6 +236,22 @@ def test_listen_command_prints_the_calls_of_a_file(model, tmp_path: Path, capsys
     assert "no players are enrolled" in capsys.readouterr().err
 
 
+def test_listen_hears_the_calls_of_a_floating_point_export(model, tmp_path: Path, capsys, monkeypatch) -> None:
+    import soundfile as sf
+
+    from voicesnap import events
+    from voicesnap.cli import main
+
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path))
+    pcm, rate = read_wav(CORPUS / "clean_alice.wav")
+    wav = tmp_path / "float.wav"
+    sf.write(wav, pcm.astype(np.float32) / 32768.0, rate, subtype="FLOAT")
+    assert main(["listen", "--file", str(wav), "--json", "--model", str(_english_model_path())]) == 0
+    printed = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d.word for d in printed] == [s["text"] for s in _truth("clean_alice")]
+    assert [d.onset for d in printed] == [d.onset for d in _decode("clean_alice")]
+
+
 def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, capsys) -> None:
     import voicefixtures  # tests/ helper: profiles from the fixture players' enrollment takes
 

@@ -177,6 +177,9 @@ def _check_riff(path: Path, raw_head: bytes, size: int) -> None:
             handle.seek(pos)
 
 
+_FLOAT_SUBTYPES = frozenset({"FLOAT", "DOUBLE"})
+
+
 def read_wav(
     path: str | os.PathLike[str],
     *,
@@ -204,7 +207,14 @@ def read_wav(
     _check_riff(p, head, size)
     try:
         info = sf.info(str(p))
-        data, rate = sf.read(str(p), dtype="int16", always_2d=True)
+        if info.subtype in _FLOAT_SUBTYPES:
+            # libsndfile hands floating-point samples to an int16 read unscaled (1.0 -> 1, not 32767), so
+            # an editor's 32-bit float export read as int16 is silence: scale it here, clipping what lies
+            # past full scale as a 16-bit file would have
+            wide, rate = sf.read(str(p), dtype="float64", always_2d=True)
+            data = np.clip(np.round(wide * 32768.0), -32768, 32767).astype(np.int16)
+        else:
+            data, rate = sf.read(str(p), dtype="int16", always_2d=True)
     except (sf.SoundFileError, RuntimeError) as exc:
         raise AudioFileError(
             f"{p}: not a readable audio file ({exc}); give a PCM WAV, or {_CONVERT_HINT}"
