@@ -524,14 +524,15 @@ def load_encoder(option: str | os.PathLike[str] | None = None, data: str | os.Pa
                  required: bool = False) -> Encoder | None:
     """The installed encoder (option, $VOICESNAP_ENCODER_MODEL, the data dir), or None when there is none.
 
-    ``required``: raise the models module's error (with the ways to get it) instead of None.
+    ``required``: raise the models module's error (with the ways to get it) instead of None (as where the
+    player named one: ``models.named``).
     """
-    from .models import ModelError, find_model
+    from .models import ModelError, find_model, named
 
     try:
         folder = find_model("encoder", option, data)
     except ModelError:
-        if required:
+        if required or named("encoder", option):
             raise
         return None
     return _load_cached(str(Path(folder) / WEIGHTS_FILE))

@@ -376,14 +376,14 @@ def load_keyword_model(option: str | Path | None = None, data: str | Path | None
                        required: bool = False) -> KeywordModel | None:
     """The installed keyword model (option, $VOICESNAP_KEYWORD_MODEL, the data dir), or None.
 
-    ``required``: raise the error that says how to get it instead of None.
+    ``required``: raise the error that says how to get it instead of None (as where the player named one).
     """
-    from .models import find_model
+    from .models import find_model, named
 
     try:
         folder = find_model("keyword", option, data)
         return _load_cached(str(folder))
     except ModelError:
-        if required:
+        if required or named("keyword", option):
             raise
         return None

@@ -144,6 +144,12 @@ def candidates(
     return found
 
 
+def named(kind: str, option: str | os.PathLike[str] | None = None) -> bool:
+    """Whether the player named a model of this kind (an option, or its environment variable): one that
+    is then missing or wrong is an error, never quietly played without."""
+    return bool(option) or bool(os.environ.get(_kind(kind).env))
+
+
 def find_model(
     kind: str = "en", option: str | os.PathLike[str] | None = None, data: str | os.PathLike[str] | None = None
 ) -> Path:
