@@ -16,6 +16,8 @@ from pathlib import Path
 
 import platformdirs
 
+from .errors import UserError
+
 DATA_DIR_ENV = "VOICESNAP_DATA_DIR"
 
 
@@ -23,8 +25,16 @@ def data_dir(option: str | os.PathLike[str] | None = None, create: bool = True) 
     """The data directory: option, then environment variable, then the OS default."""
     chosen = option or os.environ.get(DATA_DIR_ENV) or platformdirs.user_data_dir("voicesnap")
     path = Path(chosen).expanduser()
+    where = "--data-dir" if option else DATA_DIR_ENV if os.environ.get(DATA_DIR_ENV) else "the data folder"
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{where} {path} is a file, not a folder: give a folder for voicesnap's players, "
+                        "models and games (it is made if missing)")
     if create:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise UserError(f"{where} {path} cannot be made ({exc.strerror or exc}): give a folder you "
+                            "can write to") from exc
     return path
 
 
