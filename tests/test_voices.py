@@ -48,6 +48,7 @@ def test_profile_round_trip_is_private_and_atomic(tmp_data):
     (lambda t: t.replace(f'"version":{V.PROFILE_VERSION}', '"version":0'), "format version 0"),
     (lambda t: t.replace(f'"version":{V.PROFILE_VERSION}', '"version":1'), "format version 1"),
     (lambda t: t.replace('"thresholds":{', '"thresholdz":{'), "damaged"),
+    (lambda t: t.replace('"templates":{', '"templates":"x","was":{'), "damaged"),  # hand-edited: text for a table
 ])
 def test_damaged_or_old_profile_names_file_and_way_out(damage, words):
     path = V.save_profile(profile("bob"))

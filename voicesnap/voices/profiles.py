@@ -160,7 +160,7 @@ class Profile:
             profile_speech(prof)
             profile_takes(prof)
             profile_contrast(prof)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # (AttributeError: a list or text where a table was)
             raise UserError(f"voice profile {where} is damaged ({type(exc).__name__}: {exc}); {way_out}") from exc
         if (not prof.word or prof.word not in prof.templates or any(len(t) < 2 for ts in prof.templates.values() for t in ts)
                 or prof.voiceprint.shape != prof.voice_scale.shape or set(prof.thresholds) != set(prof.templates)
