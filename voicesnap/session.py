@@ -44,7 +44,7 @@ def parse_format(text: str) -> Format:
     key = text.strip().lower()
     if key in ("single", "one", "1"):
         return Format("best-of", 1)
-    m = re.fullmatch(r"(best|first)[\s_-]*(of|to)[\s_-]*(\d+)", key)
+    m = re.fullmatch(r"(best|first)[\s_-]?(of|to)[\s_-]?(\d+)", key)
     if not m or (m.group(1), m.group(2)) not in (("best", "of"), ("first", "to")):
         raise SessionError(f"session format {text!r} is unknown; use best-of-3, best-of-5 or first-to-N")
     n = int(m.group(3))
