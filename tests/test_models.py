@@ -66,6 +66,33 @@ def test_wrong_option_or_env_is_an_error_not_skipped(tmp_path: Path, monkeypatch
         models.find_model("en")
 
 
+def test_a_named_keyword_model_or_encoder_that_is_not_there_is_an_error_where_none_is_needed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not installed, play goes on without them; named and wrong, the player hears why instead."""
+    from voicesnap.encoder import load_encoder
+    from voicesnap.keyword import load_keyword_model
+
+    monkeypatch.delenv("VOICESNAP_KEYWORD_MODEL", raising=False)
+    monkeypatch.delenv("VOICESNAP_ENCODER_MODEL", raising=False)
+    assert load_keyword_model() is None and load_encoder() is None  # an empty data dir: none, quietly
+    monkeypatch.setenv("VOICESNAP_KEYWORD_MODEL", str(tmp_path / "nope"))
+    monkeypatch.setenv("VOICESNAP_ENCODER_MODEL", str(tmp_path / "nope"))
+    with pytest.raises(models.ModelError, match="VOICESNAP_KEYWORD_MODEL=.*nope is not a keyword model .*fix or unset"):
+        load_keyword_model()
+    with pytest.raises(models.ModelError, match="VOICESNAP_ENCODER_MODEL=.*nope is not a speaker encoder .*fix or unset"):
+        load_encoder()
+
+
+def test_a_data_folder_that_cannot_be_one_is_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    assert main(["--data-dir", str(afile), "players"]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["--data-dir", str(afile / "below"), "doctor"]) != 0
+    err = capsys.readouterr().err
+    assert "cannot be made" in err and "Traceback" not in err
+
+
 def test_kinds_are_told_apart(tmp_path: Path) -> None:
     _layout(models.models_dir(create=True) / "vosk-model-spk-0.4", "spk")
     assert models.find_model("spk").name == "vosk-model-spk-0.4"

@@ -66,12 +66,66 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     (["--resume"], "no session to resume"),
     (["--players", "A,B", "--strict-calls"], "--strict-calls is for one microphone per player"),
     (["--players", "A,B", "--channels", "A=0,B=1", "--strict-calls", "--engine", "none"], "--engine none hears none"),
+    (["--players", "A,B", "--pace", "nan"], "--pace nan is impossible"),
+    (["--players", "A,B", "--tie-window", "-0.1"], "--tie-window -0.1 is impossible"),
+    (["--players", "A,B", "--decision-window", "-1"], "--decision-window -1.0 is impossible"),
+    (["--players", "A,B", "--decision-window", "0.05"], "shorter than --tie-window"),
+    (["--players", "A,B", "--session", "first-to--2"], "session format"),
+    # a model the player named that is not there is an error, never quietly played without
+    (["--players", "A,B", "--model", "/nonexistent/vosk-model"], "/nonexistent/vosk-model is not a small English"),
+    (["--players", "Zed,Yan", "--engine", "enrolled"], "none of Zed, Yan is enrolled"),
 ])
 def test_impossible_options_get_a_clear_message(args: list[str], message: str, data: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["play", *args, "--quiet", "--no-keyboard"]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--volume", "5"], "speech volume 5.0 is out of range"),
+    (["--rate", "-5"], "speech rate -5 is out of range"),
+    (["--voice", "nosuchvoice"], "--voice 'nosuchvoice' is not an espeak-ng voice"),
+])
+def test_speech_options_that_cannot_be_used_stop_play_before_the_game(args: list[str], message: str, data: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a whole game of printed announcements for a player who asked for a voice."""
+    from voicesnap import speech
+
+    if args[0] == "--voice" and not speech.available_voices():
+        pytest.skip("no espeak-ng voices to check a voice name against")
+    assert main(["play", "--players", "A,B", "--engine", "none", "--no-keyboard", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (data / "games").exists()  # stopped before a game folder was made
+
+
+def test_seats_find_their_profiles_whatever_the_case(data: Path) -> None:
+    import voicefixtures
+
+    from voicesnap import voices
+    from voicesnap.cli import play as P
+
+    for name in ("alice", "bob"):
+        voices.save_profile(voicefixtures.profile(name), str(data))
+    assert P.enrolled_names(data, ("Alice", "BOB", "Cara")) == {"Alice": "alice", "BOB": "bob"}
+    assert [p.name for p in P._profiles(data, ("Alice", "BOB", "Cara"))] == ["Alice", "BOB"]  # named as seated
+    assert P.offer_enrollment(data, ("Alice", "BOB", "Cara"), ask=False) == ["Cara"]
+
+
+def test_vosk_alone_on_one_mic_points_to_the_combined_engine(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import voicefixtures
+
+    from voicesnap import models, voices
+
+    try:
+        models.find_model("en", None, data)
+    except Exception:  # noqa: BLE001 (any way of not having one)
+        pytest.skip("no Vosk English model (set VOICESNAP_VOSK_MODEL; .ci/run fetches one)")
+    voices.save_profile(voicefixtures.profile("alice"), str(data))
+    assert main(["play", "--players", "Alice,Bob", "--engine", "vosk", "--quiet", "--no-keyboard"]) == 2
+    err = capsys.readouterr().err
+    assert "use --engine combined" in err and "enroll Bob first" in err and "enroll Alice" not in err
 
 
 def test_strict_calls_name_the_players_who_must_enroll_first(data: Path, capsys: pytest.CaptureFixture[str]) -> None:

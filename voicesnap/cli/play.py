@@ -9,6 +9,7 @@ folder; --resume continues the last session after a crash.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import secrets
 import sys
 import time
@@ -192,7 +193,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         try:
             model = models.find_model("en", args.model, root)
         except UserError:
-            if engine != "auto" or getattr(args, "need_vosk", False):
+            if engine != "auto" or getattr(args, "need_vosk", False) or models.named("en", args.model):
                 raise
     if engine == "keyword" and variant == "slapjack":
         raise UserError("Slapjack's call is 'slap', which the keyword model does not hear (it knows 'snap' and "
@@ -246,13 +247,15 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         print("(no enrolled players and no microphone channels to tell who calls: calls by keyboard. "
               "Enroll players with voicesnap enroll NAME to call by voice)")
         return None, "none"
-    if model is not None:
-        raise UserError("the Vosk spotter hears calls but not who made them: enroll the players "
-                        "(voicesnap enroll NAME), give each a microphone (--channels Alice=0,Bob=1), "
-                        "or play by keyboard (--engine none)")
-    raise UserError("nothing to hear calls with: no Vosk model and no enrolled players. Get the model "
-                    "(voicesnap models download), enroll players (voicesnap enroll NAME), or play by "
-                    "keyboard: --engine none")
+    unenrolled = [p for p in players if p not in enrolled_names(root, players)]
+    enroll = (f" (enroll {', '.join(unenrolled)} first: voicesnap enroll NAME)" if unenrolled else "")
+    if engine == "vosk":
+        raise UserError("--engine vosk hears calls but not who made them: on one microphone use --engine "
+                        f"combined, where the players' enrollment says who called{enroll}, or give each player "
+                        "a microphone (--channels Alice=0,Bob=1)")
+    raise UserError(f"--engine {engine} tells who called from the players' enrolled voices, and none of "
+                    f"{', '.join(players)} is enrolled: enroll them (voicesnap enroll NAME), give each a "
+                    "microphone (--channels Alice=0,Bob=1), or play by keyboard (voicesnap play --engine none)")
 
 
 def _channel_spotters(model: Any, keyword: Any, channels: dict[str, int], pool_exists: Any, variant: str,
@@ -321,14 +324,31 @@ def _calls(variant: str) -> tuple[str, ...]:
     return ("snap", "snap pool", "slap") if variant == "slapjack" else ("snap", "snap pool")
 
 
+def enrolled_names(root: Path, players: tuple[str, ...]) -> dict[str, str]:
+    """Each enrolled seat's profile name: its own, or the one profile spelled the same but for case (enrolled
+    as "alice", seated as "Alice": a player does not remember how they typed their name at enrollment)."""
+    try:
+        from .. import voices
+    except ImportError:
+        return {}
+    enrolled = voices.list_players(str(root))
+    out: dict[str, str] = {}
+    for seat in players:
+        same = [seat] if seat in enrolled else [n for n in enrolled if n.casefold() == seat.casefold()]
+        if len(same) == 1:
+            out[seat] = same[0]
+    return out
+
+
 def _profiles(root: Path, players: tuple[str, ...]) -> list[Any]:
-    """The enrolled profiles of this table's players (a damaged one is a UserError with the fix)."""
+    """The enrolled profiles of this table's players, named as they are seated (a damaged one is a
+    UserError with the fix)."""
     try:
         from .. import voices
     except ImportError:
         return []
-    enrolled = set(voices.list_players(str(root)))
-    return [voices.load_profile(name, str(root)) for name in players if name in enrolled]
+    return [dataclasses.replace(voices.load_profile(name, str(root)), name=seat)
+            for seat, name in enrolled_names(root, players).items()]
 
 
 def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[str]:
@@ -337,7 +357,7 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[st
         from .. import voices
     except ImportError:
         return list(players)
-    missing = [p for p in players if p not in set(voices.list_players(str(root)))]
+    missing = [p for p in players if p not in enrolled_names(root, players)]
     if not missing or not ask:
         return missing
     from . import main as cli_main
@@ -347,7 +367,7 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[st
         answer = input(f"{name} has no voice profile. Enroll now (about two minutes)? [Y/n] ").strip().lower()
         if answer in ("", "y", "yes"):
             cli_main(["--data-dir", str(root), "enroll", name])
-        if name not in set(voices.list_players(str(root))):
+        if name not in enrolled_names(root, (name,)):
             still.append(name)
     return still
 
@@ -451,6 +471,55 @@ def record_reference(spotter: Any, recorder: Any, path: Path) -> Any:
     return keeper
 
 
+def _check_pace(pace: float) -> None:
+    if not 0 <= pace <= 60:  # (NaN too)
+        raise UserError(f"--pace {pace} is impossible; use 0 (flip command only) to 60 seconds")
+
+
+def _check_windows(tie: float, decision: float) -> None:
+    """--tie-window and --decision-window, checked before the game starts (the rules and the referee
+    check them again, in their own words, once it has)."""
+    if not 0 <= tie <= 2:
+        raise UserError(f"--tie-window {tie} is impossible; use 0 to 2 seconds (default 0.1)")
+    if not 0 <= decision <= 10:
+        raise UserError(f"--decision-window {decision} is impossible; use 0 to 10 seconds (default 0.5)")
+    if decision < tie:
+        raise UserError(f"--decision-window {decision} is shorter than --tie-window {tie}: a rival's call inside "
+                        "the tie window could not be heard before the ruling; make it at least as long")
+
+
+def _check_speech_options(args: argparse.Namespace) -> None:
+    """--voice, --rate and --volume that cannot be used stop play before the game, with the fix: a player
+    who asked for a voice would otherwise sit through a game of printed announcements. No speech engine
+    at all is not such a mistake: the game goes on in text, as the announcer says."""
+    if args.quiet:
+        return
+    voice = _voice_settings(args)  # a rate or volume out of range: SpeechError, a UserError
+    if voice is None or args.voice is None:
+        return
+    from ..speech import DEFAULT_VOICE, UnknownVoice, check_voice, close_voices
+
+    try:
+        check_voice(voice)
+    except UnknownVoice:
+        close = close_voices(args.voice)
+        raise UserError(f"--voice {args.voice!r} is not an espeak-ng voice"
+                        + (f" (close: {', '.join(close)})" if close else "")
+                        + f"; list them with espeak-ng --voices=en, or leave --voice out for {DEFAULT_VOICE}") from None
+    except UserError:
+        return  # no speech engine: said once the announcer starts, and announcements are printed
+
+
+def _new_game_folder(root: Path) -> Path:
+    """games/<date-time>, with -2, -3 ... after it where a game started in the same second."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    folder, n = root / "games" / stamp, 1
+    while folder.exists():
+        n += 1
+        folder = root / "games" / f"{stamp}-{n}"
+    return folder
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import gamelog, variants
     from ..audio import FileSource, MicSource, RecordingTap
@@ -466,8 +535,7 @@ def run(args: argparse.Namespace) -> int:
         resumed = rebuild(records)
         settings = resumed.settings
         if args.pace is not None:
-            import dataclasses
-
+            _check_pace(args.pace)
             settings = dataclasses.replace(settings, pace=args.pace)
         if resumed.game is None and resumed.session.is_over():
             print(f"that session is over: {resumed.session.winner} won. Start a new one without --resume.")
@@ -476,13 +544,12 @@ def run(args: argparse.Namespace) -> int:
         players = parse_players(args.players)
         if args.pace is None:
             args.pace = DEFAULT_PACE
-        if args.pace < 0 or args.pace > 60:
-            raise UserError(f"--pace {args.pace} is impossible; use 0 (flip command only) to 60 seconds")
+        _check_pace(args.pace)
+        _check_windows(args.tie_window, args.decision_window)
         variant = variants.get(args.variant).variant
         fmt = str(parse_format(args.session))
         seed = args.seed if args.seed is not None else secrets.randbits(48)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = Path(args.record) if args.record else root / "games" / stamp
+        folder = Path(args.record) if args.record else _new_game_folder(root)
         if (folder / "log.jsonl").exists():
             raise UserError(f"{folder} already holds a game log; choose a new --record folder or add --resume")
         settings = TableSession(
@@ -491,11 +558,13 @@ def run(args: argparse.Namespace) -> int:
             verbosity=args.verbosity, gate=not getattr(args, "no_gate", False),
         )
     players = settings.players
+    _check_speech_options(args)
     channels = parse_channels(args.channels, players) if not args.resume else dict(settings.channels)
     if getattr(args, "strict_calls", False) and args.engine == "none":
         raise UserError("--strict-calls checks calls heard by voice, and --engine none hears none: drop one of them")
-    if args.engine != "none" and not args.input_file and not channels:
-        missing = offer_enrollment(root, players, ask=sys.stdin is not None and sys.stdin.isatty())
+    if args.engine != "none" and not channels:
+        missing = offer_enrollment(root, players,
+                                   ask=not args.input_file and sys.stdin is not None and sys.stdin.isatty())
         if missing:
             print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
                   f"(or enroll later: voicesnap enroll {missing[0]})")
@@ -516,8 +585,6 @@ def run(args: argparse.Namespace) -> int:
             spotter, engine_name = None, "none"
     folder.mkdir(parents=True, exist_ok=True)
     if not args.resume:
-        import dataclasses
-
         from ..table import voice_lags
 
         voice_lag, voice_pool_lag = voice_lags(settings.tie_window, settings.decision_window)
