@@ -98,6 +98,8 @@ def test_slap_takes_are_enrolled_as_a_contrast_word_not_a_call(capsys):
     assert "alice, bob gave no takes of 'slap' at enrollment" in capsys.readouterr().err
     assert main(["enroll", "bob", "--contrast-takes", "1", "--from-files", *files("bob")]) == 2
     assert "--contrast-takes must be at least 2" in capsys.readouterr().err
+    assert main(["enroll", "bob", "--contrast-takes", "-2", "--from-files", *files("bob")]) == 2
+    assert "--contrast-takes must be at least 2" in capsys.readouterr().err
     assert main(["enroll", "bob", "--speech-only", "--contrast-takes", "0"]) == 2
     assert "--contrast-takes" in capsys.readouterr().err
 

@@ -252,6 +252,19 @@ def test_listen_hears_the_calls_of_a_floating_point_export(model, tmp_path: Path
     assert [d.onset for d in printed] == [d.onset for d in _decode("clean_alice")]
 
 
+def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(model, tmp_path: Path, capsys,
+                                                                                monkeypatch) -> None:
+    """A file with no call must not look like a listener that never ran."""
+    from voicesnap.cli import main
+
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path))
+    assert main(["listen", "--file", str(CORPUS / "long_quiet_room.wav"), "--model", str(_english_model_path())]) == 0
+    out = capsys.readouterr()
+    assert out.out == "" and "0 call(s) and command(s) heard in 60.0 s" in out.err
+    assert main(["listen", "--file", str(CORPUS / "clean_alice.wav"), "--channels", "3"]) == 2
+    assert "has 1 channel(s) of its own" in capsys.readouterr().err
+
+
 def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, capsys) -> None:
     import voicefixtures  # tests/ helper: profiles from the fixture players' enrollment takes
 

@@ -1,6 +1,6 @@
 """List the audio inputs and outputs PortAudio can open, and which ones are the defaults.
 
-Pass a number or name from this list to --device in 'listen' or 'play'.
+Pass a number or name from this list to --device in 'listen' and 'enroll', or to --input / --output in 'play'.
 """
 
 from __future__ import annotations

@@ -393,7 +393,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--pool-takes must be at least {V.MIN_POOL_TAKES}, or 0 with --no-pool")
     if args.contrast_takes is None:
         args.contrast_takes = V.CONTRAST_TAKES
-    if 0 < args.contrast_takes < 2:
+    if args.contrast_takes < 0 or 0 < args.contrast_takes < 2:
         raise UserError("--contrast-takes must be at least 2 (the takes are checked against each other), "
                         "or 0 to skip them")
     contrast = V.CONTRAST_WORDS.get(word, ()) if args.contrast_takes else ()

@@ -171,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
         source: Any = FileSource(args.file, realtime=args.realtime)
         channels = source.channels
         mic = None
+        if args.channels not in (1, channels):
+            raise UserError(f"--channels is how many microphone channels to open; {args.file} has {channels} "
+                            "channel(s) of its own, all heard (one alone: --channel N)")
     else:
         if args.realtime:
             raise UserError("--realtime only applies to --file (the microphone is always real time)")
@@ -196,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
     recent = _Recent()
     recorder = RecordingTap(args.record) if args.record else None
 
+    shown = [0]
+
     def show(dets: list[Detection]) -> None:
         for det in sorted(dets, key=lambda d: d.onset):
             if args.engine == "enrolled" and args.channel is not None and det.channel != args.channel:
@@ -207,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
                     det = Detection(det.word, det.onset, det.end, det.confidence, det.channel, player, score,
                                     det.engine, det.detected_at)
             print(events.dumps(det) if args.json else _line(det), flush=True)
+            shown[0] += 1
 
     def refused(items: list[Refusal]) -> None:
         """Near misses the engine judged another word: why a call was not shown."""
@@ -247,6 +253,9 @@ def run(args: argparse.Namespace) -> int:
             refused([r for spotter in spotters for r in take_refusals(spotter)])
         except BrokenPipeError:
             sys.stdout = None  # nothing left to print to
+        if args.file and not args.json:  # a file with no call must not look like a listener that never ran
+            print(f"{shown[0]} call(s) and command(s) heard in {heard:.1f} s of {args.file} ({args.engine})",
+                  file=sys.stderr)
         if recorder is not None:
             saved = recorder.close()
             if saved is not None and not args.json:

@@ -431,7 +431,8 @@ def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> t
                        voice=_voice_settings(args), verbosity=ann.Verbosity.parse(args.verbosity),
                        earcons=not args.no_earcons)
     except UserError as exc:
-        lines(f"(no speech: {exc}; announcements are printed)")
+        said = str(exc).rstrip(".")  # the announcer's own reasons already say what happens instead
+        lines(f"(no speech: {said})" if "printed as text" in said else f"(no speech: {said}; announcements are printed)")
         return nothing
     return speaker.say, getattr(speaker, "setting", None), speaker.close, speaker.poll
 
