@@ -151,7 +151,9 @@ def test_a_torn_last_line_from_a_crash(tmp_path: Path) -> None:
     path.write_text("".join(line + "\n" for line in lines[:-1]) + lines[-1][:10])
     with pytest.raises(gamelog.LogError, match=f"line {len(lines)}"):
         gamelog.read(path)
-    assert len(gamelog.read(path, torn_tail=True)) == len(lines) - 1
+    said: list[str] = []
+    assert len(gamelog.read(path, torn_tail=True, notice=said.append)) == len(lines) - 1
+    assert len(said) == 1 and f"last line ({len(lines)}) was cut off" in said[0]  # a replay says it starts short
     with gamelog.GameLog(path) as log:  # appending after a crash starts a fresh line
         log.write(Call("Ann", "snap", 1.0))
     assert events.loads(path.read_text().splitlines()[-1]) == Call("Ann", "snap", 1.0)

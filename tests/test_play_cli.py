@@ -48,6 +48,7 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     second = play(["--resume", "--record", str(folder), "--engine", "none", "--text", "--quiet", "--pace", "0.002"],
                   b"", data, timeout=120)
     assert second.returncode == 0, second.stderr.decode()
+    assert f"resuming {folder}: game 1, before its first flip (Alice 25, Bob 26, pool 1 cards)" in second.stdout.decode()
     assert "wins the session" in second.stdout.decode()
     records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
     over = [r for r in records if isinstance(r, rules.GameOver)]

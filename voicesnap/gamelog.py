@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from . import events, referee, session, variants  # noqa: F401  (register every game event type)
 from .errors import UserError
@@ -76,8 +76,10 @@ class GameLog:
 RECORD_MODULES = ("tablelog", "playback")
 
 
-def read(path: str | os.PathLike[str], torn_tail: bool = False) -> list[tuple[int, Any]]:
-    """(line number, event) for each line; LogError names the first bad line."""
+def read(path: str | os.PathLike[str], torn_tail: bool = False,
+         notice: Callable[[str], None] | None = None) -> list[tuple[int, Any]]:
+    """(line number, event) for each line; LogError names the first bad line. ``notice`` hears that a
+    torn last line was left out, so that a replay or resume says it starts short of where the game stopped."""
     # A played session's log also holds the table's own records (settings,
     # resumes) and the speaker's (speech start and end times): register them,
     # so that reading a log never depends on what the caller happened to import.
@@ -104,6 +106,9 @@ def read(path: str | os.PathLike[str], torn_tail: bool = False) -> list[tuple[in
             out.append((number, events.loads(line, where=f"{path}:{number}")))
         except events.EventError as exc:
             if torn and torn_tail and number == len(lines):
+                if notice is not None:
+                    notice(f"{path}: its last line ({number}) was cut off as it was written (the game stopped "
+                           "mid-write); read up to the record before it")
                 break
             raise LogError(f"{exc}; the log is damaged from line {number} on") from exc
     return out

@@ -532,7 +532,8 @@ def run(args: argparse.Namespace) -> int:
     resumed = None
     if args.resume:
         folder = Path(args.record) if args.record else latest_session(root)
-        records = [ev for _, ev in gamelog.read(folder / "log.jsonl", torn_tail=True)]
+        records = [ev for _, ev in gamelog.read(folder / "log.jsonl", torn_tail=True,
+                                                notice=lambda text: print(f"({text})"))]
         resumed = rebuild(records)
         settings = resumed.settings
         if args.pace is not None:
@@ -541,6 +542,11 @@ def run(args: argparse.Namespace) -> int:
         if resumed.game is None and resumed.session.is_over():
             print(f"that session is over: {resumed.session.winner} won. Start a new one without --resume.")
             return 0
+        game = resumed.game
+        print(f"resuming {folder}: " + (f"game {resumed.games}, {f'after flip {game.flips}' if game.flips else 'before its first flip'} ("
+                                         + ", ".join(f"{p} {game.holds(i)}" for i, p in enumerate(game.players))
+                                         + f"{f', pool {len(game.pool)}' if game.pool else ''} cards)"
+                                         if game is not None else f"game {resumed.games + 1} is next"))
     else:
         players = parse_players(args.players)
         if args.pace is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,7 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     from .play import build_spotter
 
     log_path = folder / "log.jsonl"
-    live = [ev for _, ev in gamelog.read(log_path, torn_tail=True)]
+    live = [ev for _, ev in gamelog.read(log_path, torn_tail=True, notice=lambda text: print(f"({text})", file=sys.stderr))]
     settings = next((r for r in live if isinstance(r, TableSession)), None)
     if settings is None:
         raise UserError(f"{log_path} is not a voicesnap play log (no table-session record)")
