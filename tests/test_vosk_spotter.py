@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from voicesnap import corpus, models
-from voicesnap.audio import ArraySource, FileSource, read_wav
+from voicesnap.audio import ArraySource, FileSource, read_wav, write_wav
 from voicesnap.onsets import Envelope
 from voicesnap.spotters import Detection
 
@@ -263,6 +263,11 @@ def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(
     assert out.out == "" and "0 call(s) and command(s) heard in 60.0 s" in out.err
     assert main(["listen", "--file", str(CORPUS / "clean_alice.wav"), "--channels", "3"]) == 2
     assert "has 1 channel(s) of its own" in capsys.readouterr().err
+    pcm, _ = read_wav(CORPUS / "clean_alice.wav")
+    phone = tmp_path / "phone.wav"
+    write_wav(phone, pcm[::2], 8000)  # telephone band: heard, with a warning of what it lacks
+    assert main(["listen", "--file", str(phone), "--model", str(_english_model_path())]) == 0
+    assert "recorded at 8000 Hz, so it holds nothing over 4000 Hz" in capsys.readouterr().err
 
 
 def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, capsys) -> None:

@@ -235,6 +235,16 @@ def read_wav(
     return np.ascontiguousarray(data), int(rate)
 
 
+def narrowband_note(path: str | os.PathLike[str], rate: int) -> str | None:
+    """What a recording under 16 kHz loses (None at 16 kHz or more): it is resampled up and heard, but it
+    holds nothing where the "s" of "snap" is (3.5-8 kHz), which onsets, the hiss check and the voices use."""
+    if rate >= 16000:
+        return None
+    return (f"{path}: recorded at {rate} Hz, so it holds nothing over {rate // 2} Hz, where the 's' of a call "
+            "is: calls are placed and told apart from other words less well, and voices too (record at 16 kHz "
+            "or more)")
+
+
 def write_wav(path: str | os.PathLike[str], samples: np.ndarray, rate: int) -> Path:
     """Write int16 frames as a 16-bit PCM WAV, atomically (old file or new, never half)."""
     import soundfile as sf

@@ -105,12 +105,16 @@ def _is_speech(path: Path) -> bool:
 
 def _from_files(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...]) -> list:
     from .. import voices as V
+    from ..audio import narrowband_note
 
     raw: list[tuple[str, np.ndarray, str]] = []
     for path in args.from_files:
         if _is_speech(path):
             continue  # the speech sample (_speech_from_files)
         mono, rate = _mono(path, args.channel)
+        narrow = narrowband_note(path.name, rate)
+        if narrow:
+            print(f"  {narrow}")
         phrase = _phrase_for(path, word, pool or "\0", V.CONTRAST_WORDS.get(word, ())) or word
         if phrase in V.CONTRAST_WORDS.get(word, ()) and phrase not in contrast:
             print(f"  {path.name}: a take of '{phrase}', skipped (--contrast-takes 0)")

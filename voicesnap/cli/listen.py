@@ -163,7 +163,7 @@ def _line(det: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .. import events
-    from ..audio import FileSource, MicSource, RecordingTap
+    from ..audio import FileSource, MicSource, RecordingTap, narrowband_note
     from ..spotters import Detection, Refusal, take_refusals
 
     profiles = _profiles(args)
@@ -171,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
         source: Any = FileSource(args.file, realtime=args.realtime)
         channels = source.channels
         mic = None
+        narrow = narrowband_note(args.file, source.rate)
+        if narrow:
+            print(f"warning: {narrow}", file=sys.stderr)
         if args.channels not in (1, channels):
             raise UserError(f"--channels is how many microphone channels to open; {args.file} has {channels} "
                             "channel(s) of its own, all heard (one alone: --channel N)")

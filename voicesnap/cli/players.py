@@ -142,12 +142,15 @@ def _explain(voices: object = None) -> str:
 
 def _identify(args: argparse.Namespace) -> int:
     from .. import voices as V
-    from ..audio import read_wav
+    from ..audio import narrowband_note, read_wav
 
     voices = V.load_voices(args.data_dir)
     if not voices.players:
         raise UserError("no players enrolled yet; enroll with `voicesnap enroll NAME` first")
     samples, rate = read_wav(args.file)
+    narrow = narrowband_note(args.file, rate)
+    if narrow:
+        print(f"warning: {narrow}", file=sys.stderr)
     if args.channel is not None:
         if not 0 <= args.channel < samples.shape[1]:
             raise UserError(f"{args.file}: has {samples.shape[1]} channel(s); --channel counts from 0")
