@@ -4,6 +4,8 @@ difference comes with its reason."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -25,8 +27,12 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str,
     base = tmp_path_factory.mktemp("replay")
     data = base / "data"
     folder = base / "session"
-    code, script = play_recorded(folder, data, model)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code, script = play_recorded(folder, data, model)
     assert code == 0
+    # the recording runs out before the game does: play says so, and how to go on
+    assert f"stopped (the input file ended); continue with: voicesnap play --resume --record {folder}" in printed.getvalue()
     return folder, data, model, script
 
 

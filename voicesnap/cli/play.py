@@ -691,9 +691,9 @@ def run(args: argparse.Namespace) -> int:
     if result.winner:
         print(f"{result.winner} wins the session ({result.games} game(s)).")
         print(f"log in {folder}")
-    elif result.reason in ("interrupted", "ended"):
-        print(f"stopped ({result.reason}); continue with: voicesnap play --resume"
-              + (f" --record {folder}" if args.record else ""))
+    elif result.reason in ("interrupted", "ended", "audio ended"):
+        print(f"stopped ({'the input file ended' if result.reason == 'audio ended' else result.reason}); "
+              "continue with: voicesnap play --resume" + (f" --record {folder}" if args.record else ""))
     return 0
 
 
