@@ -129,6 +129,25 @@ def test_vosk_alone_on_one_mic_points_to_the_combined_engine(data: Path, capsys:
     assert "use --engine combined" in err and "enroll Bob first" in err and "enroll Alice" not in err
 
 
+def test_without_the_vosk_model_play_says_voice_commands_are_not_heard(data: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import voicefixtures
+
+    from voicesnap import voices
+    from voicesnap.keyword import load_keyword_model
+
+    if load_keyword_model() is None:
+        pytest.skip("no keyword model (voicesnap models download keyword; .ci/run installs it)")
+    monkeypatch.delenv("VOICESNAP_VOSK_MODEL", raising=False)
+    for name in ("alice", "bob"):
+        voices.save_profile(voicefixtures.profile(name), str(data))
+    wav = ROOT / "tests" / "fixtures" / "audio" / "corpus" / "clean_alice.wav"
+    assert main(["play", "--players", "alice,bob", "--input-file", str(wav), "--quiet", "--text", "--no-keyboard",
+                 "--pace", "1", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "calls by keyword" in out and "voice commands such as 'dealer status'" in out
+
+
 def test_strict_calls_name_the_players_who_must_enroll_first(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from voicesnap import models
 

@@ -654,6 +654,10 @@ def run(args: argparse.Namespace) -> int:
 
     print(f"voicesnap: {', '.join(players)}; {settings.variant}, {settings.format}; "
           f"calls by {engine_name if spotter is not None else 'keyboard'}")
+    if spotter is not None and not any(k in engine_name for k in ("vosk", "combined")):
+        # a player who relies on hearing the game asks for it by voice: say that no one is listening for that
+        print("(voice commands such as 'dealer status' and 'dealer pause' are heard only with the Vosk model: "
+              "voicesnap models download)")
     print(f"log in {folder}")
     if keyboard_on:
         for line in Keymap(players).help_lines():
