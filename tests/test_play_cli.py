@@ -148,6 +148,22 @@ def test_without_the_vosk_model_play_says_voice_commands_are_not_heard(data: Pat
     assert "calls by keyword" in out and "voice commands such as 'dealer status'" in out
 
 
+def test_an_input_device_the_player_named_that_cannot_be_opened_stops_play(data: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a game by keyboard that nobody asked for (--engine auto falls back only where no device was named)."""
+    from voicesnap import models
+
+    try:
+        models.find_model("en", None, data)
+    except Exception:  # noqa: BLE001 (any way of not having one)
+        pytest.skip("no Vosk English model (set VOICESNAP_VOSK_MODEL; .ci/run fetches one)")
+    assert main(["play", "--players", "A,B", "--channels", "A=0,B=1", "--input", "99", "--quiet",
+                 "--no-keyboard"]) == 2
+    err = capsys.readouterr().err
+    assert "--input" in err and "Traceback" not in err
+    assert not (data / "games").exists() or not any((data / "games").iterdir())
+
+
 def test_strict_calls_name_the_players_who_must_enroll_first(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from voicesnap import models
 

@@ -110,3 +110,18 @@ def test_a_call_missing_from_the_audio_is_explained(recorded, capsys, tmp_path: 
 def test_a_session_without_audio_says_how_to_record_one(tmp_path: Path, capsys) -> None:
     assert main(["--data-dir", str(tmp_path / "d"), "replay", str(tmp_path)]) == 2
     assert "--record" in capsys.readouterr().err
+
+
+def test_replay_says_it_rejudges_only_the_stretch_before_a_resume(recorded, capsys, tmp_path: Path) -> None:
+    from voicesnap import events
+    from voicesnap.table import TableResumed
+
+    folder, data, model, script = recorded
+    copy = tmp_path / "resumed"
+    copy.mkdir()
+    (copy / "audio.wav").write_bytes((folder / "audio.wav").read_bytes())
+    (copy / "log.jsonl").write_text((folder / "log.jsonl").read_text()
+                                    + events.dumps(TableResumed(999.0, "audio-resumed-1.wav")) + "\n")
+    code, got = rejudge(copy, data, model, capsys)
+    assert code == 0 and got["total"] == got["agree"] == 5  # the stretch before the resume, as before
+    assert any("resumed 1 time(s): only its first stretch" in note for note in got["notes"])

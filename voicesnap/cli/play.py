@@ -586,7 +586,7 @@ def run(args: argparse.Namespace) -> int:
         try:  # fail now, with the fix, rather than inside the listening thread
             MicSource(device=_route(args.input, "input"), channels=n_channels, option="--input").open().close()
         except UserError as exc:
-            if args.engine != "auto":
+            if args.engine != "auto" or args.input is not None:  # a device the player named: theirs to fix
                 raise
             print(f"(no microphone: {exc}; calls by keyboard)")
             spotter, engine_name = None, "none"

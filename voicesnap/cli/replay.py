@@ -160,7 +160,11 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
         raise UserError(f"{log_path} is not a voicesnap play log (no table-session record)")
     if any(isinstance(r, TableResumed) for r in live):
         cut = next(i for i, r in enumerate(live) if isinstance(r, TableResumed))
+        resumed = sum(isinstance(r, TableResumed) for r in live)
         live = live[:cut]  # only the first recording's stretch can be re-judged from it
+        if notes is not None:
+            notes.append(f"the game was resumed {resumed} time(s): only its first stretch, up to the first resume, "
+                         "is re-judged (each resumed stretch has a recording of its own, not yet replayed)")
     audio = folder / (settings.audio or "audio.wav")
     if not settings.audio or not audio.is_file():
         raise UserError(f"{folder} holds no recorded audio; record a session with "
