@@ -223,3 +223,16 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     assert voices.load_profile("finn", str(data)).extra["takes"] == {"snap": 5, "snap pool": 3}
     assert [len(ts) for ts in voices.profile_contrast(voices.load_profile("finn", str(data))).values()] == [3]
     assert "calls by enrolled" in text and flips >= 1, text  # and the game started
+
+
+def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_takes(devices: dict,
+                                                                                     tmp_path: Path) -> None:
+    """A muted or wrong microphone: enrollment says so after three silent takes in a row, not minutes later."""
+    began = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll", "zed",
+                          "--no-speech", "--silent"], cwd=ROOT, env=devices, capture_output=True, text=True,
+                         timeout=90, stdin=subprocess.DEVNULL)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "3 takes in a row heard nothing at all" in run.stderr and "voicesnap devices" in run.stderr
+    assert run.stdout.count("take ") == 0 and time.monotonic() - began < 60  # three tries of ~3 s, not 21
+    assert not (tmp_path / "data" / "players" / "zed.json").exists()

@@ -38,6 +38,9 @@ if TYPE_CHECKING:  # heavy modules are imported where they are used
 
 RECORD_SECONDS = 2.5
 MAX_RETRIES = 4
+# Takes in a row that heard nothing at all before enrollment stops: a muted or wrong microphone, not a
+# player's bad take (at about 10 s a spoken try, MAX_RETRIES alone kept a silent mic going 3.5 minutes).
+SILENT_IN_A_ROW = 3
 SPEECH_SECONDS = 20.0  # the speech sample asked for (live recording: this plus SPEECH_SPARE)
 SPEECH_SPARE = 5.0
 SPEECH_TRIES = 2  # live tries of the speech sample before enrolling without it
@@ -259,6 +262,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
             _say(f"Say '{phrase}' after each beep, {count} times.", args.silent)
         got = 0
         tries = 0
+        silent = 0
         while got < count:
             sd.play(beep, 16000, blocking=True)
             rec = sd.rec(int(RECORD_SECONDS * 16000), samplerate=16000, channels=1, dtype="int16",
@@ -266,12 +270,19 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
             y, problems = V.check_take(rec[:, 0], phrase=phrase)
             if problems:
                 tries += 1
+                silent = silent + 1 if problems[0].code == "silent" else 0
+                if silent >= SILENT_IN_A_ROW:
+                    raise UserError(f"{silent} takes in a row heard nothing at all: the microphone"
+                                    f"{f' ({args.device})' if args.device is not None else ''} is muted, off or "
+                                    "not the one you speak into; check it (voicesnap devices, then --device N) "
+                                    "and enroll again")
                 if tries > MAX_RETRIES * count:
                     raise UserError(f"too many refused takes ({problems[0].reason}); "
                                     "check the microphone and try again")
                 _say(f"Again please: {problems[0].reason}.", args.silent)
                 continue
             got += 1
+            silent = 0
             takes.append(V.Take(phrase, y, f"take {got}"))
             print(f"  take {got} of {count} ok")
     return takes, beep
