@@ -547,6 +547,30 @@ def test_with_speech_a_card_counts_from_when_its_announcement_is_heard(onset_aft
     assert any(isinstance(r, rules.SnapWon) for r in rulings(run_clock(plain, t + 1.2, {t + 0.3: [call]})))
 
 
+def test_a_card_heard_late_sets_the_pace_anew_so_no_card_goes_by_unheard() -> None:
+    """A long notice (the microphone lost, then back) holds a card's announcement back for seconds. The cards
+    after it come a pace apart from when it was heard; from its due time they all fell due at once and each
+    cut the last one's announcement (a live game turned 7 cards in 0.33 s)."""
+    loop, game = new_loop(7, pace=1.0)
+    loop.peek = lambda t, g=game: g.copy().flip(t)
+    actions = run_clock(loop, 1.05, {})
+    spoken = [a for a in actions if isinstance(a, Say) and isinstance(a.source, rules.Flipped)]
+    assert len(spoken) == 1 and spoken[0].source.t == pytest.approx(1.0, abs=0.021)
+    actions = run_clock(loop, 6.0, {})  # the speaker is busy: nothing starts
+    assert not [a for a in actions if isinstance(a, Say) and isinstance(a.source, rules.Flipped)]
+    actions = loop.announced(spoken[0].text, 6.0)  # heard 5 s late
+    assert [a.record.t for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)] == [6.0]
+    assert loop.next_flip == pytest.approx(7.0)
+    actions = run_clock(loop, 6.9, {})
+    assert not [a for a in actions if isinstance(a, Say) and isinstance(a.source, rules.Flipped)]  # not at once
+    # a usual start, tens of ms after the due time, leaves the pace as it was
+    actions = run_clock(loop, 7.02, {})
+    spoken = [a for a in actions if isinstance(a, Say) and isinstance(a.source, rules.Flipped)]
+    assert len(spoken) == 1
+    loop.announced(spoken[0].text, 7.06)
+    assert loop.next_flip == pytest.approx(8.0, abs=0.021)
+
+
 def test_a_flip_whose_announcement_never_starts_is_turned_anyway() -> None:
     loop, game = new_loop(7, pace=5.0)
     loop.peek = lambda t, g=game: g.copy().flip(t)

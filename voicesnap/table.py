@@ -347,6 +347,9 @@ class TableLoop:
     # is wrong for a player who plays by ear. Speech that fails is reported (``speech_stopped``)
     # and turns the card at once instead.
     ANNOUNCE_WAIT = 8.0
+    # A card whose announcement starts more than this share of the pace after its due time sets the pace
+    # anew from when it was heard (``announced``); a usual speech start (10-100 ms) leaves the pace alone.
+    LATE_SHARE = 0.5
 
     def announced(self, text: str, t: float) -> list[Action]:
         """An announcement started at ``t`` (input clock). If it is the flip waiting for it, the
@@ -357,7 +360,13 @@ class TableLoop:
             return actions
         due, said = self._awaiting
         self._awaiting = None
-        self._turn(min(max(due, t), due + self.ANNOUNCE_WAIT), actions, said)  # (a wild clock map is capped)
+        turned = min(max(due, t), due + self.ANNOUNCE_WAIT)  # (a wild clock map is capped)
+        self._turn(turned, actions, said)
+        if self.pace and self.schedule is None and self.next_flip is not None and turned - due > self.LATE_SHARE * self.pace:
+            # Heard late (the speaker was still saying a long notice: a microphone lost and back): the next
+            # card a full pace after this one was heard. From the due time, every card that fell due meanwhile
+            # came at once, each cutting the last one's announcement: cards turned that nobody heard.
+            self.next_flip = max(self.next_flip, turned + self.pace)
         if self.stopped is not None:
             actions.append(self.stopped)
         return actions
