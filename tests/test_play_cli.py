@@ -68,7 +68,7 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     (["--players", "A,B", "--strict-calls"], "--strict-calls is for one microphone per player"),
     (["--players", "A,B", "--channels", "A=0,B=1", "--strict-calls", "--engine", "none"], "--engine none hears none"),
     (["--players", "A,B", "--pace", "nan"], "--pace nan is impossible"),
-    (["--players", "A,B", "--tie-window", "-0.1"], "--tie-window -0.1 is impossible"),
+    (["--players", "A,B", "--tie-window", "-0.1"], "--tie-window: tie window -0.1 s is impossible"),
     (["--players", "A,B", "--decision-window", "-1"], "--decision-window -1.0 is impossible"),
     (["--players", "A,B", "--decision-window", "0.05"], "shorter than --tie-window"),
     (["--players", "A,B", "--session", "first-to--2"], "session format"),

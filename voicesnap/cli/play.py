@@ -478,10 +478,14 @@ def _check_pace(pace: float) -> None:
 
 
 def _check_windows(tie: float, decision: float) -> None:
-    """--tie-window and --decision-window, checked before the game starts (the rules and the referee
-    check them again, in their own words, once it has)."""
-    if not 0 <= tie <= 2:
-        raise UserError(f"--tie-window {tie} is impossible; use 0 to 2 seconds (default 0.1)")
+    """--tie-window and --decision-window, checked before the game starts (the referee checks the decision
+    window against the tie window again once it has)."""
+    from ..rules import Options, RulesError
+
+    try:
+        Options(tie_window=tie)  # the rules' own range
+    except RulesError as exc:
+        raise UserError(f"--tie-window: {exc}") from None
     if not 0 <= decision <= 10:
         raise UserError(f"--decision-window {decision} is impossible; use 0 to 10 seconds (default 0.5)")
     if decision < tie:
