@@ -164,6 +164,16 @@ def test_an_input_device_the_player_named_that_cannot_be_opened_stops_play(data:
     assert not (data / "games").exists() or not any((data / "games").iterdir())
 
 
+def test_a_second_game_started_in_the_same_second_gets_its_own_folder(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from voicesnap.cli import play as P
+
+    monkeypatch.setattr(P.time, "strftime", lambda fmt: "20261206-120000")
+    assert P._new_game_folder(tmp_path) == tmp_path / "games" / "20261206-120000"
+    (tmp_path / "games" / "20261206-120000").mkdir(parents=True)
+    assert P._new_game_folder(tmp_path) == tmp_path / "games" / "20261206-120000-2"  # not "already holds a log"
+
+
 def test_strict_calls_name_the_players_who_must_enroll_first(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from voicesnap import models
 
