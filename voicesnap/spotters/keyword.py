@@ -211,9 +211,9 @@ class KeywordSpotter:
         # another "snap" while one is held: the held one was a "snap"
         found = [self._emit(SNAP, self._held, detected_at)] if self._held is not None else []
         self._held = None
-        onset, end = self._place(s.time, snap_pool)
+        onset, end, hissless = self._place(s.time, snap_pool)
         self._run_onset = onset
-        if self.hissless(onset):  # "nap", "map": no "s" at the start, so no call (the run stays disarmed)
+        if hissless:  # "nap", "map": no "s" at the start, so no call (the run stays disarmed)
             return found
         if snap_pool and self._pool():
             return found + [self._emit(SNAP_POOL, _Held(onset, end, call, s.time), detected_at)]
@@ -234,9 +234,10 @@ class KeywordSpotter:
             return [self._emit(SNAP, held, detected_at)]
         return []
 
-    def _place(self, heard: float, snap_pool: bool = False) -> tuple[float, float]:
-        """(onset, end) of the call the step ending at ``heard`` s detected (``snap_pool``: the head
-        heard "snap pool", so the "s" lies before a whole "pool": searched from POOL_SPAN back).
+    def _place(self, heard: float, snap_pool: bool = False) -> tuple[float, float, bool]:
+        """(onset, end, hissless) of the call the step ending at ``heard`` s detected (``snap_pool``: the
+        head heard "snap pool", so the "s" lies before a whole "pool": searched from POOL_SPAN back), and
+        whether the word starts without a hiss there (``hissless``: judged once per onset).
 
         The start of the word's "s" (its loudest high-band stretch), then the energy rise up to
         REACH before it: a vowel can outshine the "s", which then starts up to ~150 ms before the
@@ -249,13 +250,18 @@ class KeywordSpotter:
         """
         approx = self._env.fricative_onset(heard, *POOL_SPAN) if snap_pool else self._env.fricative_onset(heard)
         if approx is None:
-            return heard - (POOL_LEAD if snap_pool else TYPICAL_LEAD), heard
+            onset = heard - (POOL_LEAD if snap_pool else TYPICAL_LEAD)
+            return onset, heard, self.hissless(onset)
         rise = self._env.refine_onset(approx, latest=heard - 0.1, before=REACH, after=0.03, peak_to=heard - 0.1)
         onset = rise if rise is not None else approx
+        hissless = self.hissless(onset)
         # only a call that starts with a hiss where it was found: walked back first, a "nap" in noise could
         # take a swell of the noise before it for its "s" and pass the hiss check (no-call hour: one did)
-        walked = self._env.hiss_lead(onset) if HISS_LEAD and not self._env.hissless(onset) else None
-        return (onset if walked is None else walked), heard
+        if HISS_LEAD and not hissless:
+            walked = self._env.hiss_lead(onset)
+            if walked is not None:
+                onset, hissless = walked, self.hissless(walked)
+        return onset, heard, hissless
 
     def _emit(self, word: str, held: _Held, detected_at: float, end: float | None = None) -> Detection:
         return Detection(word, held.onset, max(end if end is not None else held.end, held.onset), held.conf,
