@@ -374,3 +374,37 @@ def test_status_in_single_pile_snap_names_the_centre_pile_not_a_players_pile():
         assert f"{name} {state.held(seat)} cards." in text
     assert f"Centre pile 3 cards, top card {centre[-1].spoken}." in text
     assert text.endswith("Pool empty.")
+
+
+def test_the_microphone_back_cuts_the_still_playing_lost_notice(cache):
+    """The "lost" notice is about 9 s of speech. A microphone back after 2 s is said at once, cutting it,
+    not after it (the game waits for neither, but a player who plays by ear heard "paused" for 7 s more)."""
+    from voicesnap.announcer import TableSpeaker
+    from voicesnap.playback import SpeechEnded, SpeechStarted
+    from voicesnap.table import LiveInput, Output, TableLoop
+    from voicesnap.referee import Referee
+
+    class _Log:
+        def write(self, *records):
+            pass
+
+    pb = VirtualPlayback(16000)
+    ann = Announcer(cache, pb, Settings(), out=io.StringIO())
+    output = Output(_Log(), say=TableSpeaker(ann).say, lines=lambda s: None)
+    game = Game(["alice", "bob"], seed=3)
+    loop = TableLoop(Referee(game, 0.5), game.players, pace=1.0, make_call=lambda *a: None,
+                     describe=lambda e: None, is_over=lambda g: False)
+    lost = f"{LiveInput.LOST}: {LiveInput.SILENT_TEXT}"
+    output(loop.hold(lost))
+    pb.advance_to(2.0)
+    output(loop.release(2.0, f"{LiveInput.BACK}: sound again, resuming"))
+    pb.advance_to(12.0)
+    events = ann.poll()
+    started = {e.id: e.t for e in events if isinstance(e, SpeechStarted)}
+    ended = {e.id: e for e in events if isinstance(e, SpeechEnded)}
+    said_lost, said_back = [a for a in ann.log if a.text.startswith((LiveInput.LOST, LiveInput.BACK))]
+    assert said_lost.text == lost and said_back.text.startswith(LiveInput.BACK)
+    assert len(cache.get(lost).samples) > 16000 * 5  # long enough that waiting behind it would show
+    assert not ended[said_lost.id].completed and ended[said_lost.id].t == pytest.approx(2.0, abs=0.1)
+    assert started[said_back.id] == pytest.approx(2.0, abs=0.1)
+    assert ended[said_back.id].completed

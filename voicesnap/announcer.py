@@ -75,6 +75,7 @@ class Announcement:
     text: str
     flip: int = 0
     earcon: str | None = None
+    ends: str = ""  # a notice: how the earlier notice it makes stale begins ("lost", when back)
 
 
 # --- wording (pure) ----------------------------------------------------------
@@ -250,7 +251,9 @@ class SpeechQueue:
     information item from an *earlier* flip: flips of the same serial (Speed
     Snap, everyone at once) play in turn. A ruling cancels waiting/playing
     information, never a flip or another ruling. Rulings are never cancelled.
-    So at any moment nothing stale is waiting behind the game.
+    A notice that ``ends`` another (the microphone is back) cancels that one
+    (the microphone was lost): what the table said about itself is news only
+    while it is true. So at any moment nothing stale is waiting behind the game.
     """
 
     def __init__(self) -> None:
@@ -268,6 +271,8 @@ class SpeechQueue:
             cancel = [i for i, a in self.active.items() if a.priority is Priority.INFO]
         else:
             cancel = []
+        if ann.ends:
+            cancel += [i for i, a in self.active.items() if a.kind == "notice" and a.text.startswith(ann.ends)]
         for i in cancel:
             del self.active[i]
         self.dropped += len(cancel)
@@ -366,8 +371,9 @@ class Announcer:
         return made
 
     def say(self, text: str, priority: Priority, t: float, kind: str = "reply", ear: str | None = None,
-            card: Flipped | None = None) -> Announcement:
-        ann = Announcement(self._next_id, t, kind, priority, text, self.flip, ear if self.settings.earcons else None)
+            card: Flipped | None = None, ends: str = "") -> Announcement:
+        ann = Announcement(self._next_id, t, kind, priority, text, self.flip, ear if self.settings.earcons else None,
+                           ends)
         self._next_id += 1
         self.log.append(ann)
         if priority is not Priority.INFO or kind != "reply":
@@ -551,7 +557,8 @@ class TableSpeaker:
         if event is not None:
             d = describe(event, ann.settings.verbosity)
             ear = d[2] if d else None
-        ann.say(text, prio, getattr(event, "t", 0.0), getattr(event, "EVENT_TYPE", "reply"), ear)
+        ann.say(text, prio, getattr(event, "t", 0.0), getattr(event, "EVENT_TYPE", "reply"), ear,
+                ends=getattr(event, "ends", ""))  # a table Notice: the notice it makes stale
 
     def setting(self, name: str) -> None:
         steps = {"slower": (-25, 0.0), "faster": (25, 0.0), "louder": (0, 0.2), "quieter": (0, -0.2)}

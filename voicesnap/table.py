@@ -31,7 +31,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -119,9 +119,16 @@ class Log:
 
 @dataclass(frozen=True)
 class Notice:
-    """Printed and spoken; shown on the display until the next notice."""
+    """Printed and spoken; shown on the display until the next notice.
 
+    ``ends``: how an earlier notice that this one makes stale begins. The microphone
+    being back is news only once the "lost" notice (about 9 s of speech) stops, so
+    the newer one cuts it rather than waiting behind it.
+    """
+
+    EVENT_TYPE: ClassVar[str] = "notice"
     text: str
+    ends: str = ""
 
 
 @dataclass(frozen=True)
@@ -394,7 +401,7 @@ class TableLoop:
         self.held = False
         self.now = max(self.now, now)
         self._rearm_after = self.now  # the clock jumps over the gap with the next audio
-        return [Notice(reason), Log(TableNote(self.now, reason))]
+        return [Notice(reason, ends=LiveInput.LOST), Log(TableNote(self.now, reason))]
 
     # -- the step ----------------------------------------------------------------
     def step(self, now: float, detections: Iterable[Detection] = (),
@@ -1084,7 +1091,7 @@ class Output:
                 self.notice = a.text
                 self.said.append((a.text, None))
                 if self.say is not None:
-                    self.say(a.text, PRIORITY_RULING, None)
+                    self.say(a.text, PRIORITY_RULING, a)
                 self.lines(a.text)
                 changed = True
             elif isinstance(a, Setting) and self.setting is not None:
