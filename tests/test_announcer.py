@@ -394,7 +394,7 @@ def test_the_microphone_back_cuts_the_still_playing_lost_notice(cache):
     game = Game(["alice", "bob"], seed=3)
     loop = TableLoop(Referee(game, 0.5), game.players, pace=1.0, make_call=lambda *a: None,
                      describe=lambda e: None, is_over=lambda g: False)
-    lost = f"{LiveInput.LOST}: {LiveInput.SILENT_TEXT}"
+    lost = f"{LiveInput.LOST}: {LiveInput.SILENT_TEXT.format(meanwhile='the game is paused')}"
     output(loop.hold(lost))
     pb.advance_to(2.0)
     output(loop.release(2.0, f"{LiveInput.BACK}: sound again, resuming"))

@@ -95,3 +95,38 @@ def test_a_muted_microphone_pauses_the_game_with_a_spoken_notice_and_it_resumes(
     assert not [f for f in flips if lost[0].now < f.t <= back[0].now], flips
     assert [f for f in flips if f.t > back[0].now], flips
     assert [f for f in flips if f.t < lost[0].now], flips
+
+
+def test_listen_says_when_the_microphone_goes_silent_and_when_it_is_back(quiet_room_mic: str, tmp_path) -> None:
+    """`voicesnap listen` is how a player checks their set-up: a muted microphone is said on stderr
+    (it had gone on listening to nothing without a word), and so is its return."""
+    import os
+    import subprocess
+    import sys
+
+    from voicesnap import models
+
+    if not models.is_model(os.environ.get("VOICESNAP_KEYWORD_MODEL", ""), "keyword"):
+        pytest.skip("no keyword model to listen with: set VOICESNAP_KEYWORD_MODEL (.ci/run fetches it)")
+    env = dict(os.environ, VOICESNAP_DATA_DIR=str(tmp_path / "data"))
+    listen = subprocess.Popen([sys.executable, "-m", "voicesnap", "listen", "--engine", "keyword", "--seconds", "7"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert listen.stderr is not None
+        banner = listen.stderr.readline()  # printed once the microphone delivers
+        assert "listening on the microphone" in banner, banner
+        time.sleep(1.0)
+        pactl("set-source-mute", quiet_room_mic, "1")
+        time.sleep(3.0)
+        pactl("set-source-mute", quiet_room_mic, "0")
+        out, err = listen.communicate(timeout=30)
+    finally:
+        pactl("set-source-mute", quiet_room_mic, "0")
+        if listen.poll() is None:
+            listen.kill()
+    assert listen.returncode == 0, err
+    lines = err.splitlines()
+    lost = [i for i, line in enumerate(lines) if LiveInput.LOST in line]
+    back = [i for i, line in enumerate(lines) if LiveInput.BACK in line]
+    assert len(lost) == 1 and len(back) == 1 and lost[0] < back[0], err
+    assert "no sound" in lines[lost[0]] and "game" not in lines[lost[0]], err  # there is no game to pause

@@ -773,8 +773,10 @@ class LiveInput:
         silent: float = 2.0,
         watch: Any = None,
         watch_every: float = 2.0,
+        meanwhile: str = "the game is paused",
     ) -> None:
         self.open_source = open_source
+        self.meanwhile = meanwhile  # what the loss notices say happens until it is back (listen: no game)
         self.report = report
         self.stall = stall
         self.retry = retry
@@ -813,8 +815,8 @@ class LiveInput:
         except Exception:
             return True
 
-    SILENT_TEXT = ("the microphone sends no sound at all (muted, switched off or unplugged?): the game is "
-                   "paused; unmute it or plug it back in and it resumes by itself")
+    SILENT_TEXT = ("the microphone sends no sound at all (muted, switched off or unplugged?): {meanwhile}; "
+                   "unmute it or plug it back in and it resumes by itself")
 
     def _check_silence(self, chunk: AudioChunk) -> None:
         """Exact digital silence (or one constant value) for ``silent`` seconds: nothing is there."""
@@ -829,7 +831,7 @@ class LiveInput:
         self.flat_frames += chunk.frames
         if not self.muted and self.flat_frames >= self.silent * chunk.rate:
             self.muted = True
-            self.report(f"{self.LOST}: {self.SILENT_TEXT}")
+            self.report(f"{self.LOST}: {self.SILENT_TEXT.format(meanwhile=self.meanwhile)}")
 
     def _check_clipping(self, chunk: AudioChunk) -> None:
         """Say so (at most every CLIP_REPEAT s) when a channel sits at full scale in CLIP_WINDOW of audio."""
@@ -919,7 +921,7 @@ class LiveInput:
                     continue
                 lost_at = time.monotonic() - (self.stall if last else 0.0)
                 self.report(f"{self.LOST}: {moved}" if moved is not None else
-                            f"{self.LOST}: the game is paused; plug the microphone back in (or check "
+                            f"{self.LOST}: {self.meanwhile}; plug the microphone back in (or check "
                             "'voicesnap devices') and it resumes by itself")
                 try:
                     self.source.close()

@@ -41,6 +41,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="WAV", help="also write exactly what was heard to this WAV")
 
 
+def _live_mic(device: int | str | None, channels: int) -> Any:
+    """The microphone as play hears it (voicesnap.table.LiveInput): a device that goes away, or goes
+    silent, is said on stderr and reopened, rather than leaving listen waiting without a word."""
+    from ..audio import MicSource
+    from ..table import LiveInput
+
+    def open_mic() -> MicSource:
+        return MicSource(device=device, rate=16000, channels=channels).open()
+
+    def report(text: str) -> None:
+        print(f"voicesnap listen: {text}", file=sys.stderr, flush=True)
+
+    return LiveInput(open_mic, report, meanwhile="nothing is heard until it is back")
+
+
 def _profiles(args: argparse.Namespace) -> list[Any]:
     try:
         from .. import voices
@@ -163,7 +178,7 @@ def _line(det: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .. import events
-    from ..audio import FileSource, MicSource, RecordingTap, narrowband_note
+    from ..audio import FileSource, RecordingTap, narrowband_note
     from ..spotters import Detection, Refusal, take_refusals
 
     profiles = _profiles(args)
@@ -183,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         device: int | str | None = args.device
         if isinstance(device, str) and device.isdigit():
             device = int(device)
-        mic = MicSource(device=device, rate=16000, channels=args.channels)
+        mic = _live_mic(device, args.channels)
         channels = args.channels
         source = mic
     if args.channel is not None and not 0 <= args.channel < channels:
@@ -225,13 +240,12 @@ def run(args: argparse.Namespace) -> int:
             print(events.dumps(r) if args.json else f"{'(not a call)':<16} {r.explain()}", flush=True)
 
     heard = 0.0
-    if mic is not None:
-        mic.open()
-        if not args.json:
-            print(f"listening on the microphone ({channels} channel(s), {args.engine}); Ctrl-C to stop",
-                  file=sys.stderr, flush=True)
+    chunks = iter(source)  # (the microphone opens with the first chunk asked for)
     try:
-        for chunk in source:
+        for chunk in chunks:
+            if mic is not None and not heard and not args.json:
+                print(f"listening on the microphone ({channels} channel(s), {args.engine}); Ctrl-C to stop",
+                      file=sys.stderr, flush=True)
             if recorder is not None:
                 recorder.write(chunk)
             recent.add(chunk)
@@ -248,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if mic is not None:
             mic.close()
+            getattr(chunks, "close", lambda: None)()  # LiveInput's generator closes the device
         tail: list[Detection] = []
         for spotter in spotters:
             tail += spotter.flush()
@@ -263,11 +278,4 @@ def run(args: argparse.Namespace) -> int:
             saved = recorder.close()
             if saved is not None and not args.json:
                 print(f"recorded {heard:.1f} s to {saved}", file=sys.stderr)
-        if mic is not None:
-            stats = mic.stats()
-            lost = stats["dropped_frames"] + stats["overflows"]
-            if lost:
-                print(f"warning: input overflowed {stats['overflows']} time(s), {stats['dropped_frames']} frames "
-                      "dropped (the clock stayed true; a slower machine or larger --latency helps)",
-                      file=sys.stderr)
     return 0
