@@ -381,7 +381,8 @@ def test_the_microphone_back_cuts_the_still_playing_lost_notice(cache):
     not after it (the game waits for neither, but a player who plays by ear heard "paused" for 7 s more)."""
     from voicesnap.announcer import TableSpeaker
     from voicesnap.playback import SpeechEnded, SpeechStarted
-    from voicesnap.table import LiveInput, Output, TableLoop
+    from voicesnap.live import LiveInput
+    from voicesnap.table import Output, TableLoop
     from voicesnap.referee import Referee
 
     class _Log:

@@ -15,7 +15,8 @@ import pytest
 
 from voicesnap import rules
 from voicesnap.audio import MicSource
-from voicesnap.table import LiveInput, TableNote, TableSession, play_session
+from voicesnap.live import LiveInput
+from voicesnap.table import TableNote, TableSession, play_session
 
 from virtual_mic import pactl, virtual_mic
 

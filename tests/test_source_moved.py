@@ -18,7 +18,7 @@ import pytest
 
 from voicesnap.audio import MicSource
 from voicesnap.pulse import SourceWatch
-from voicesnap.table import LiveInput
+from voicesnap.live import LiveInput
 
 SOURCES = [{"index": 3, "name": "usb_mic"}, {"index": 5, "name": "laptop_mic"}]
 

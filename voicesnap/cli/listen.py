@@ -45,7 +45,7 @@ def _live_mic(device: int | str | None, channels: int) -> Any:
     """The microphone as play hears it (voicesnap.table.LiveInput): a device that goes away, or goes
     silent, is said on stderr and reopened, rather than leaving listen waiting without a word."""
     from ..audio import MicSource
-    from ..table import LiveInput
+    from ..live import LiveInput
 
     def open_mic() -> MicSource:
         return MicSource(device=device, rate=16000, channels=channels).open()

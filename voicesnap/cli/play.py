@@ -530,7 +530,8 @@ def run(args: argparse.Namespace) -> int:
     from ..audio import FileSource, MicSource, RecordingTap
     from ..keyboard import Keymap, RawKeyboard
     from ..session import parse_format
-    from ..table import LiveInput, TableSession, play_session, rebuild
+    from ..live import LiveInput
+    from ..table import TableSession, play_session, rebuild
 
     root = data_dir(args.data_dir)
     resumed = None
