@@ -236,3 +236,51 @@ def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_t
     assert "3 takes in a row heard nothing at all" in run.stderr and "voicesnap devices" in run.stderr
     assert run.stdout.count("take ") == 0 and time.monotonic() - began < 60  # three tries of ~3 s, not 21
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
+
+
+def test_a_sound_server_that_dies_mid_enrollment_is_said_with_the_way_out(devices: dict, tmp_path: Path) -> None:
+    """The sound server going away mid-enrollment (a crash, a logout) ended enroll in a PortAudio traceback."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {k: v for k, v in devices.items() if k not in ("PULSE_SOURCE", "PULSE_SINK")}
+    env.update(XDG_RUNTIME_DIR=str(runtime), PULSE_RUNTIME_PATH=str(runtime / "pulse"),
+               PULSE_SERVER=f"unix:{runtime}/pulse/native")
+    server = subprocess.Popen(["pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n", "--disable-shm=yes",
+                               "--enable-memfd=no", "--load=module-native-protocol-unix",
+                               f"--load=module-null-sink sink_name=m rate={RATE} channels=1"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    enroll = noise = writer = None
+    try:
+        deadline = time.monotonic() + 10
+        while subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
+            if time.monotonic() > deadline:
+                pytest.skip("a private PulseAudio server did not start")
+            time.sleep(0.1)
+        _pactl("set-default-source", "m.monitor", env=env)
+        _pactl("set-default-sink", "m", env=env)
+        noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e",
+                                  "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # a room, as a real mic hears
+        writer = subprocess.Popen(["pacat", "--playback", "--device=m", "--format=s16le", f"--rate={RATE}",
+                                   "--channels=1", "--latency-msec=20"], stdin=noise.stdout, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert noise.stdout is not None
+        noise.stdout.close()
+        enroll = subprocess.Popen([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll",
+                                   "zed", "--no-speech", "--silent"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        assert enroll.stdout is not None
+        assert "Enrolling zed" in enroll.stdout.readline()
+        time.sleep(2.0)  # a take is being recorded
+        server.terminate()
+        server.wait(timeout=10)
+        out, err = enroll.communicate(timeout=60)
+    finally:
+        for p in (enroll, server, writer, noise):
+            if p is not None and p.poll() is None:
+                p.kill()
+    assert enroll.returncode == 2, out + err
+    assert "Traceback" not in err and "stopped working during enrollment" in err, err
+    assert "voicesnap devices" in err and "enroll again" in err
+    assert "clipped" not in out, out  # a take cut short is not judged on stale memory (sd.rec's np.empty)
+    assert not (tmp_path / "data" / "players" / "zed.json").exists()

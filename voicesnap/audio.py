@@ -616,8 +616,8 @@ class MicSource:
     def close(self) -> None:
         self._closed.set()
         if self._stream is not None:
-            try:
-                self._stream.stop()
+            try:  # abort: stop() waits for the stream's thread, which a dead sound server can leave stuck
+                self._stream.abort()
                 self._stream.close()
             finally:
                 self._stream = None

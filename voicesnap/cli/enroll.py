@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, cast
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # heavy modules are imported where they are used
     from ..voices import Profile
 
 RECORD_SECONDS = 2.5
+DEVICE_GRACE = 3.0  # s past a beep's or a recording's length before the device is taken as stopped
 MAX_RETRIES = 4
 # Takes in a row that heard nothing at all before enrollment stops: a muted or wrong microphone, not a
 # player's bad take (at about 10 s a spoken try, MAX_RETRIES alone kept a silent mic going 3.5 minutes).
@@ -175,10 +177,14 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
     try:
         _say(SPEECH_PROMPT, args.silent)
         for _try in range(SPEECH_TRIES):
-            sd.play(beep, 16000, blocking=True)
-            print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s (Ctrl-C skips it) ...", flush=True)
-            rec = sd.rec(int((SPEECH_SECONDS + SPEECH_SPARE) * 16000), samplerate=16000, channels=1,
-                         dtype="int16", device=args.device, blocking=True)
+            try:
+                _play(beep)
+                print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s (Ctrl-C skips it) ...", flush=True)
+                rec = _record(SPEECH_SECONDS + SPEECH_SPARE, args.device)
+            except sd.PortAudioError as exc:
+                print(f"  the sound device stopped working ({exc}): no speech sample; enrolling with the "
+                      "takes alone. Add one later: voicesnap enroll NAME --speech-only")
+                return None
             sample, why = judge(to_float(rec[:, 0]))
             if not why:
                 print("  speech sample ok")
@@ -218,13 +224,11 @@ def _say(text: str, silent: bool) -> None:
     if silent:
         return
     try:  # spoken prompt; text alone when speech or a device is missing
-        import sounddevice as sd
-
         from ..features import resample
         from ..speech import render
 
         pcm, rate = render(text)
-        sd.play(resample(pcm, rate), 16000, blocking=True)
+        _play(resample(pcm, rate))
     except Exception:
         pass
 
@@ -244,6 +248,48 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
     return (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
 
 
+def _finish(seconds: float) -> None:
+    """Wait for sounddevice's play() or rec() of ``seconds`` as sd.wait() does, but give up DEVICE_GRACE s
+    after it should have ended: a device that stops delivering (unplugged, the sound server gone) left
+    sd.wait() waiting for ever."""
+    import sounddevice as sd
+
+    deadline = time.monotonic() + seconds + DEVICE_GRACE
+    stream = sd.get_stream()
+    while stream.active:
+        if time.monotonic() > deadline:
+            stream.abort(ignore_errors=True)  # (stop() waits for a stream thread that may never return)
+            stream.close(ignore_errors=True)
+            raise sd.PortAudioError(f"nothing came through for {seconds + DEVICE_GRACE:.0f} s")
+        time.sleep(0.02)
+    sd.wait()
+
+
+def _play(sound: np.ndarray) -> None:
+    """A beep or a spoken prompt, at 16 kHz, to its end."""
+    import sounddevice as sd
+
+    sd.play(sound, 16000)
+    _finish(len(sound) / 16000)
+
+
+def _record(seconds: float, device: int | str | None) -> np.ndarray:
+    """``seconds`` of 16 kHz mono int16 from ``device``, as (frames, 1)."""
+    import sounddevice as sd
+
+    rec = np.zeros((int(seconds * 16000), 1), np.int16)  # sd.rec's own is np.empty: a stream that dies
+    sd.rec(out=rec, samplerate=16000, device=device)  # early would leave stale memory to be judged as a take
+    _finish(seconds)
+    return rec
+
+
+def _device_failed(exc: Exception, args: argparse.Namespace, kept: int) -> UserError:
+    """A microphone or speaker that stops mid-enrollment (unplugged, the sound server gone): what to do."""
+    device = f" ({args.device})" if args.device is not None else ""
+    return UserError(f"the sound device{device} stopped working during enrollment ({exc}); the {kept} take(s) "
+                     "recorded so far are not saved. Check it with 'voicesnap devices' and enroll again")
+
+
 def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...],
           only_contrast: bool = False) -> tuple[list, np.ndarray]:
     beep = _microphone(args)  # first: its message when sounddevice or the device is missing
@@ -253,7 +299,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
 
     plan = [] if only_contrast else [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
     plan += [(w, args.contrast_takes) for w in contrast]
-    takes = []
+    takes: list[V.Take] = []
     for phrase, count in plan:
         if phrase in contrast:
             _say(f"Now say '{phrase}' after each beep, {count} times. It sounds like '{word}' but is not a "
@@ -264,9 +310,11 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
         tries = 0
         silent = 0
         while got < count:
-            sd.play(beep, 16000, blocking=True)
-            rec = sd.rec(int(RECORD_SECONDS * 16000), samplerate=16000, channels=1, dtype="int16",
-                         device=args.device, blocking=True)
+            try:
+                _play(beep)
+                rec = _record(RECORD_SECONDS, args.device)
+            except sd.PortAudioError as exc:
+                raise _device_failed(exc, args, len(takes)) from exc
             y, problems = V.check_take(rec[:, 0], phrase=phrase)
             if problems:
                 tries += 1
