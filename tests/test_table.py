@@ -15,8 +15,9 @@ from voicesnap.audio import ArraySource
 from voicesnap.keyboard import Keymap
 from voicesnap.referee import Call, Referee
 from voicesnap.spotters import Detection
+from voicesnap.live import LiveInput
 from voicesnap.table import (
-    LiveInput, Log, Notice, Say, Stop, TableLoop, TableSession, TableStep, describe,
+    Log, Notice, Say, Stop, TableLoop, TableSession, TableStep, describe,
     play_session, rebuild, status_text, view_of,
 )
 from voicesnap.display import render
@@ -288,7 +289,8 @@ def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -
                 _t.sleep(timeout)  # the device went away: nothing arrives
                 return None
             self.n += 1
-            return AudioChunk(16000, 2, 1, (self.n - 1) * 320, np.zeros((320, 1), dtype=np.int16))
+            room = np.random.default_rng(self.n).integers(-3, 4, (320, 1)).astype(np.int16)  # a real mic's floor
+            return AudioChunk(16000, 2, 1, (self.n - 1) * 320, room)
 
         def stats(self) -> dict:
             return {"overflows": 0, "dropped_frames": 0}
@@ -306,6 +308,54 @@ def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -
     assert reports[0].startswith(LiveInput.LOST) and reports[1].startswith(LiveInput.BACK)
     starts = [c.start for c in got]
     assert starts == sorted(starts) and starts[5] > starts[4] + 320  # the gap is kept on the clock
+
+
+def test_a_reopened_microphone_is_back_only_once_it_delivers_sound() -> None:
+    """A sound server that comes back slowly: the first reopened stream delivers nothing, the second
+    zeros for a while, then sound. One loss is one "lost" and one "back" (a live game said back, lost
+    again, back), and the clock runs on from the first loss."""
+    import time as _t
+
+    from voicesnap.audio import AudioChunk
+
+    class Mic:
+        opened = 0
+
+        def __init__(self) -> None:
+            Mic.opened += 1
+            self.rate = 16000
+            self.n = 0
+            self.kind = {1: "fails", 2: "nothing"}.get(Mic.opened, "zeros then sound")
+
+        def read(self, timeout: float):  # noqa: ANN201
+            if (self.kind == "fails" and self.n >= 5) or self.kind == "nothing":
+                _t.sleep(timeout)
+                return None
+            self.n += 1
+            flat = self.kind != "fails" and self.n <= 3
+            room = np.random.default_rng(self.n).integers(-3, 4, (320, 1)).astype(np.int16)
+            return AudioChunk(16000, 2, 1, (self.n - 1) * 320, room * 0 if flat else room)
+
+        def stats(self) -> dict:
+            return {"overflows": 0, "dropped_frames": 0}
+
+        def close(self) -> None:
+            pass
+
+    reports: list[tuple[int, str]] = []
+    live = LiveInput(Mic, lambda text: reports.append((len(got), text)), stall=0.3, retry=0.05)
+    got: list = []
+    began = _t.monotonic()
+    for chunk in live:
+        got.append(chunk)
+        if len(got) == 12:
+            live.close()
+    took = _t.monotonic() - began
+    assert Mic.opened == 3
+    assert [text.split(":")[0] for _, text in reports] == [LiveInput.LOST, LiveInput.BACK], reports
+    assert reports[1][0] == 8  # said with the first chunk of sound, after the reopened stream's 3 of zeros
+    gap = (got[5].start - got[4].end) / 16000
+    assert 2 * (0.3 + 0.05) - 0.05 <= gap <= took  # both stalls and both reopenings are on the clock
 
 
 def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:

@@ -26,7 +26,9 @@ class LiveInput:
     ``stats()`` and ``close()`` (voicesnap.audio.MicSource). When no audio
     arrives for ``stall`` seconds the device is taken as lost: ``report`` says
     so (the table pauses), the source is reopened every second until it works,
-    and the clock continues across the gap so recordings keep true times.
+    and the clock continues across the gap so recordings keep true times. It is
+    said to be back once it delivers real sound, not when it merely opens: a
+    reopened stream can deliver nothing, or zeros, for a while.
     Overflows and dropped blocks are reported as they happen, never hidden.
 
     A stream can also go on delivering while nothing is there: a muted
@@ -77,7 +79,7 @@ class LiveInput:
         self.watch = watch
         self.watch_every = watch_every
         self.flat_frames = 0  # frames of it in a row so far
-        self.muted = False  # lost by silence (the stream still delivers)
+        self.gone = False  # the players were told it is lost (by silence, stall or death) and not yet back
         self.closed = threading.Event()
         self.source: Any = None
         self.rate = 16000
@@ -115,13 +117,13 @@ class LiveInput:
         flat = samples.size > 0 and samples.min() == samples.max()  # a few microseconds a chunk
         if not flat:
             self.flat_frames = 0
-            if self.muted:
-                self.muted = False
+            if self.gone:
+                self.gone = False
                 self.report(f"{self.BACK}: sound again, resuming")
             return
         self.flat_frames += chunk.frames
-        if not self.muted and self.flat_frames >= self.silent * chunk.rate:
-            self.muted = True
+        if not self.gone and self.flat_frames >= self.silent * chunk.rate:
+            self.gone = True
             self.report(f"{self.LOST}: {self.SILENT_TEXT.format(meanwhile=self.meanwhile)}")
 
     def _check_clipping(self, chunk: AudioChunk) -> None:
@@ -184,6 +186,8 @@ class LiveInput:
         self.source = self.open_source()
         self.rate = getattr(self.source, "rate", self.rate)
         last = watched = time.monotonic()
+        lost_at = 0.0
+        delivered = True  # the current stream has delivered a chunk (a reopened one may never)
         if self.watch is not None:
             self.watch.reset()
         try:
@@ -200,6 +204,7 @@ class LiveInput:
                     last = 0.0  # no need to wait for the stall: the stream says it has stopped, or was moved
                 if chunk is not None:
                     last = time.monotonic()
+                    delivered = True
                     if offset:
                         chunk = replace(chunk, start=chunk.start + offset)
                     end = chunk.end
@@ -210,10 +215,13 @@ class LiveInput:
                     continue
                 if time.monotonic() - last < self.stall:
                     continue
-                lost_at = time.monotonic() - (self.stall if last else 0.0)
-                self.report(f"{self.LOST}: {moved}" if moved is not None else
-                            f"{self.LOST}: {self.meanwhile}; plug the microphone back in (or check "
-                            "'voicesnap devices') and it resumes by itself")
+                if delivered:  # (a reopened stream that never delivered is the same loss, from the same time)
+                    lost_at = time.monotonic() - (self.stall if last else 0.0)
+                if not self.gone:
+                    self.gone = True
+                    self.report(f"{self.LOST}: {moved}" if moved is not None else
+                                f"{self.LOST}: {self.meanwhile}; plug the microphone back in (or check "
+                                "'voicesnap devices') and it resumes by itself")
                 try:
                     self.source.close()
                 except Exception:
@@ -232,9 +240,10 @@ class LiveInput:
                 gap = int((time.monotonic() - lost_at) * self.rate)
                 offset = self.offset = end + gap
                 self._seen = {"overflows": 0, "dropped_frames": 0}
-                self.flat_frames, self.muted = 0, False  # (its return is reported just below)
+                self.flat_frames, delivered = 0, False
                 last = watched = time.monotonic()
-                self.report(f"{self.BACK}: resuming")
+                # Back once it delivers sound (_check_silence), not when it opens: a reopened stream can
+                # deliver nothing, or zeros, and "back" then "lost" again told the players twice of one loss.
         finally:
             if self.source is not None:
                 try:
