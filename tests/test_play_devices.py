@@ -284,3 +284,28 @@ def test_a_sound_server_that_dies_mid_enrollment_is_said_with_the_way_out(device
     assert "voicesnap devices" in err and "enroll again" in err
     assert "clipped" not in out, out  # a take cut short is not judged on stale memory (sd.rec's np.empty)
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
+
+
+def test_an_impatient_second_ctrl_c_still_stops_the_game_cleanly(devices: dict, tmp_path: Path) -> None:
+    """Ctrl-C pressed twice: the second landed in the first one's tidying up and the game ended with
+    'voicesnap play: stopped.' (exit 130, no way to resume said), or a traceback with the log torn."""
+    folder = tmp_path / "session"
+    game = _play(["--data-dir", str(tmp_path / "data"), "play", "--players", "Ann,Bob", "--engine", "none",
+                  "--no-keyboard", "--text", "--pace", "1", "--seed", "5", "--record", str(folder)],
+                 devices, stdin=subprocess.DEVNULL)
+    try:
+        flips = _wait_for_flips(folder / "log.jsonl", game, 3, 30)
+        for _ in range(2):
+            game.send_signal(signal.SIGINT)
+            time.sleep(0.05)
+        out, _ = game.communicate(timeout=30)
+    finally:
+        if game.poll() is None:
+            game.kill()
+    text = out.decode()
+    assert game.returncode == 0 and flips >= 3, text
+    assert "Traceback" not in text and "continue with: voicesnap play --resume" in text, text
+    from voicesnap import gamelog
+
+    records = gamelog.read(folder / "log.jsonl")  # whole: a torn line is an error here
+    assert [type(event).__name__ for _, event in records].count("TableEnd") == 1

@@ -765,3 +765,20 @@ def test_a_microphone_driven_past_full_scale_is_reported_with_the_fix_once_per_h
     both = np.concatenate([clean[: len(clipped)], clipped[: len(clean)]], axis=1)
     said2 = [r for r in _reports_over(both) if r.startswith(LiveInput.CLIPPING)]
     assert len(said2) == 1 and "on channel 1:" in said2[0]
+
+
+def test_ctrl_c_waits_for_the_end_of_a_deferred_block_then_is_raised_or_dropped() -> None:
+    import signal
+
+    from voicesnap.table import interrupts_deferred
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+            done.append("the block ran to its end")
+    with interrupts_deferred(drop=True):  # already stopping: a second Ctrl-C is the same request
+        signal.raise_signal(signal.SIGINT)
+        done.append("and again")
+    assert done == ["the block ran to its end", "and again"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back

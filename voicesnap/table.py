@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import math
 import queue
+import signal
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol, Sequence
 
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
 from .live import LiveInput
@@ -77,6 +79,24 @@ HEARD_LAG = 0.0
 SNAP_WORD = 0.6  # s: the longest "snap" in the fixture corpus (cara's, 0.58-0.60 s)
 SPOTTER_LATENCY = 0.3  # s: word end to the table, p95 (bench_play measured 157-297 ms)
 POOL_WAIT = 1.2  # s: VoskSpotter's longest wait for "pool" after "snap" (its pool_wait)
+
+
+@contextmanager
+def interrupts_deferred(drop: bool = False) -> Iterator[None]:
+    """Ctrl-C waits for the end of the block: a log line or a recording being closed is never torn
+    by it. Then it is raised, or with ``drop`` (the game is already stopping: a second, impatient
+    Ctrl-C) forgotten. Only the main thread receives signals; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if got and not drop:
+        raise KeyboardInterrupt
 
 
 def voice_lags(tie_window: float, decision_window: float) -> tuple[float, float]:
@@ -714,7 +734,8 @@ class Table:
                     return Stop("audio ended")
         except KeyboardInterrupt:
             stop = Stop("interrupted")
-            self.on_actions([Log(TableNote(self.heard, "stopped by Ctrl-C")), stop])
+            with interrupts_deferred(drop=True):
+                self.on_actions([Log(TableNote(self.heard, "stopped by Ctrl-C")), stop])
             return stop
         finally:
             self.stopping.set()
@@ -1109,27 +1130,28 @@ def play_session(
             table.start_thread(lambda: pump_keys(keyboard, keymap, table.clock, table.put_key,
                                                  table.stopping.is_set), "voicesnap-keys")
         stop = table.run()
-        if stop.reason != "over":
-            tail = referee.close() if not game.is_over() else []
-            acts: list[Action] = []
-            loop._events(tail, acts)
+        with interrupts_deferred(drop=stop.reason == "interrupted"):  # the game's end is logged whole
+            if stop.reason != "over":
+                tail = referee.close() if not game.is_over() else []
+                acts: list[Action] = []
+                loop._events(tail, acts)
+                output(acts)
+            end_now = table.heard if it is not None else wall()
+            log.write(TableEnd(session.games + 1, stop.reason, end_now + offset))
+            audio_now = end_now + 1.0
+            if schedule is not None:
+                flips = [t for t in flips if t > end_now + offset]
+            if not game.is_over():
+                said.extend(output.said)
+                reason = stop.reason
+                break
+            scored = session.record(game)
+            acts = []
+            loop._events(scored, acts)
             output(acts)
-        end_now = table.heard if it is not None else wall()
-        log.write(TableEnd(session.games + 1, stop.reason, end_now + offset))
-        audio_now = end_now + 1.0
-        if schedule is not None:
-            flips = [t for t in flips if t > end_now + offset]
-        if not game.is_over():
             said.extend(output.said)
-            reason = stop.reason
-            break
-        scored = session.record(game)
-        acts = []
-        loop._events(scored, acts)
-        output(acts)
-        said.extend(output.said)
-        game = None
-        if stop.reason not in ("over",):
-            reason = stop.reason
-            break
+            game = None
+            if stop.reason not in ("over",):
+                reason = stop.reason
+                break
     return SessionResult(reason, session.winner, session.games, said)

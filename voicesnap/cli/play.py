@@ -531,7 +531,7 @@ def run(args: argparse.Namespace) -> int:
     from ..keyboard import Keymap, RawKeyboard
     from ..session import parse_format
     from ..live import LiveInput
-    from ..table import TableSession, play_session, rebuild
+    from ..table import SessionResult, TableSession, interrupts_deferred, play_session, rebuild
 
     root = data_dir(args.data_dir)
     resumed = None
@@ -669,34 +669,31 @@ def run(args: argparse.Namespace) -> int:
             print(line)
     try:
         with RawKeyboard() if keyboard_on else _Nothing() as keys:
-            result = play_session(
-                settings, log, chunks=chunks, spotter=spotter,
-                tap=recorder.write if recorder is not None else None,
-                keyboard=keys if keyboard_on else None, say=say, lines=lines, text=args.text,
-                setting=setting, resumed=resumed, pool_flag=pool_flag, hook=hook,
-                redraw=not args.text and sys.stdout.isatty(),
-                # speech start times are on the microphone's clock: flips count from when they are heard
-                announce_flips=say is not None and clock_map is not None and live is not None,
-            )
+            try:
+                result = play_session(
+                    settings, log, chunks=chunks, spotter=spotter,
+                    tap=recorder.write if recorder is not None else None,
+                    keyboard=keys if keyboard_on else None, say=say, lines=lines, text=args.text,
+                    setting=setting, resumed=resumed, pool_flag=pool_flag, hook=hook,
+                    redraw=not args.text and sys.stdout.isatty(),
+                    # speech start times are on the microphone's clock: flips count from when they are heard
+                    announce_flips=say is not None and clock_map is not None and live is not None,
+                )
+            except KeyboardInterrupt:  # between two games of a session (in one, the table stops it)
+                result = SessionResult("interrupted", None, 0, [])
             end = time.monotonic() + 3.0  # let the last words finish, and log when they started
-            while say is not None and time.monotonic() < end:
-                found = hook()
-                if found:
-                    log.write(*found)
-                time.sleep(0.1)
+            try:
+                while say is not None and time.monotonic() < end:
+                    with interrupts_deferred():
+                        found = hook()
+                        if found:
+                            log.write(*found)
+                    time.sleep(0.1)
+            except KeyboardInterrupt:  # Ctrl-C cuts the last words short, not the tidying up below
+                pass
     finally:
-        if live is not None:
-            live.close()
-        if recorder is not None:
-            recorder.close()
-        # (reference_recorder is made from recorder: set only with it)
-        if reference_recorder is not None and recorder is not None:  # as long as the microphone recording, on its clock
-            from ..echo_record import RATE as REF_RATE
-
-            reference_recorder.close(until=None if recorder.rate is None else
-                                     int(round(recorder.frames_written * REF_RATE / recorder.rate)))
-        log.close()
-        close_speech()
+        with interrupts_deferred(drop=True):
+            _close_all(live, recorder, reference_recorder, log, close_speech)
     if result.winner:
         print(f"{result.winner} wins the session ({result.games} game(s)).")
         print(f"log in {folder}")
@@ -704,6 +701,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"stopped ({'the input file ended' if result.reason == 'audio ended' else result.reason}); "
               "continue with: voicesnap play --resume" + (f" --record {folder}" if args.record else ""))
     return 0
+
+
+def _close_all(live: Any, recorder: Any, reference_recorder: Any, log: Any, close_speech: Any) -> None:
+    """The game's microphone, recordings, log and speaker, closed whatever ended it."""
+    if live is not None:
+        live.close()
+    if recorder is not None:
+        recorder.close()
+    # (reference_recorder is made from recorder: set only with it)
+    if reference_recorder is not None and recorder is not None:  # as long as the microphone recording, on its clock
+        from ..echo_record import RATE as REF_RATE
+
+        reference_recorder.close(until=None if recorder.rate is None else
+                                 int(round(recorder.frames_written * REF_RATE / recorder.rate)))
+    log.close()
+    close_speech()
 
 
 class _Nothing:
