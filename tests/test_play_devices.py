@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import shutil
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -238,8 +240,10 @@ def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_t
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
 
 
-def test_a_sound_server_that_dies_mid_enrollment_is_said_with_the_way_out(devices: dict, tmp_path: Path) -> None:
-    """The sound server going away mid-enrollment (a crash, a logout) ended enroll in a PortAudio traceback."""
+@contextlib.contextmanager
+def _private_server(devices: dict, tmp_path: Path) -> Iterator[tuple[dict, subprocess.Popen]]:
+    """A sound server of the test's own to kill (one null sink, with room noise on it as a real mic
+    hears): the environment that reaches it, and its process."""
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     env = {k: v for k, v in devices.items() if k not in ("PULSE_SOURCE", "PULSE_SINK")}
@@ -249,7 +253,7 @@ def test_a_sound_server_that_dies_mid_enrollment_is_said_with_the_way_out(device
                                "--enable-memfd=no", "--load=module-native-protocol-unix",
                                f"--load=module-null-sink sink_name=m rate={RATE} channels=1"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    enroll = noise = writer = None
+    noise = writer = None
     try:
         deadline = time.monotonic() + 10
         while subprocess.run(["pactl", "info"], env=env, capture_output=True, timeout=10).returncode != 0:
@@ -260,30 +264,73 @@ def test_a_sound_server_that_dies_mid_enrollment_is_said_with_the_way_out(device
         _pactl("set-default-sink", "m", env=env)
         noise = subprocess.Popen(["sox", "-q", "-n", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e",
                                   "signed-integer", "-", "synth", "whitenoise", "vol", "0.001"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # a room, as a real mic hears
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         writer = subprocess.Popen(["pacat", "--playback", "--device=m", "--format=s16le", f"--rate={RATE}",
                                    "--channels=1", "--latency-msec=20"], stdin=noise.stdout, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert noise.stdout is not None
         noise.stdout.close()
-        enroll = subprocess.Popen([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll",
-                                   "zed", "--no-speech", "--silent"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-        assert enroll.stdout is not None
-        assert "Enrolling zed" in enroll.stdout.readline()
-        time.sleep(2.0)  # a take is being recorded
-        server.terminate()
-        server.wait(timeout=10)
-        out, err = enroll.communicate(timeout=60)
+        yield env, server
     finally:
-        for p in (enroll, server, writer, noise):
+        for p in (server, writer, noise):
             if p is not None and p.poll() is None:
                 p.kill()
-    assert enroll.returncode == 2, out + err
+
+
+def _run_then_kill_the_server(args: list[str], env: dict, server: subprocess.Popen, first_line: str,
+                              after: float, ctrl_c_after: float | None = None) -> tuple[int, str, str]:
+    """Run ``voicesnap ARGS`` until it prints ``first_line`` ("stdout:..." or "stderr:..."), kill the sound
+    server ``after`` s later, and press Ctrl-C ``ctrl_c_after`` s after that: (exit status, stdout, stderr)."""
+    run = subprocess.Popen([sys.executable, "-m", "voicesnap", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, preexec_fn=_terminal_ctrl_c)
+    try:
+        said = run.stdout if first_line.startswith("stdout:") else run.stderr
+        assert said is not None
+        line = said.readline()
+        assert first_line.split(":", 1)[1] in line, line
+        time.sleep(after)
+        server.terminate()
+        server.wait(timeout=10)
+        if ctrl_c_after is not None:
+            time.sleep(ctrl_c_after)
+            run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    return run.returncode, line + out if said is run.stdout else out, err if said is run.stdout else line + err
+
+
+def test_a_sound_server_that_dies_mid_enrollment_is_said_with_the_way_out(devices: dict, tmp_path: Path) -> None:
+    """The sound server going away mid-enrollment (a crash, a logout) ended enroll in a PortAudio traceback."""
+    with _private_server(devices, tmp_path) as (env, server):
+        code, out, err = _run_then_kill_the_server(
+            ["--data-dir", str(tmp_path / "data"), "enroll", "zed", "--no-speech", "--silent"], env, server,
+            "stdout:Enrolling zed", 2.0)  # a take is being recorded
+    assert code == 2, out + err
     assert "Traceback" not in err and "stopped working during enrollment" in err, err
     assert "voicesnap devices" in err and "enroll again" in err
     assert "clipped" not in out, out  # a take cut short is not judged on stale memory (sd.rec's np.empty)
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_alsas_own_messages_stay_off_the_terminal_unless_asked_for(devices: dict, tmp_path: Path,
+                                                                   asked: bool) -> None:
+    """A sound server gone under `listen`: it says the microphone is lost, and ALSA's "ALSA lib
+    pulse.c:...(pulse_connect) PulseAudio: Unable to connect" lines, one per try to reopen it, no
+    longer come with that (VOICESNAP_ALSA_MESSAGES=1 keeps them, for a developer)."""
+    from voicesnap import models
+
+    if not models.is_model(devices.get("VOICESNAP_KEYWORD_MODEL", ""), "keyword"):
+        pytest.skip("no keyword model to listen with: set VOICESNAP_KEYWORD_MODEL (.ci/run fetches it)")
+    with _private_server(devices, tmp_path) as (env, server):
+        env = dict(env, VOICESNAP_ALSA_MESSAGES="1" if asked else "")
+        code, out, err = _run_then_kill_the_server(
+            ["--data-dir", str(tmp_path / "data"), "listen", "--engine", "keyword"], env, server,
+            "stderr:listening on the microphone", 0.5, ctrl_c_after=4.0)  # 4 s: three tries to reopen it
+    assert code == 0 and "input device lost" in err, err
+    assert ("ALSA lib" in err) is asked, err
 
 
 def test_an_impatient_second_ctrl_c_still_stops_the_game_cleanly(devices: dict, tmp_path: Path) -> None:

@@ -527,6 +527,37 @@ def tap(chunks: Iterable[AudioChunk], recorder: RecordingTap) -> Iterator[AudioC
 # ---------------------------------------------------------------------- microphone
 
 
+# ALSA's handler, kept referenced: the library calls it for as long as the process runs.
+_ALSA_HANDLER: Any = None
+
+
+def quiet_alsa() -> bool:
+    """Keep ALSA's own messages ("ALSA lib pcm.c:8570:(snd_pcm_recover) underrun occurred") off the
+    terminal, where they break the table's display and mean nothing to a player: what they stand
+    for is said in words (speaker underflows, a lost microphone). Only for the ``voicesnap`` command
+    itself, and not with VOICESNAP_ALSA_MESSAGES=1 (a developer reading them). True once in place."""
+    global _ALSA_HANDLER
+    if _ALSA_HANDLER is not None:
+        return True
+    if os.environ.get("VOICESNAP_ALSA_MESSAGES") == "1":
+        return False
+    import ctypes
+    import ctypes.util
+
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("asound") or "libasound.so.2")
+        setter = lib.snd_lib_error_set_handler
+    except (OSError, AttributeError):  # no ALSA (not Linux, or not installed): nothing prints
+        return False
+    # void handler(const char *file, int line, const char *function, int err, const char *fmt, ...):
+    # the variadic tail is never read, so the fixed arguments are all ctypes needs to know.
+    prototype = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                                 ctypes.c_char_p)
+    _ALSA_HANDLER = prototype(lambda file, line, function, err, fmt: None)
+    setter(_ALSA_HANDLER)
+    return True
+
+
 class MicSource:
     """The live microphone through PortAudio, on the stream's own frame clock.
 

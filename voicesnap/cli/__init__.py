@@ -64,6 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # products on a live stream, where OpenBLAS's worker threads only spin, and
     # measured 7-15x the CPU on a busy 2-core machine. Set before numpy loads.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if argv is None:  # the command itself, not a caller in the same process (tests read ALSA's words)
+        try:
+            from ..audio import quiet_alsa
+        except ImportError:  # (numpy or soundfile missing: the command says so when it needs them)
+            pass
+        else:
+            quiet_alsa()
     parser = build_parser()
     # argparse matches all of a command's positionals at their first one, so a positional
     # after an option ("models install --kind encoder FILE") is left over; a command may
