@@ -61,9 +61,21 @@ def test_damaged_or_old_profile_names_file_and_way_out(damage, words):
 
 
 def test_bad_names_refused():
-    for bad in ["", "../x", "a/b", "x" * 40]:
+    for bad in ["", "../x", "a/b", "x" * 40, ".hidden", "_x", "tab\tname"]:
         with pytest.raises(UserError):
             V.check_name(bad)
+
+
+def test_names_in_any_script_are_kept_in_one_spelling():
+    """"José" was refused as not "letters"; and an accent typed as a combining mark (NFD, as macOS
+    file names keep it) is the same player as the precomposed one."""
+    import unicodedata
+
+    for good in ["José", "Zoë", "Søren", "李明", "Ana-María 2"]:
+        assert V.check_name(good) == good
+    nfd = unicodedata.normalize("NFD", "Zoë")
+    assert nfd != "Zoë" and V.check_name(nfd) == "Zoë"
+    assert V.profile_path(nfd) == V.profile_path("Zoë")
 
 
 def _take(name="alice", k=1):

@@ -84,7 +84,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def parse_players(text: str | None) -> tuple[str, ...]:
     if not text:
         raise UserError("say who is playing: --players Alice,Bob (2 to 6 names, in seat order)")
+    from ..voices import check_name
+
     names = tuple(n.strip() for n in text.split(",") if n.strip())
+    try:
+        names = tuple(check_name(n) for n in names)  # a seat's name is the name its player enrolls under
+    except UserError as exc:
+        raise UserError(f"--players: {exc}") from None
     if not 2 <= len(names) <= 6:
         raise UserError(f"Snap needs 2 to 6 players, --players gives {len(names)}")
     folded = [n.casefold() for n in names]

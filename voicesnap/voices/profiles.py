@@ -12,7 +12,7 @@ import binascii
 import datetime as _dt
 import json
 import math
-import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -29,7 +29,8 @@ from .templates import TemplateBank, take_templates, voiceprint
 
 PROFILE_VERSION = 2  # 2: voiceprint over frames within VOICE_RANGE_DB of the peak
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,31}$")
+NAME_MAX = 32
+NAME_MARKS = " _.-"  # allowed in a name besides letters and digits (of any script)
 
 # Threshold = THRESHOLD_FACTOR x the worst leave-one-out distance among takes.
 THRESHOLD_FACTOR = 1.35
@@ -181,7 +182,7 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
     that what is learnt from them can be learnt again from the same voice: clipped the
     way a call is (``voices.loudness``).
     """
-    check_name(name)
+    name = check_name(name)
     by_phrase: dict[str, list[np.ndarray]] = {}
     for t in takes:
         by_phrase.setdefault(t.phrase, []).append(t.audio)
@@ -319,10 +320,15 @@ def unit(v: np.ndarray) -> np.ndarray:
 
 
 def check_name(name: str) -> str:
-    if not NAME_RE.match(name or ""):
-        raise UserError(f"player name {name!r} is not usable: use 1-32 letters, digits, spaces, "
+    """The name as kept: NFC, so "José" is one name however a keyboard or a file system spells its
+    accent. Letters and digits of any script ("Zoë", "Søren", "李"), spaces, '-', '_' and '.', starting
+    with a letter or digit: it is also the profile's file name, so no '/' and no leading dot."""
+    kept = unicodedata.normalize("NFC", name or "")
+    if not (1 <= len(kept) <= NAME_MAX and kept[0].isalnum()
+            and all(c.isalnum() or c in NAME_MARKS for c in kept)):
+        raise UserError(f"player name {name!r} is not usable: use 1-{NAME_MAX} letters, digits, spaces, "
                         "'-', '_' or '.', starting with a letter or digit")
-    return name
+    return kept
 
 
 def players_dir(option: str | None = None) -> Path:
@@ -359,7 +365,7 @@ def list_players(option: str | None = None) -> list[str]:
     d = players_dir(option)
     if not d.exists():
         return []
-    return sorted(p.stem for p in d.glob("*.json") if not p.name.startswith("."))
+    return sorted(unicodedata.normalize("NFC", p.stem) for p in d.glob("*.json") if not p.name.startswith("."))
 
 
 def load_all(option: str | None = None) -> list[Profile]:
