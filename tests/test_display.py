@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from voicesnap.display import PlayerView, TableView, card_text, render
+from voicesnap.display import PlayerView, TableView, card_text, cells, render
 
 
 def _view(**kw) -> TableView:
@@ -51,6 +51,22 @@ def test_lines_fit_the_terminal_even_with_long_names(width: int) -> None:
     assert len([l for l in lines if "Maximilian" in l]) == 6
     assert any(l.startswith("!!") for l in lines)
     assert sum(1 for l in lines if l.startswith("   - ")) == 4  # only the latest rulings
+
+
+def test_columns_stay_in_line_with_names_in_any_script() -> None:
+    """"李明" takes four columns and "Zoë" spelt with a combining accent three: padded by code points,
+    their rows' counts stood two columns left or one right of the others'."""
+    import unicodedata
+
+    seats = (PlayerView("李明", 20, 3, "QS"), PlayerView(unicodedata.normalize("NFD", "Zoë"), 12, 1, "QH"),
+             PlayerView("Alice", 5, 0, None), PlayerView("王小明王小明王小明", 7, 2, "8D"))
+    lines = render(_view(players=seats, matches=()), width=60)
+    rows = [l for l in lines if l.rstrip().endswith(("0", "1"))][:4]
+    assert len(rows) == 4, lines
+    down = {cells(row[: row.index(str(p.face_down), 3) + len(str(p.face_down))]) for row, p in zip(rows, seats)}
+    assert len(down) == 1, rows  # every count ends in one column
+    assert all(cells(l) <= 60 for l in lines)
+    assert "\u2026" in rows[3] and cells(rows[3].split("  ")[0]) <= 3 + 14  # the long name cut at 14 columns
 
 
 def test_card_text_accepts_engine_like_cards_and_words() -> None:

@@ -9,9 +9,10 @@ names are shortened, never wrapped, so the layout stays readable.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
-__all__ = ["PlayerView", "TableView", "render", "card_text"]
+__all__ = ["PlayerView", "TableView", "render", "card_text", "cells"]
 
 _SUITS = {"S": "\u2660", "H": "\u2665", "D": "\u2666", "C": "\u2663"}
 _SUIT_WORDS = {"spades": "S", "hearts": "H", "diamonds": "D", "clubs": "C"}
@@ -95,29 +96,53 @@ def _short_suit(suit: object) -> str:
     return str(value).upper()[:1]
 
 
+def cells(text: str) -> int:
+    """Terminal columns ``text`` takes: a wide letter ("李") two, a combining accent none, others one.
+    Python pads and cuts by code points, which put a column out of line after such a name."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+
+
+def _clip(text: str, limit: int, mark: str) -> str:
+    """``text`` cut to at most ``limit`` columns, ``mark`` showing where."""
+    if cells(text) <= limit:
+        return text
+    kept, used = [], cells(mark)
+    for c in text:
+        used += cells(c)
+        if used > limit:
+            break
+        kept.append(c)
+    return "".join(kept) + mark
+
+
+def _pad(text: str, columns: int) -> str:
+    return text + " " * max(0, columns - cells(text))
+
+
 def render(view: TableView, width: int = 80, ascii_only: bool = False) -> list[str]:
     """The table as lines no longer than ``width``: header, one row per seat, pool, rulings."""
     width = max(40, width)
     ell = "..." if ascii_only else "\u2026"
 
     def fit(text: str) -> str:
-        return text if len(text) <= width else text[: width - len(ell)] + ell
+        return _clip(text, width, ell)
 
     lines = [fit(f"{view.title}  [{view.clock:7.1f} s]")]
     if view.notice:
         lines.append(fit(f"!! {view.notice}"))
-    name_w = min(14, max([4, *(len(p.name) for p in view.players)]))
+    name_w = min(14, max([4, *(cells(p.name) for p in view.players)]))
     header = f"   {'player':<{name_w}}  {'down':>4}  {'up':>3}  {'shows':<5}  wins"
     lines.append(fit(header))
     for p in view.players:
         mark = ">" if p.active and not p.out else " "
-        name = p.name if len(p.name) <= name_w else p.name[: name_w - 1] + ("~" if ascii_only else "\u2026")
+        name = _pad(_clip(p.name, name_w, "~" if ascii_only else "\u2026"), name_w)
         if p.out:
-            row = f" {mark} {name:<{name_w}}  {'out':>4}"
+            row = f" {mark} {name}  {'out':>4}"
         else:
             shows = card_text(p.top, ascii_only) if p.top is not None else "--"
             match = "  = match" if p.name in view.matches else ""
-            row = f" {mark} {name:<{name_w}}  {p.face_down:>4}  {p.face_up:>3}  {shows:<5}  {p.wins:>4}{match}"
+            row = f" {mark} {name}  {p.face_down:>4}  {p.face_up:>3}  {shows:<5}  {p.wins:>4}{match}"
         lines.append(fit(row))
     pool_top = card_text(view.pool_top, ascii_only) if view.pool_top is not None else "--"
     lines.append(fit(f"   pool: {view.pool} card{'s' if view.pool != 1 else ''}, top {pool_top}"))
