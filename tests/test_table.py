@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -268,8 +269,13 @@ def test_the_display_of_a_live_game_fits_80_columns() -> None:
         view_of(game), ascii_only=True)) for p in shown)
 
 
-def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -> None:
-    """A source that stops delivering (unplugged) and then works again after reopening."""
+def _scripted_mic(script: Callable[[int], str]) -> type:
+    """A stand-in for MicSource whose k-th opening (from 1) behaves as ``script(k)`` says: "fails"
+    (5 chunks of a room's noise, then nothing: unplugged), "nothing", "zeros then sound" (3 chunks of
+    digital zeros first) or "sound". ``opened`` counts the openings."""
+    import time as _t
+
+    from voicesnap.audio import AudioChunk
 
     class Mic:
         opened = 0
@@ -278,19 +284,16 @@ def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -
             Mic.opened += 1
             self.rate = 16000
             self.n = 0
-            self.fail = Mic.opened == 1
+            self.kind = script(Mic.opened)
 
         def read(self, timeout: float):  # noqa: ANN201
-            import time as _t
-
-            from voicesnap.audio import AudioChunk
-
-            if self.fail and self.n >= 5:
+            if (self.kind == "fails" and self.n >= 5) or self.kind == "nothing":
                 _t.sleep(timeout)  # the device went away: nothing arrives
                 return None
             self.n += 1
+            flat = self.kind == "zeros then sound" and self.n <= 3
             room = np.random.default_rng(self.n).integers(-3, 4, (320, 1)).astype(np.int16)  # a real mic's floor
-            return AudioChunk(16000, 2, 1, (self.n - 1) * 320, room)
+            return AudioChunk(16000, 2, 1, (self.n - 1) * 320, room * 0 if flat else room)
 
         def stats(self) -> dict:
             return {"overflows": 0, "dropped_frames": 0}
@@ -298,6 +301,12 @@ def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -
         def close(self) -> None:
             pass
 
+    return Mic
+
+
+def test_live_input_reports_a_lost_device_and_resumes_with_the_clock_running() -> None:
+    """A source that stops delivering (unplugged) and then works again after reopening."""
+    Mic = _scripted_mic(lambda k: "fails" if k == 1 else "sound")
     reports: list[str] = []
     live = LiveInput(Mic, reports.append, stall=0.3, retry=0.05)
     got = []
@@ -316,32 +325,7 @@ def test_a_reopened_microphone_is_back_only_once_it_delivers_sound() -> None:
     again, back), and the clock runs on from the first loss."""
     import time as _t
 
-    from voicesnap.audio import AudioChunk
-
-    class Mic:
-        opened = 0
-
-        def __init__(self) -> None:
-            Mic.opened += 1
-            self.rate = 16000
-            self.n = 0
-            self.kind = {1: "fails", 2: "nothing"}.get(Mic.opened, "zeros then sound")
-
-        def read(self, timeout: float):  # noqa: ANN201
-            if (self.kind == "fails" and self.n >= 5) or self.kind == "nothing":
-                _t.sleep(timeout)
-                return None
-            self.n += 1
-            flat = self.kind != "fails" and self.n <= 3
-            room = np.random.default_rng(self.n).integers(-3, 4, (320, 1)).astype(np.int16)
-            return AudioChunk(16000, 2, 1, (self.n - 1) * 320, room * 0 if flat else room)
-
-        def stats(self) -> dict:
-            return {"overflows": 0, "dropped_frames": 0}
-
-        def close(self) -> None:
-            pass
-
+    Mic = _scripted_mic(lambda k: {1: "fails", 2: "nothing"}.get(k, "zeros then sound"))
     reports: list[tuple[int, str]] = []
     live = LiveInput(Mic, lambda text: reports.append((len(got), text)), stall=0.3, retry=0.05)
     got: list = []
