@@ -183,7 +183,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
                 rec = _record(SPEECH_SECONDS + SPEECH_SPARE, args.device)
             except sd.PortAudioError as exc:
                 print(f"  the sound device stopped working ({exc}): no speech sample; enrolling with the "
-                      "takes alone. Add one later: voicesnap enroll NAME --speech-only")
+                      f"takes alone. Add one later: voicesnap enroll {args.name} --speech-only")
                 return None
             sample, why = judge(to_float(rec[:, 0]))
             if not why:

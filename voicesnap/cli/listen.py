@@ -42,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _live_mic(device: int | str | None, channels: int) -> Any:
-    """The microphone as play hears it (voicesnap.table.LiveInput): a device that goes away, or goes
+    """The microphone as play hears it (voicesnap.live.LiveInput): a device that goes away, or goes
     silent, is said on stderr and reopened, rather than leaving listen waiting without a word."""
     from ..audio import MicSource
     from ..live import LiveInput
