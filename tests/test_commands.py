@@ -200,3 +200,38 @@ def test_no_command_or_call_fires_from_the_announcer(vosk_model, tmp_path, monke
     assert [d for d in dets if from_detection(d)] == []  # layer 1 alone: no echo gate needed
     assert [d for d in dets if d.word in CALLS] == []
 
+
+
+@pytest.mark.vosk_model
+@pytest.mark.parametrize("gated", [False, True])
+def test_a_command_word_the_first_pass_cannot_place_is_heard_soon_behind_the_speech_gate(vosk_model, tmp_path,
+                                                                                         gated):
+    """espeak-ng's "dealer resume": the first pass hears "dealer" and then only "[unk]", and the command
+    waited for that busy partial for 2 s; behind play's speech gate, which stops feeding 1 s after
+    speech, it waited until someone spoke again (a live game stayed paused after "dealer resume")."""
+    import shutil
+    import subprocess
+
+    import soundfile as sf
+
+    from voicesnap.features import resample
+    from voicesnap.spotters.gate import SpeechGate
+    from voicesnap.spotters.vosk_spotter import VoskSpotter
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed")
+    subprocess.run(["espeak-ng", "-w", str(tmp_path / "r.wav"), "dealer resume"], check=True, timeout=30)
+    said, rate = sf.read(tmp_path / "r.wav", dtype="float32")
+    said = resample(said, rate)  # 16 kHz
+    room = np.random.default_rng(0).normal(0, 30, 16000 * 8)
+    start = 3 * 16000
+    room[start : start + len(said)] += said * 16000
+    audio = np.clip(room, -32768, 32767).astype(np.int16)
+    spotter = SpeechGate(lambda: VoskSpotter(vosk_model)) if gated else VoskSpotter(vosk_model)
+    found = []
+    for i in range(0, len(audio), 320):
+        found += spotter.accept(AudioChunk(16000, 2, 1, i, audio[i : i + 320].reshape(-1, 1)))
+    resume = [d for d in found if d.word == "dealer resume"]
+    assert len(resume) == 1, [(d.word, d.onset) for d in found]
+    ended = (start + len(said)) / 16000
+    assert resume[0].detected_at - ended < 0.6, (resume[0], ended)

@@ -472,7 +472,12 @@ class VoskSpotter:
             elif w.word == COMMAND_PREFIX:
                 phrase, used = self._command_after(words)
                 if phrase is None and used == 0:  # incomplete: wait for more words
-                    if not final and (self._now < w.end + self.command_gap or self._hearing and self._now < w.end + 2.0):
+                    # Past command_gap, wait on only while the decoder shows a word AND the signal still
+                    # sounds: a command word it cannot place ("resume" heard as "[unk]") kept the partial
+                    # busy for 2 s, and behind the speech gate (which stops feeding 1 s after speech) for ever.
+                    if not final and (self._now < w.end + self.command_gap
+                                      or self._hearing and self._now < w.end + 2.0
+                                      and self._env.active_after(self._now - self.COMMAND_QUIET)):
                         break
                 if self.command_pass:
                     second = self._second_pass(w)
@@ -517,6 +522,7 @@ class VoskSpotter:
         return self._env.active_after(self._now - self.pool_quiet)
 
     COMMAND_SPAN = 2.0  # seconds after "dealer" starts that a command phrase may take
+    COMMAND_QUIET = 0.3  # s of quiet signal after which a command's words are taken as over
 
     def _second_pass(self, dealer: _Word) -> tuple[str, _Word, _Word, float] | None:
         """Re-decode the audio from "dealer" on with a grammar of the command phrases only.
