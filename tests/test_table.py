@@ -17,8 +17,10 @@ from voicesnap.keyboard import Keymap
 from voicesnap.referee import Call, Referee
 from voicesnap.spotters import Detection
 from voicesnap.live import LiveInput
+from voicesnap.playback import SpeechEnded as _SpeechEnded
+from voicesnap.playback import SpeechStarted as _SpeechStarted
 from voicesnap.table import (
-    Log, Notice, Say, Stop, TableLoop, TableSession, TableStep, describe,
+    PRIORITY_RULING, Log, Notice, Output, Say, Stop, TableLoop, TableSession, TableStep, describe,
     play_session, rebuild, status_text, view_of,
 )
 from voicesnap.display import render
@@ -766,3 +768,29 @@ def test_ctrl_c_waits_for_the_end_of_a_deferred_block_then_is_raised_or_dropped(
         done.append("and again")
     assert done == ["the block ran to its end", "and again"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+@pytest.mark.parametrize("command", ["dealer status", "dealer score", "dealer help", "dealer repeat", "dealer slower"])
+def test_an_answer_the_players_asked_for_is_heard_whole_before_the_next_card(command: str) -> None:
+    """Answers were said at information priority, and the next card cut them: "status" after 0.34 s
+    and "help" after 0.31 s in a live game, so a player who plays by ear could hear neither mid-game.
+    The next card now waits for the answer, as it waits for a ruling."""
+    class _Log:
+        def write(self, *records: object) -> None:
+            pass
+
+    spoken: list[tuple[str, int]] = []
+    output = Output(_Log(), say=lambda text, priority, ev: spoken.append((text, priority)), lines=lambda s: None)
+    loop, game = new_loop(7, pace=1.0)
+    loop.busy = output.busy
+    loop.score = lambda: "alice 0, bob 0"
+    output(run_clock(loop, 1.5, {}))  # the first card, so "repeat" has something to repeat
+    output(run_clock(loop, 1.6, {1.6: [Detection(command, 1.55, 1.9, 0.9, engine="vosk")]}))
+    answer = spoken[-1]
+    assert answer[1] == PRIORITY_RULING and answer[0], spoken
+    flips = game.view().flip
+    output([a for t in np.arange(1.62, 4.0, 0.02) for a in loop.step(round(float(t), 4))])
+    assert game.view().flip == flips  # held while the answer is spoken (no speech-ended came)
+    output([Log(_SpeechStarted(1, answer[0], 1.7)), Log(_SpeechEnded(1, 3.9, True))])
+    output([a for t in np.arange(4.0, 4.2, 0.02) for a in loop.step(round(float(t), 4))])
+    assert game.view().flip == flips + 1  # then the next card at once

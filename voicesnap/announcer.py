@@ -476,7 +476,7 @@ class Announcer:
         self.speech.prerender(startup_phrases(self.players, self.settings.verbosity))
         what = "Rate" if rate else "Volume"
         value = new.rate if rate else int(round(new.volume * 100))
-        return self.say(f"{what} {value}.", Priority.INFO, t)
+        return self.say(f"{what} {value}.", Priority.RULING, t)  # asked for: never cut by the next card
 
     def prepare(self) -> float:
         """Render the start-up set now; returns seconds taken (0 with speech off)."""

@@ -270,9 +270,12 @@ class TableLoop:
             if self.stopped is None and self.is_over(ev):
                 self.stopped = Stop("over", (ev,))
 
-    def _say(self, text: str, actions: list[Action]) -> None:
-        actions.append(Say(text, PRIORITY_INFO))
-        self.last_said = text
+    def _reply(self, text: str, actions: list[Action], remember: bool = True) -> None:
+        """An answer the players asked for, heard whole: at ruling priority the next card waits for it
+        (at information priority the next card cut "status" after 0.3 s and "help" after 0.3 s)."""
+        actions.append(Say(text, PRIORITY_RULING))
+        if remember:
+            self.last_said = text
 
     def _command(self, name: str, det: Detection, actions: list[Action]) -> None:
         t = self.now
@@ -295,22 +298,21 @@ class TableLoop:
             self._flip(t, actions)
         elif name == "repeat":
             if self.last_said:
-                actions.append(Say(self.last_said, PRIORITY_INFO))
+                self._reply(self.last_said, actions, remember=False)
         elif name == "status":
-            self._say(self.status() or "no status yet", actions)
+            self._reply(self.status() or "no status yet", actions)
         elif name == "score":
-            self._say(self.score() or "no score yet", actions)
+            self._reply(self.score() or "no score yet", actions)
         elif name in ("slower", "faster"):
             if self.pace:
                 self.pace = round(self.pace * (1.25 if name == "slower" else 0.8), 3)
                 self.pace = min(10.0, max(0.5, self.pace))
-                self._say(f"one flip every {self.pace:g} seconds", actions)
+                self._reply(f"one flip every {self.pace:g} seconds", actions)
         elif name in ("louder", "quieter"):
             actions.append(Setting(name))
         elif name == "help":
-            actions.append(Say("say snap, snap pool, or dealer then pause, resume, repeat, "
-                               "status, score, slower, faster, louder, quieter, flip, or end game",
-                               PRIORITY_INFO))
+            self._reply("say snap, snap pool, or dealer then pause, resume, repeat, "
+                        "status, score, slower, faster, louder, quieter, flip, or end game", actions, remember=False)
 
     @property
     def lag(self) -> float:
