@@ -141,6 +141,14 @@ def test_output_names_the_speaker_the_announcer_plays_on(devices: dict, tmp_path
     assert "no speech" not in text, text
     assert _loud_seconds(heard) > 0.4 * flips, (_loud_seconds(heard), text)  # each card was spoken there
     assert _loud_seconds(elsewhere) == 0.0  # and nothing on the default speaker
+    # the start and the stop are said whole, not only printed (a player may be playing by ear)
+    from voicesnap import gamelog
+
+    records = [event for _, event in gamelog.read(folder / "log.jsonl")]
+    said = {r.id: r.text for r in records if type(r).__name__ == "SpeechStarted"}
+    whole = {said.get(r.id) for r in records if type(r).__name__ == "SpeechEnded" and r.completed}
+    assert any(t and " goes first." in t for t in whole), said
+    assert any(t and t.startswith("Game stopped.") for t in whole), said
 
 
 def voices_encoder_installed() -> bool:

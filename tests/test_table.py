@@ -794,3 +794,29 @@ def test_an_answer_the_players_asked_for_is_heard_whole_before_the_next_card(com
     output([Log(_SpeechStarted(1, answer[0], 1.7)), Log(_SpeechEnded(1, 3.9, True))])
     output([a for t in np.arange(4.0, 4.2, 0.02) for a in loop.step(round(float(t), 4))])
     assert game.view().flip == flips + 1  # then the next card at once
+
+
+def test_a_game_says_who_goes_first_and_a_resumed_one_says_where_it_is(tmp_path: Path) -> None:
+    """"Game 1. alice deals." was said at information priority, so the first card cut it, and never
+    said who goes first; a resumed game said nothing at all before its next card."""
+    spoken: list[tuple[str, int]] = []
+
+    def say(text: str, priority: int, ev: object) -> None:
+        spoken.append((text, priority))
+
+    settings = TableSession(players=PLAYERS, seed=7, pace=1.0)
+    path = tmp_path / "log.jsonl"
+    with gamelog.GameLog(path) as log:
+        play_session(settings, log, chunks=ArraySource(np.zeros(16000 * 3, np.int16), 16000, chunk_frames=320),
+                     say=say, lines=lambda s: None, first_flip_delay=1.0)
+    game = rules.Game(PLAYERS, 7)
+    first = f"Game 1. {PLAYERS[game.dealer]} deals; {PLAYERS[game.active]} goes first."
+    assert spoken[0] == (first, PRIORITY_RULING), spoken[:2]
+    spoken.clear()
+    back = rebuild([ev for _, ev in gamelog.read(path)])
+    where = status_text(back.game)  # (before the resumed game turns any card)
+    with gamelog.GameLog(path) as log:
+        play_session(settings, log, chunks=ArraySource(np.zeros(16000, np.int16), 16000, chunk_frames=320),
+                     say=say, lines=lambda s: None, resumed=back)
+    assert spoken[0][0].startswith("Resuming game 1. ") and spoken[0][1] == PRIORITY_RULING, spoken[:2]
+    assert spoken[0][0] == f"Resuming game 1. {where}"

@@ -1119,9 +1119,13 @@ def play_session(
             loop.schedule = [t - offset for t in flips]
             loop.ignore_commands = True
             loop.stop_at = (ends.pop(0) - offset) if ends else None
+        # Said whole before the first card (ruling priority: the card waits), so a player who plays by
+        # ear knows who goes first, and that a resumed game is the one they left.
         if fresh:
-            dealer = game.players[game.dealer]
-            output([Say(f"Game {session.games + 1}. {dealer} deals.", PRIORITY_INFO)])
+            dealer, first = game.players[game.dealer], game.players[game.active]
+            output([Say(f"Game {session.games + 1}. {dealer} deals; {first} goes first.", PRIORITY_RULING)])
+        elif resumed is not None and game is resumed.game:
+            output([Say(f"Resuming game {session.games + 1}. {status_text(game)}", PRIORITY_RULING)])
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,
                       tracker=tracker)
         clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)  # type: ignore[misc]

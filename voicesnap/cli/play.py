@@ -537,7 +537,7 @@ def run(args: argparse.Namespace) -> int:
     from ..keyboard import Keymap, RawKeyboard
     from ..session import parse_format
     from ..live import LiveInput
-    from ..table import SessionResult, TableSession, interrupts_deferred, play_session, rebuild
+    from ..table import PRIORITY_RULING, SessionResult, TableSession, interrupts_deferred, play_session, rebuild
 
     root = data_dir(args.data_dir)
     resumed = None
@@ -687,13 +687,18 @@ def run(args: argparse.Namespace) -> int:
                 )
             except KeyboardInterrupt:  # between two games of a session (in one, the table stops it)
                 result = SessionResult("interrupted", None, 0, [])
-            end = time.monotonic() + 3.0  # let the last words finish, and log when they started
+            farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
+            if say is not None and farewell:  # said, not only printed: a player may be playing by ear
+                say(farewell, PRIORITY_RULING, None)
+            began = time.monotonic()  # let the last words finish (20 s at most), and log when they started
             try:
-                while say is not None and time.monotonic() < end:
+                while say is not None and time.monotonic() < began + LAST_WORDS_S:
                     with interrupts_deferred():
                         found = hook()
                         if found:
                             log.write(*found)
+                    if time.monotonic() > began + 0.3 and not _speaking(say):
+                        break
                     time.sleep(0.1)
             except KeyboardInterrupt:  # Ctrl-C cuts the last words short, not the tidying up below
                 pass
@@ -707,6 +712,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"stopped ({'the input file ended' if result.reason == 'audio ended' else result.reason}); "
               "continue with: voicesnap play --resume" + (f" --record {folder}" if args.record else ""))
     return 0
+
+
+# What the speaker says when a game stops without a winner (the printed line gives the exact command).
+FAREWELL = {
+    "interrupted": "Game stopped. To continue it, run voicesnap play with the resume option.",
+    "ended": "Game ended. To continue it, run voicesnap play with the resume option.",
+    "audio ended": "The recording has ended.",
+}
+LAST_WORDS_S = 20.0  # s the program waits at the end for its last announcements to be heard
+
+
+def _speaking(say: Any) -> bool:
+    """Is the announcer behind ``say`` still saying something (or about to)?"""
+    announcer = getattr(getattr(say, "__self__", None), "announcer", None)
+    return bool(announcer is not None and announcer.speaking and announcer.queue.active)
 
 
 def _close_all(live: Any, recorder: Any, reference_recorder: Any, log: Any, close_speech: Any) -> None:
