@@ -820,3 +820,27 @@ def test_a_game_says_who_goes_first_and_a_resumed_one_says_where_it_is(tmp_path:
                      say=say, lines=lambda s: None, resumed=back)
     assert spoken[0][0].startswith("Resuming game 1. ") and spoken[0][1] == PRIORITY_RULING, spoken[:2]
     assert spoken[0][0] == f"Resuming game 1. {where}"
+
+
+def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None:
+    """A flip while paused turned a card; resume when not paused, a second pause, and a pace change
+    with no pace got silence."""
+    def said(actions: list) -> list[str]:
+        return [a.text for a in actions if isinstance(a, (Say, Notice))]
+
+    def cmd(word: str, t: float) -> Detection:
+        return Detection(f"dealer {word}", t, t + 0.4, 0.9, engine="vosk")
+
+    loop, game = new_loop(7, pace=1.0)
+    run_clock(loop, 1.5, {})
+    assert said(loop.step(1.6, [cmd("resume", 1.55)])) == ["Not paused."]
+    assert any("paused" in t for t in said(loop.step(1.7, [cmd("pause", 1.65)])))
+    flips = game.view().flip
+    assert said(loop.step(1.8, [cmd("flip", 1.75)])) == ["Paused. Say resume first."]
+    assert said(loop.step(1.9, [cmd("pause", 1.85)])) == ["Paused. Say resume first."]
+    assert game.view().flip == flips  # no card turned while paused
+    assert said(loop.step(2.0, [cmd("resume", 1.95)])) == ["resumed"]
+    manual, _ = new_loop(7, pace=None)
+    assert said(manual.step(1.0, [cmd("faster", 0.9)])) == [
+        "There is no pace: cards are turned when someone says flip."]
+    assert "dealer resume" not in " ".join(said(loop.step(2.1, [cmd("pause", 2.05)])))  # its own words

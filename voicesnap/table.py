@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol, Sequence
 
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
+from .commands import allowed, help_text
 from .live import LiveInput
 from .rules import CallError
 from .spotters import Detection, Refusal, take_refusals, undecided_from
@@ -279,16 +280,21 @@ class TableLoop:
 
     def _command(self, name: str, det: Detection, actions: list[Action]) -> None:
         t = self.now
+        if not allowed(name, self.paused):  # answered, never acted on (a flip while paused turned a card)
+            self._reply("Not paused." if name == "resume" else "Paused. Say resume first.", actions, remember=False)
+            return
+        if name in ("slower", "faster") and not self.pace:
+            self._reply("There is no pace: cards are turned when someone says flip.", actions, remember=False)
+            return
         if name == "pause":
-            if not self.paused:
-                self.paused = True
-                actions.append(Notice("paused: say 'dealer resume' or press o to go on"))
+            self.paused = True
+            # (never "dealer resume" in the announcer's own words: its voice must not sound like a command)
+            actions.append(Notice(f"paused: to go on, say resume after {COMMAND_PREFIX}, or press o"))
         elif name == "resume":
-            if self.paused:
-                self.paused = False
-                if self.pace:
-                    self.next_flip = t + self.pace
-                actions.append(Notice("resumed"))
+            self.paused = False
+            if self.pace:
+                self.next_flip = t + self.pace
+            actions.append(Notice("resumed"))
         elif name == "end":
             self.stopped = Stop("ended")
         elif name == "flip":
@@ -311,8 +317,7 @@ class TableLoop:
         elif name in ("louder", "quieter"):
             actions.append(Setting(name))
         elif name == "help":
-            self._reply("say snap, snap pool, or dealer then pause, resume, repeat, "
-                        "status, score, slower, faster, louder, quieter, flip, or end game", actions, remember=False)
+            self._reply(f"Call snap, or snap pool. {help_text(self.paused)}", actions, remember=False)
 
     @property
     def lag(self) -> float:
