@@ -364,3 +364,26 @@ def test_an_impatient_second_ctrl_c_still_stops_the_game_cleanly(devices: dict, 
 
     records = gamelog.read(folder / "log.jsonl")  # whole: a torn line is an error here
     assert [type(event).__name__ for _, event in records].count("TableEnd") == 1
+
+
+def test_a_closed_terminal_or_a_kill_stops_the_game_as_ctrl_c_does(devices: dict, tmp_path: Path) -> None:
+    """SIGTERM (and SIGHUP, a closed terminal) ended the game at once: the log had no end and the
+    microphone recording stayed a temporary file, so `replay` said the game held no audio. Now it
+    stops as Ctrl-C does (whose closing of the recording the e2e game tests): the log is ended."""
+    folder = tmp_path / "session"
+    game = _play(["--data-dir", str(tmp_path / "data"), "play", "--players", "Ann,Bob", "--engine", "none",
+                  "--no-keyboard", "--text", "--quiet", "--pace", "1", "--seed", "5", "--record", str(folder)],
+                 devices, stdin=subprocess.DEVNULL)
+    try:
+        flips = _wait_for_flips(folder / "log.jsonl", game, 2, 30)
+        game.send_signal(signal.SIGTERM)
+        out, _ = game.communicate(timeout=30)
+    finally:
+        if game.poll() is None:
+            game.kill()
+    assert game.returncode == 0 and flips >= 2, out.decode()
+    from voicesnap import gamelog
+
+    ends = [e for _, e in gamelog.read(folder / "log.jsonl") if type(e).__name__ == "TableEnd"]
+    assert [e.reason for e in ends] == ["interrupted"]
+    assert not list(folder.glob("*.tmp*")), list(folder.iterdir())

@@ -673,6 +673,7 @@ def run(args: argparse.Namespace) -> int:
     if keyboard_on:
         for line in Keymap(players).help_lines():
             print(line)
+    stopping = _stop_on_hangup()
     try:
         with RawKeyboard() if keyboard_on else _Nothing() as keys:
             try:
@@ -705,6 +706,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         with interrupts_deferred(drop=True):
             _close_all(live, recorder, reference_recorder, log, close_speech)
+        stopping()
     if result.winner:
         print(f"{result.winner} wins the session ({result.games} game(s)).")
         print(f"log in {folder}")
@@ -721,6 +723,23 @@ FAREWELL = {
     "audio ended": "The recording has ended.",
 }
 LAST_WORDS_S = 20.0  # s the program waits at the end for its last announcements to be heard
+
+
+def _stop_on_hangup() -> Any:
+    """A closed terminal (SIGHUP) or a plain ``kill`` (SIGTERM) stops the game as Ctrl-C does, so its
+    log is ended and its audio recording kept: both had ended it at once, leaving the recording a
+    temporary file that ``replay`` could not find. Returns what puts the old handlers back."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    kinds = [k for k in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if k is not None]
+    try:
+        before = {k: signal.signal(k, stop) for k in kinds}
+    except ValueError:  # not the main thread: nothing to take over
+        return lambda: None
+    return lambda: [signal.signal(k, h) for k, h in before.items()]
 
 
 def _speaking(say: Any) -> bool:
