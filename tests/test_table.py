@@ -844,3 +844,22 @@ def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None
     assert said(manual.step(1.0, [cmd("faster", 0.9)])) == [
         "There is no pace: cards are turned when someone says flip."]
     assert "dealer resume" not in " ".join(said(loop.step(2.1, [cmd("pause", 2.05)])))  # its own words
+
+
+def test_the_display_drops_a_notice_once_the_game_is_back_to_normal() -> None:
+    """"!! resumed" (and "input device is back") stayed on the screen for the rest of the game."""
+    class _Log:
+        def write(self, *records: object) -> None:
+            pass
+
+    output = Output(_Log(), say=None, lines=lambda s: None)
+    loop, _game = new_loop(7, pace=1.0)
+    run_clock(loop, 1.5, {})
+    output(loop.step(1.6, [Detection("dealer pause", 1.55, 1.9, 0.9, engine="vosk")]))
+    assert output.notice.startswith("paused")
+    output(loop.step(1.7, [Detection("dealer resume", 1.65, 2.0, 0.9, engine="vosk")]))
+    assert output.notice == ""
+    output(loop.hold(f"{LiveInput.LOST}: plug it in"))
+    assert output.notice.startswith(LiveInput.LOST)
+    output(loop.release(2.0, f"{LiveInput.BACK}: resuming"))
+    assert output.notice == ""

@@ -148,6 +148,7 @@ class Notice:
     EVENT_TYPE: ClassVar[str] = "notice"
     text: str
     ends: str = ""
+    shown: bool = True  # kept on the display until the next notice; "resumed" is news only when said
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,7 @@ class TableLoop:
             self.paused = False
             if self.pace:
                 self.next_flip = t + self.pace
-            actions.append(Notice("resumed"))
+            actions.append(Notice("resumed", shown=False))
         elif name == "end":
             self.stopped = Stop("ended")
         elif name == "flip":
@@ -426,7 +427,7 @@ class TableLoop:
         self.held = False
         self.now = max(self.now, now)
         self._rearm_after = self.now  # the clock jumps over the gap with the next audio
-        return [Notice(reason, ends=LiveInput.LOST), Log(TableNote(self.now, reason))]
+        return [Notice(reason, ends=LiveInput.LOST, shown=False), Log(TableNote(self.now, reason))]
 
     # -- the step ----------------------------------------------------------------
     def step(self, now: float, detections: Iterable[Detection] = (),
@@ -888,7 +889,7 @@ class Output:
                     self.lines(a.text)
                 changed = changed or a.source is not None
             elif isinstance(a, Notice):
-                self.notice = a.text
+                self.notice = a.text if a.shown else ""
                 self.said.append((a.text, None))
                 if self.say is not None:
                     self.say(a.text, PRIORITY_RULING, a)
@@ -1111,7 +1112,8 @@ def play_session(
             is_over=lambda ev: isinstance(ev, GameOver),
             active_player=lambda g=holder: g.players[g.state.active],  # type: ignore[misc]  # (only on the flip command)
             status=lambda g=holder: status_text(g),  # type: ignore[misc]
-            score=lambda s=session: ", ".join(f"{p} {n}" for p, n in zip(s.players, s.scores)),  # type: ignore[misc]
+            score=lambda s=session: "Games won: " + ", ".join(  # type: ignore[misc]
+                f"{p} {n}" for p, n in zip(s.players, s.scores)) + ".",
             offset=offset,
             start=start,
             first_flip_delay=first_flip_delay,
