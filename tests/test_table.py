@@ -863,3 +863,22 @@ def test_the_display_drops_a_notice_once_the_game_is_back_to_normal() -> None:
     assert output.notice.startswith(LiveInput.LOST)
     output(loop.release(2.0, f"{LiveInput.BACK}: resuming"))
     assert output.notice == ""
+
+
+def test_at_verbosity_all_each_card_is_followed_by_whose_turn_it_is() -> None:
+    """Promised at --verbosity all (with --pace 0 players must know who says "flip"); never said live."""
+    for peeked in (False, True):  # cards announced as they are turned, or before (speech on)
+        loop, game = new_loop(7, pace=1.0)
+        loop.turn_cue = True
+        if peeked:
+            loop.peek = lambda t, g=game: g.copy().flip(t)
+        actions = run_clock(loop, 1.05, {})
+        if peeked:
+            card = next(a for a in actions if isinstance(a, Say) and isinstance(a.source, rules.Flipped))
+            actions = loop.announced(card.text, 1.06)
+        flipped = next(a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped))
+        turns = [a.text for a in actions if isinstance(a, Say) and a.text.endswith("'s turn.")]
+        assert turns == [f"{game.players[game.state.active]}'s turn."], (peeked, turns)
+        assert game.players[game.state.active] != flipped.player
+    plain, _ = new_loop(7, pace=1.0)
+    assert not [a for a in run_clock(plain, 1.05, {}) if isinstance(a, Say) and a.text.endswith("'s turn.")]

@@ -222,8 +222,10 @@ class TableLoop:
         busy: Callable[[], bool] = lambda: False,
         peek: Callable[[float], list[Any]] | None = None,
         rivals: RivalWatch | None = None,
+        turn_cue: bool = False,
     ) -> None:
         self.referee = referee
+        self.turn_cue = turn_cue  # "<player>'s turn." after each card (verbosity all: who flips next)
         # Speech bursts seen on the inputs (voicesnap.bursts): the referee is advanced as soon as
         # every rival that could still tie is in, not only after the worst-case ``lag``.
         self.rivals = rivals
@@ -264,11 +266,14 @@ class TableLoop:
             said = self.describe(ev)
             if said is not None and already_said is not None and said[0] == already_said:
                 already_said = None  # announced before it was turned (peek): not twice
-                continue
-            if said is not None:
+            elif said is not None:
                 text, priority = said
                 actions.append(Say(text, priority, ev))
                 self.last_said = text
+            if self.turn_cue and getattr(ev, "EVENT_TYPE", "") == "flipped" and not self.is_over(ev):
+                who = self.active_player()
+                if who is not None:  # (information: the next card cuts it, and at a pace it is heard first)
+                    actions.append(Say(f"{who}'s turn.", PRIORITY_INFO))
             if self.stopped is None and self.is_over(ev):
                 self.stopped = Stop("over", (ev,))
 
@@ -1121,6 +1126,7 @@ def play_session(
             rivals=rivals,
             busy=lambda: out_box[0].busy(),
             peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,  # type: ignore[misc]
+            turn_cue=settings.verbosity == "all",
         )
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]
