@@ -882,3 +882,17 @@ def test_at_verbosity_all_each_card_is_followed_by_whose_turn_it_is() -> None:
         assert game.players[game.state.active] != flipped.player
     plain, _ = new_loop(7, pace=1.0)
     assert not [a for a in run_clock(plain, 1.05, {}) if isinstance(a, Say) and a.text.endswith("'s turn.")]
+
+
+def test_a_call_made_just_before_a_card_is_ruled_before_that_card_is_turned() -> None:
+    """A wrong call 0.15 s before the next card was due was ruled 0.5 s later, after the card: players
+    heard a new card, then "Wrong call by bob ... top card Six of Spades", a card no longer on top."""
+    loop, game = new_loop(7, pace=1.0)
+    run_clock(loop, 1.5, {})
+    assert not any(e.match for e in [game.view()] if hasattr(e, "match"))
+    actions = run_clock(loop, 3.5, {1.9: [snap("Bob", 1.85, engine="keyboard")]})
+    order = [type(a.record).__name__ for a in actions if isinstance(a, Log)
+             and isinstance(a.record, (rules.Flipped, *rules.RULINGS))]
+    assert order[:2] == ["WrongCall", "Flipped"], order
+    flips = [a.record.t for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert 2.35 <= flips[0] <= 2.5  # the card waited for the ruling, no longer

@@ -236,6 +236,7 @@ class TableLoop:
         self._awaiting: tuple[float, str] | None = None  # (due, text) of a flip announced, not yet turned
         self.busy = busy  # a ruling is still being spoken: the next flip waits for it
         self._waited = False
+        self._held_for_call = False  # the next card waits for a call made before it to be ruled
         self._lag = lag
         self.players = tuple(players)
         self.pace = pace  # None: flip only on the flip command
@@ -352,6 +353,10 @@ class TableLoop:
         due = [d for d in due if d <= dynamic]
         dynamic = max(due) if due else fallback
         return (dynamic, "rivals") if dynamic > fallback else (fallback, "lag")
+
+    def _pending(self) -> list[Any]:
+        """Calls the referee holds, not ruled yet (their onsets on its clock)."""
+        return list(getattr(self.referee, "pending", ()))
 
     def _advance(self, horizon: float, actions: list[Action], by: str = "") -> None:
         produced = self.referee.advance(horizon + self.offset)
@@ -504,11 +509,17 @@ class TableLoop:
             if self.schedule is None and self.busy():
                 self._waited = True  # players hear every ruling before the next card
                 break
-            if self._waited:  # the card is turned now, when the ruling has been heard
+            if self._waited or self._held_for_call:  # the card is turned now, when the ruling has been heard
                 due, self._waited = max(due, self.now), False
             horizon, by = self._horizon()  # rulings due before the card, never past it
             before = len(actions)
             self._advance(min(due, horizon) if by == "rivals" else due - self.lag, actions, by)
+            if self.schedule is None and any(c.onset - self.offset < due for c in self._pending()):
+                # A call made before this card is not ruled yet (its decision window runs past the card's
+                # due time): the card waits, so its ruling is said first. Turned now, a wrong call was
+                # announced after the next card, naming a top card nobody could see any more.
+                self._held_for_call = True
+                break
             if self.schedule is None and any(isinstance(a, Say) and a.priority >= PRIORITY_RULING
                                              for a in actions[before:]):
                 # A ruling made just now is spoken before the card: the next step asks busy(),
@@ -517,6 +528,7 @@ class TableLoop:
                 held_at = due
                 break
             if self.stopped is None:
+                self._held_for_call = False
                 self._flip(due, actions)
         if self.stopped is None:
             horizon, by = self._horizon()
