@@ -848,8 +848,11 @@ class Output:
     def __init__(self, log: Any, *, say: Callable[[str, int, Any], None] | None = None,
                  lines: Callable[[str], None] = print, text: bool = True,
                  view: Callable[[], Any] | None = None, setting: Callable[[str], None] | None = None,
-                 redraw: bool = False, width: int = 80) -> None:
+                 redraw: bool = False, width: int = 80, hears_speech: bool = True) -> None:
         self.log = log
+        # Whether speech start and end records will come (play's hook): only then does a ruling being
+        # spoken hold the next card; a speaker that never reports would hold every card SPEECH_LIMIT s.
+        self.hears_speech = hears_speech
         self.redraw = redraw  # a terminal: draw the table in place instead of scrolling
         self.width = width
         self.say = say
@@ -899,7 +902,7 @@ class Output:
             elif isinstance(a, Say):
                 self.said.append((a.text, a.source))
                 if self.say is not None:
-                    if a.priority >= PRIORITY_RULING:
+                    if a.priority >= PRIORITY_RULING and self.hears_speech:
                         self._speaking[a.text] = time.monotonic()
                     self.say(a.text, a.priority, a.source)
                 if self.text:
@@ -1118,7 +1121,7 @@ def play_session(
 
         width = min(120, shutil.get_terminal_size((80, 24)).columns) if redraw else 80
         output = Output(log, say=say, lines=lines, text=text, view=view, setting=setting, redraw=redraw,
-                        width=width)
+                        width=width, hears_speech=hook is not None)
         out_box.append(output)
         start = audio_now if it is not None else wall()
         loop = TableLoop(
