@@ -316,11 +316,9 @@ class TableLoop:
             self._reply(self.status() or "no status yet", actions)
         elif name == "score":
             self._reply(self.score() or "no score yet", actions)
-        elif name in ("slower", "faster"):
-            if self.pace:
-                self.pace = round(self.pace * (1.25 if name == "slower" else 0.8), 3)
-                self.pace = min(10.0, max(0.5, self.pace))
-                self._reply(f"one flip every {self.pace:g} seconds", actions)
+        elif name in ("slower", "faster") and self.pace:  # (with no pace: answered above)
+            self.pace = min(10.0, max(0.5, round(self.pace * (1.25 if name == "slower" else 0.8), 3)))
+            self._reply(f"one flip every {self.pace:g} seconds", actions)
         elif name in ("louder", "quieter"):
             actions.append(Setting(name))
         elif name == "help":
