@@ -896,3 +896,19 @@ def test_a_call_made_just_before_a_card_is_ruled_before_that_card_is_turned() ->
     assert order[:2] == ["WrongCall", "Flipped"], order
     flips = [a.record.t for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
     assert 2.35 <= flips[0] <= 2.5  # the card waited for the ruling, no longer
+
+
+def test_a_resumed_session_keeps_the_pace_the_players_asked_for(tmp_path: Path) -> None:
+    """"dealer slower" twice took 2 s to 3.125 s; `play --resume` went back to 2 s."""
+    settings = TableSession(players=PLAYERS, seed=7, pace=2.0)
+    path = tmp_path / "log.jsonl"
+    slower = Detection("dealer slower", 1.2, 1.6, 0.9, engine="vosk")
+    with gamelog.GameLog(path) as log:
+        log.write(settings)
+        loop, _game = new_loop(7, pace=2.0)
+        for t in (1.7, 2.7):
+            for a in loop.step(t, [dataclasses.replace(slower, onset=t - 0.5)]):
+                if isinstance(a, Log) and isinstance(a.record, TableStep):
+                    log.write(a.record)
+    assert loop.pace == 3.125
+    assert rebuild([ev for _, ev in gamelog.read(path)]).settings.pace == 3.125
