@@ -260,3 +260,17 @@ def test_a_played_log_reads_in_a_fresh_process_with_gamelog_alone(data: Path, tm
     assert read.returncode == 0, read.stderr
     count, total = read.stdout.split()
     assert int(count) > 10 and int(total) == 52
+
+
+def test_the_offer_to_enroll_a_missing_player_is_said_aloud(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`play` waited on a printed question ("Enroll now? [Y/n]") that a player who plays by ear never heard."""
+    from voicesnap.cli import enroll as E
+    from voicesnap.cli import play as P
+
+    played: list[int] = []
+    monkeypatch.setattr(E, "_play", lambda sound: played.append(len(sound)))  # the speaker: what reached it
+    monkeypatch.setattr("builtins.input", lambda prompt="": "n")
+    assert P.offer_enrollment(data, ("Cara",), ask=True, speak=True) == ["Cara"]
+    assert played and played[0] > 16000  # a rendered sentence (espeak-ng), over a second long
+    played.clear()
+    assert P.offer_enrollment(data, ("Cara",), ask=True, speak=False) == ["Cara"] and not played

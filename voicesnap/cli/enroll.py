@@ -175,7 +175,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
 
     why: str | None = ""
     try:
-        _say(SPEECH_PROMPT, args.silent)
+        say_prompt(SPEECH_PROMPT, args.silent)
         for _try in range(SPEECH_TRIES):
             try:
                 _play(beep)
@@ -189,7 +189,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
             if not why:
                 print("  speech sample ok")
                 return sample
-            _say(f"Again please: {why}.", args.silent)
+            say_prompt(f"Again please: {why}.", args.silent)
     except KeyboardInterrupt:
         sd.stop()
         print("\n  speech sample skipped; enrolling with the takes alone")
@@ -219,7 +219,8 @@ def _speech_sample(args: argparse.Namespace, prof: Profile, enc: Encoder, beep: 
     return _speech_live(args, cast(np.ndarray, beep), judge)  # callers pass the beep unless from files
 
 
-def _say(text: str, silent: bool) -> None:
+def say_prompt(text: str, silent: bool) -> None:
+    """Print ``text`` and speak it (unless ``silent``): a player may be setting up by ear."""
     print(text, flush=True)
     if silent:
         return
@@ -302,10 +303,10 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
     takes: list[V.Take] = []
     for phrase, count in plan:
         if phrase in contrast:
-            _say(f"Now say '{phrase}' after each beep, {count} times. It sounds like '{word}' but is not a "
+            say_prompt(f"Now say '{phrase}' after each beep, {count} times. It sounds like '{word}' but is not a "
                  f"call: from your own voice the game learns to tell them apart.", args.silent)
         else:
-            _say(f"Say '{phrase}' after each beep, {count} times.", args.silent)
+            say_prompt(f"Say '{phrase}' after each beep, {count} times.", args.silent)
         got = 0
         tries = 0
         silent = 0
@@ -327,7 +328,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
                 if tries > MAX_RETRIES * count:
                     raise UserError(f"too many refused takes ({problems[0].reason}); "
                                     "check the microphone and try again")
-                _say(f"Again please: {problems[0].reason}.", args.silent)
+                say_prompt(f"Again please: {problems[0].reason}.", args.silent)
                 continue
             got += 1
             silent = 0
@@ -507,5 +508,5 @@ def run(args: argparse.Namespace) -> int:
         counts += f", {profile.extra['speech']['seconds']:.0f} s of speech"
     print(f"{'Re-enrolled' if existed else 'Enrolled'} {name}: {counts}; profile {path}")
     if sys.stdout.isatty() and not args.silent and not args.from_files:
-        _say(f"Thank you, {name}. You are enrolled.", args.silent)
+        say_prompt(f"Thank you, {name}. You are enrolled.", args.silent)
     return 0

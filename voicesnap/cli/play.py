@@ -357,8 +357,9 @@ def _profiles(root: Path, players: tuple[str, ...]) -> list[Any]:
             for seat, name in enrolled_names(root, players).items()]
 
 
-def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[str]:
-    """Players without a voice profile; when ``ask``, offer to enroll each on the spot."""
+def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool, speak: bool = False) -> list[str]:
+    """Players without a voice profile; when ``ask``, offer to enroll each on the spot (said aloud too
+    with ``speak``: a player who plays by ear could not see the question the game was waiting on)."""
     try:
         from .. import voices
     except ImportError:
@@ -367,9 +368,13 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool) -> list[st
     if not missing or not ask:
         return missing
     from . import main as cli_main
+    from .enroll import say_prompt
 
     still = []
     for name in missing:
+        if speak:
+            say_prompt(f"{name} has no voice profile. Press Enter to enroll {name} now, which takes about two "
+                       "minutes, or N and Enter to play without.", silent=False)
         answer = input(f"{name} has no voice profile. Enroll now (about two minutes)? [Y/n] ").strip().lower()
         if answer in ("", "y", "yes"):
             cli_main(["--data-dir", str(root), "enroll", name])
@@ -582,7 +587,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--strict-calls checks calls heard by voice, and --engine none hears none: drop one of them")
     if args.engine != "none" and not channels:
         missing = offer_enrollment(root, players,
-                                   ask=not args.input_file and sys.stdin is not None and sys.stdin.isatty())
+                                   ask=not args.input_file and sys.stdin is not None and sys.stdin.isatty(),
+                                   speak=not args.quiet)
         if missing:
             print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
                   f"(or enroll later: voicesnap enroll {missing[0]})")
