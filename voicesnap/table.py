@@ -352,7 +352,7 @@ class TableLoop:
         # Only as far as the calls it rules: the referee refuses as late any call whose window has
         # passed its horizon, so a call the tracker missed (too faint for it) and the spotter reports
         # later is lost only if a later call was ruled before it, never just because time passed.
-        due = [c.onset - self.offset + window for c in getattr(self.referee, "pending", ())]
+        due = [c.onset - self.offset + window for c in self._pending()]
         due = [d for d in due if d <= dynamic]
         dynamic = max(due) if due else fallback
         return (dynamic, "rivals") if dynamic > fallback else (fallback, "lag")
