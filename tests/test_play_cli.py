@@ -216,6 +216,24 @@ def test_a_best_of_three_session_plays_to_a_winner_and_the_winner_deals(data: Pa
     assert f"{over[0].winner} wins the session" in run.stdout.decode()
 
 
+def test_the_last_table_drawn_counts_the_last_game_won(data: Path, tmp_path: Path) -> None:
+    """The wins column was read once per game, so the table drawn at a session's end lagged one game."""
+    from voicesnap.session import SessionOver
+
+    folder = tmp_path / "bo3"
+    run = play(["--players", "Alice,Bob,Cara", "--engine", "none", "--quiet", "--seed", "4", "--pace", "0.001",
+                "--session", "best-of-3", "--record", str(folder)], b"", data, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    over = [r for r in (ev for _, ev in gamelog.read(folder / "log.jsonl")) if isinstance(r, SessionOver)]
+    lines = run.stdout.decode().splitlines()
+    header = max(i for i, line in enumerate(lines) if line.split()[:1] == ["player"])
+    rows = {}
+    for line in lines[header + 1:header + 4]:  # the three seat rows
+        cells = line.lstrip(" >").split()
+        rows[cells[0]] = int(cells[-1])
+    assert rows == dict(zip(("Alice", "Bob", "Cara"), over[0].scores)), lines[header:]
+
+
 def test_a_missing_microphone_names_plays_own_option(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The fix must name --input (play's option), not listen's --device."""
     from voicesnap import models

@@ -1125,14 +1125,13 @@ def play_session(
                                 settings.tie_window, settings.decision_window)
             per = getattr(spotter, "spotters", None)  # one spotter per microphone channel (ChannelSpotters)
             tracker = BurstTracker(sorted(per) if isinstance(per, dict) else None)  # else every input channel
-        scores = dict(zip(session.players, session.scores))
         title = f"voicesnap {settings.variant}, game {session.games + 1} ({settings.format})"
         out_box: list[Output] = []
 
-        def view(game: Any = holder, title: str = title, scores: dict = scores) -> Any:
-            o = out_box[0]
+        def view(game: Any = holder, title: str = title) -> Any:
+            o = out_box[0]  # wins read now: the table drawn once a game is scored counts that game
             return view_of(game, rulings=o.rulings, title=title, clock=table.heard if it else wall(),
-                           notice=o.notice, wins=scores)
+                           notice=o.notice, wins=dict(zip(session.players, session.scores)))
 
         import shutil
 
