@@ -66,6 +66,17 @@ def test_rulings_say_who_how_many_and_the_pool_top_card():
     assert describe(PoolWon(4.0, "alice", 9, 12), Verbosity.RANKS)[0] == "alice wins the pool, 9 cards."
     assert describe(Eliminated(5.0, 2, "cara"), Verbosity.RANKS) == ("cara is out.", Priority.RULING, "elimination")
     assert describe(GameOver(6.0, "alice", "last player", (52, 0, 0)), Verbosity.RANKS)[0] == "Game over. alice wins."
+
+
+def test_a_game_the_guard_ended_says_why_in_words() -> None:
+    """The bare reason was read aloud: "Game over. Bob wins (repeat).", which a player could not follow."""
+    names = ("alice", "bob", "cara")
+    said = describe(GameOver(9.0, "bob", "repeat", (17, 18, 17)), Verbosity.RANKS, players=names)[0]
+    assert said == "Game over: the same cards came round again. bob wins with the most cards, 18."
+    said = describe(GameOver(9.0, "cara", "flip cap", (26, 0, 26)), Verbosity.RANKS, players=names)[0]
+    assert said == "Game over: the flip limit is reached. cara wins on the tie-break."
+    assert describe(GameOver(9.0, "cara", "flip cap", (26, 0, 26)), Verbosity.RANKS)[0] == (
+        "Game over: the flip limit is reached. cara wins.")  # no seats given: no count to say
     assert describe(Dealt(0.0, 0, (26, 26), 1), Verbosity.RANKS, players=("alice", "bob"))[0] == (
         "alice deals. bob goes first.")
     assert describe(GameScored(6.0, 1, "alice", (1, 0), False), Verbosity.RANKS, players=("alice", "bob"))[0] == (

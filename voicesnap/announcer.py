@@ -100,6 +100,26 @@ def _top(cards: Sequence[Card]) -> str:
     return f", top card {cards[-1].spoken}" if cards else ""
 
 
+# Why the engine's guard ended a game, in words a player can follow by ear (the bare reason,
+# "Bob wins (repeat)", was read aloud as "Bob wins repeat").
+_ENDED = {
+    "flip cap": "the flip limit is reached",
+    "repeat": "the same cards came round again",
+}
+
+
+def _game_over(ev: GameOver, players: Sequence[str]) -> str:
+    why = _ENDED.get(ev.reason)
+    if why is None:  # the last player holding cards, or all out together: the win says it
+        return f"Game over. {ev.winner} wins."
+    if len(players) != len(ev.cards):  # (the display's short line has no seats to count)
+        return f"Game over: {why}. {ev.winner} wins."
+    held = dict(zip(players, ev.cards))
+    most = all(n < held[ev.winner] for p, n in held.items() if p != ev.winner)
+    how = f"with the most cards, {held[ev.winner]}" if most else "on the tie-break"
+    return f"Game over: {why}. {ev.winner} wins {how}."
+
+
 def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
              players: Sequence[str] = ()) -> tuple[str, Priority, str | None] | None:
     """(text, priority, earcon) for one event, or None when this verbosity skips it.
@@ -139,8 +159,7 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
     if isinstance(ev, Eliminated):
         return f"{ev.player} is out.", Priority.RULING, "elimination"
     if isinstance(ev, GameOver):
-        why = {"last player": "", "all out": ""}.get(ev.reason, f" ({ev.reason})")
-        return f"Game over. {ev.winner} wins{why}.", Priority.RULING, None
+        return _game_over(ev, state.players if state else players), Priority.RULING, None
     if isinstance(ev, GameScored):
         return f"Game {ev.game} to {ev.winner}. {score_words(players, ev.scores)}", Priority.RULING, None
     if isinstance(ev, SessionOver):
