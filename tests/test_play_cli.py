@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile as sf
 
 from voicesnap import gamelog, rules
 from voicesnap.cli import main
-from voicesnap.table import TableEnd, rebuild
+from voicesnap.corpus import CORPUS_DIR, load
+from voicesnap.table import TableEnd, TableStep, rebuild
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,6 +249,36 @@ def test_a_missing_microphone_names_plays_own_option(data: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "pick one with --input," in err and "--device" not in err
+
+
+@pytest.mark.vosk_model
+def test_a_pause_said_just_before_a_card_stops_that_card(data: Path, tmp_path: Path) -> None:
+    """"dealer pause" is decided only once its last word is over; a card due in between was turned.
+
+    A fixture voice's "dealer pause" starts 2.71 s into the file and ends 3.38 s; at one card a
+    second from 1.0 s, the card due at 3.0 s must wait for it, and then never turn (paused).
+    """
+    from voicesnap import models
+
+    model = os.environ.get("VOICESNAP_VOSK_MODEL")
+    if not model or not models.is_model(model):
+        pytest.skip("no Vosk English model (VOICESNAP_VOSK_MODEL; .ci/run fetches one)")
+    fx = load(CORPUS_DIR / "commands_1.json")
+    said = next(s for s in fx.segments if s.text == "dealer pause")
+    samples, rate = fx.read(), fx.rate
+    cut = int(said.onset - 0.71 * rate)  # the word 2.71 s in, after 2 s of quiet
+    mono = np.concatenate([np.zeros(2 * rate, np.int16), samples[cut:, 0], np.zeros(3 * rate, np.int16)])
+    wav = tmp_path / "pause.wav"
+    sf.write(wav, np.stack([mono, np.zeros_like(mono)], axis=1), rate, subtype="PCM_16")
+    folder = tmp_path / "p"
+    run = play(["--players", "Alice,Bob", "--channels", "Alice=0,Bob=1", "--engine", "vosk", "--model", model,
+                "--input-file", str(wav), "--pace", "1", "--text", "--quiet", "--seed", "3", "--no-keyboard",
+                "--record", str(folder)], b"", data, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()
+    records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
+    pause = [r for r in records if isinstance(r, TableStep) and r.word == "dealer pause"]
+    assert len(pause) == 1 and abs(pause[0].onset - 2.71) < 0.2, pause
+    assert [r.t for r in records if isinstance(r, rules.Flipped)] == [1.0, 2.0]
 
 
 def test_verbosity_ranks_prints_flips_as_ranks_only(data: Path, tmp_path: Path) -> None:

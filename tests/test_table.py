@@ -912,3 +912,21 @@ def test_a_resumed_session_keeps_the_pace_the_players_asked_for(tmp_path: Path) 
                     log.write(a.record)
     assert loop.pace == 3.125
     assert rebuild([ev for _, ev in gamelog.read(path)]).settings.pace == 3.125
+
+
+def test_a_command_being_heard_holds_the_next_card_only_while_it_may_still_come() -> None:
+    """The card due at 3.0 s waits while the spotter is deciding a command begun at 2.7 s; a
+    partial that never resolves (say the speech gate stopped feeding it) holds it 2.5 s at most."""
+    def flips(actions: list) -> list[float]:
+        return [a.record.t for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+
+    loop, _game = new_loop()
+    assert flips(loop.step(2.5)) == [1.0, 2.0]
+    assert flips(loop.step(3.4, commanding=2.7)) == []  # "dealer ..." is still being decided
+    assert flips(loop.step(3.6, [Detection("dealer help", 2.7, 3.3, 0.9, player="Bob")])) == [3.6]
+    loop, _game = new_loop()
+    assert flips(loop.step(2.5)) == [1.0, 2.0]
+    assert flips(loop.step(5.1, commanding=2.7)) == []
+    assert flips(loop.step(5.3, commanding=2.7)) == [5.3]  # 2.5 s after the command began: turned
+    loop, _game = new_loop()
+    assert flips(loop.step(3.4, commanding=3.2)) == [1.0, 2.0, 3.0]  # begun after the card was due

@@ -39,7 +39,7 @@ from .bursts import BurstTracker, RivalWatch, SpeechBurst
 from .commands import allowed, help_text
 from .live import LiveInput
 from .rules import CallError
-from .spotters import Detection, Refusal, take_refusals, undecided_from
+from .spotters import Detection, Refusal, command_begun_from, take_refusals, undecided_from
 from .tablelog import TableEnd, TableNote, TableResumed, TableSession, TableStart, TableStep
 from .vocabulary import COMMAND_PREFIX, command_phrases
 
@@ -241,7 +241,8 @@ class TableLoop:
         self._awaiting: tuple[float, str] | None = None  # (due, text) of a flip announced, not yet turned
         self.busy = busy  # a ruling is still being spoken: the next flip waits for it
         self._waited = False
-        self._held_for_call = False  # the next card waits for a call made before it to be ruled
+        self._held_for_call = False  # the next card waits for a call (or command) made before it
+        self._command_from: float | None = None  # where a command the spotter is deciding began
         self._lag = lag
         self.players = tuple(players)
         self.pace = pace  # None: flip only on the flip command
@@ -357,6 +358,13 @@ class TableLoop:
         dynamic = max(due) if due else fallback
         return (dynamic, "rivals") if dynamic > fallback else (fallback, "lag")
 
+    COMMAND_HOLD = 2.5  # s after a command begins that a card waits for it (a stuck partial never stops play)
+
+    def _command_before(self, due: float) -> bool:
+        """Has a command begun before ``due`` that the spotter is still deciding?"""
+        begun = self._command_from
+        return begun is not None and begun < due and self.now < begun + self.COMMAND_HOLD
+
     def _pending(self) -> list[Any]:
         """Calls the referee holds, not ruled yet (their onsets on its clock)."""
         return list(getattr(self.referee, "pending", ()))
@@ -444,18 +452,21 @@ class TableLoop:
 
     # -- the step ----------------------------------------------------------------
     def step(self, now: float, detections: Iterable[Detection] = (),
-             bursts: Iterable[SpeechBurst] = (), undecided: float | None = None) -> list[Action]:
+             bursts: Iterable[SpeechBurst] = (), undecided: float | None = None,
+             commanding: float | None = None) -> list[Action]:
         """Take what was heard up to ``now`` (audio clock) and return what to do.
 
         Detections may come late and out of order; calls go to the referee with
         their own onsets, so arrival order never matters to the ruling.
         ``bursts``: speech starts and ends seen on the inputs up to ``now`` (for ``rivals``);
-        ``undecided``: the onset of a call the spotter has begun to hear and not yet reported.
+        ``undecided``: the onset of a call the spotter has begun to hear and not yet reported;
+        ``commanding``: the same for a "dealer ..." command (a card due after it waits for it).
         """
         actions: list[Action] = []
         if self.stopped is not None:
             return actions
         self.now = max(self.now, now)
+        self._command_from = commanding
         detections = list(detections)
         if self.rivals is not None:
             self.rivals.heard(bursts, [d for d in detections if d.engine != "keyboard"], undecided)
@@ -517,6 +528,11 @@ class TableLoop:
             horizon, by = self._horizon()  # rulings due before the card, never past it
             before = len(actions)
             self._advance(min(due, horizon) if by == "rivals" else due - self.lag, actions, by)
+            if self.schedule is None and self._command_before(due):
+                # "dealer pause" begun before this card is decided only once its last word is over:
+                # the card waits for it (turned at once, a pause said just before a card let it turn).
+                self._held_for_call = True
+                break
             if self.schedule is None and any(c.onset - self.offset < due for c in self._pending()):
                 # A call made before this card is not ruled yet (its decision window runs past the card's
                 # due time): the card waits, so its ruling is said first. Turned now, a wrong call was
@@ -621,6 +637,7 @@ class Heard:
     bursts: tuple[SpeechBurst, ...] = ()  # speech starts/ends in that audio (BurstTracker)
     refusals: tuple[Refusal, ...] = ()  # near misses the spotter judged another word (logged)
     undecided: float | None = None  # onset of a call the spotter has begun to hear (spotters.undecided_from)
+    command: float | None = None  # onset of a command the spotter has begun to hear (spotters.command_begun_from)
 
 
 class Table:
@@ -663,6 +680,7 @@ class Table:
         self.errors: list[BaseException] = []
         self._threads: list[threading.Thread] = []
         self._undecided: float | None = None  # the spotter's undecided call onset, as last heard
+        self._command: float | None = None  # the spotter's undecided command onset, as last heard
 
     # keyboard presses: stamped on the audio clock when there is one
     def _key_clock(self) -> float:
@@ -693,7 +711,8 @@ class Table:
                 found = tuple(self.spotter.accept(chunk)) if self.spotter is not None else ()
                 bursts = tuple(self.tracker.accept(chunk)) if self.tracker is not None else ()
                 self.put(Heard(chunk.end / chunk.rate, found, bursts=bursts,
-                               refusals=tuple(take_refusals(self.spotter)), undecided=undecided_from(self.spotter)))
+                               refusals=tuple(take_refusals(self.spotter)), undecided=undecided_from(self.spotter),
+                               command=command_begun_from(self.spotter)))
             else:
                 if self.spotter is not None and not self.stopping.is_set():
                     found = tuple(self.spotter.flush())
@@ -735,6 +754,7 @@ class Table:
                     noted += [Log(TableNote(r.onset, r.explain())) for r in heard.refusals]
                     if heard.until is not None:  # (a key press says nothing about the spotter)
                         self._undecided = heard.undecided
+                        self._command = heard.command
                         self.heard = max(self.heard, heard.until)
                         self._heard_at = time.monotonic()
                     if heard.problem == "end of audio":
@@ -746,7 +766,7 @@ class Table:
                     elif heard.problem:
                         self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
                 now = self.heard if self.chunks is not None else self._wall()
-                actions = noted + self.loop.step(now, detections, bursts, self._undecided)
+                actions = noted + self.loop.step(now, detections, bursts, self._undecided, self._command)
                 if self.hook is not None:
                     for record in self.hook():
                         actions.append(Log(record))

@@ -222,6 +222,12 @@ class SpeechGate:
 
         return self._time(undecided_from(self.inner)) if self.inner is not None else None
 
+    def command_begun(self) -> float | None:
+        """The inner spotter's ``command_begun`` on the stream's clock."""
+        from . import command_begun_from
+
+        return self._time(command_begun_from(self.inner)) if self.inner is not None else None
+
     @property
     def pending(self) -> list[str] | None:
         """The inner spotter's ``pending`` words (no times: the utterance in progress); None if it cannot say."""

@@ -333,6 +333,15 @@ class VoskSpotter:
             held.append(self._utt_start)
         return min(held) if held else None
 
+    def command_begun(self) -> float | None:
+        """Where a "dealer ..." phrase the decoder shows, not yet decided, may start (see
+        spotters.command_begun_from): a final "dealer" waiting for its command word, or one in the
+        partial text (the utterance's start: partial text has no times)."""
+        held = [w.start for w in self._words if w.word == COMMAND_PREFIX]
+        if COMMAND_PREFIX in self._partial:
+            held.append(self._utt_start)
+        return min(held) if held else None
+
     @property
     def final_until(self) -> float:
         """Seconds on the clock up to which the decoder's results are final (where the
