@@ -196,6 +196,65 @@ def _commands(quick: bool) -> list[Row] | None:
     ]
 
 
+# Voices for the command-voices rows: espeak-ng's English accents, each with a few of its variants.
+ACCENTS = ("en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-us-nyc", "en-gb-x-gbclan", "en-gb-x-gbcwmd")
+VARIANTS = ("m1", "m3", "m7", "f2", "f3", "f4")
+
+
+def _command_voices(quick: bool, seed: int = 1) -> list[Row]:
+    """Every command said by many synthetic voices (the corpus has two takes of each): which are
+    heard as themselves, as another command, or not at all. Found "dealer score" -> "slower"."""
+    model = os.environ.get("VOICESNAP_VOSK_MODEL") or "/root/.cache/voicesnap-ci/vosk-model-small-en-us-aar-0.3.45"
+    if not Path(model, "am").is_dir():
+        return [Row(AREA, "voice commands, many espeak-ng voices", "n/a", note="no Vosk model (VOICESNAP_VOSK_MODEL)")]
+    import random
+    import subprocess
+
+    import soxr
+
+    from voicesnap.audio import AudioChunk
+    from voicesnap.spotters.vosk_spotter import VoskSpotter, load_model
+    from voicesnap.vocabulary import command_phrases
+
+    vmodel = load_model(model)
+    rng = random.Random(seed)
+    noise = np.random.default_rng(seed)
+    per_accent = 1 if quick else 3
+    rows: list[Row] = []
+    for name, phrase in command_phrases().items():
+        right = other = nothing = 0
+        heard_as: dict[str, int] = {}
+        for accent in ACCENTS:
+            for variant in rng.sample(VARIANTS, per_accent):
+                wav = subprocess.run(["espeak-ng", "-v", f"{accent}+{variant}", "-s", str(rng.randint(140, 190)),
+                                      "-p", str(rng.randint(30, 70)), "--stdout", phrase],
+                                     capture_output=True, check=True).stdout
+                raw = np.frombuffer(wav[44:], np.int16).astype(np.float32)  # espeak-ng: 22050 Hz mono PCM
+                x = soxr.resample(raw, 22050, 16000)
+                x *= 10 ** (rng.uniform(-12, -4) / 20) * 32767 / (np.abs(x).max() + 1e-9)
+                y = noise.normal(0, 32767 * 10 ** (-50 / 20), 16000 * 3 + len(x))
+                y[16000:16000 + len(x)] += x
+                samples = np.clip(y, -32768, 32767).astype(np.int16).reshape(-1, 1)
+                spotter = VoskSpotter(vmodel)
+                got = []
+                for i in range(0, len(samples), 320):
+                    got += spotter.accept(AudioChunk(16000, 2, 1, i, samples[i:i + 320]))
+                words = [d.word for d in got + spotter.flush() if d.word.startswith("dealer ")]
+                if phrase in words:
+                    right += 1
+                elif words:
+                    other += 1
+                    heard_as[words[0]] = heard_as.get(words[0], 0) + 1
+                else:
+                    nothing += 1
+        n = right + other + nothing
+        worst = max(heard_as, key=heard_as.__getitem__) if heard_as else ""
+        rows.append(Row(AREA, f"'{phrase}', espeak-ng voices: heard as itself", right / n, "fraction", ">= 0.9",
+                        f"{right}/{n}; as another command {other}" + (f" (most: '{worst}')" if worst else "")
+                        + f", nothing {nothing}"))
+    return rows
+
+
 def run(quick: bool) -> list[Row]:
     from voicesnap.announcer import Verbosity, startup_phrases
     from voicesnap.speech import SpeechCache, VoiceSettings, engine_kind
@@ -245,6 +304,7 @@ def run(quick: bool) -> list[Row]:
         rows.append(Row(AREA, "Speed Snap: first card of a flip heard after the flip, p95",
                         back["late_flip_p95"] * 1000, "ms", "", "virtual clock, 256-frame blocks at 16 kHz"))
         rows.extend(_commands(quick) or [])
+        rows.extend(_command_voices(quick))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
