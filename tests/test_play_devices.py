@@ -248,6 +248,13 @@ def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_t
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
 
 
+def _start_server(env: dict) -> subprocess.Popen:
+    return subprocess.Popen(["pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n", "--disable-shm=yes",
+                             "--enable-memfd=no", "--load=module-native-protocol-unix",
+                             f"--load=module-null-sink sink_name=m rate={RATE} channels=1"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 @contextlib.contextmanager
 def _private_server(devices: dict, tmp_path: Path) -> Iterator[tuple[dict, subprocess.Popen]]:
     """A sound server of the test's own to kill (one null sink, with room noise on it as a real mic
@@ -257,10 +264,7 @@ def _private_server(devices: dict, tmp_path: Path) -> Iterator[tuple[dict, subpr
     env = {k: v for k, v in devices.items() if k not in ("PULSE_SOURCE", "PULSE_SINK")}
     env.update(XDG_RUNTIME_DIR=str(runtime), PULSE_RUNTIME_PATH=str(runtime / "pulse"),
                PULSE_SERVER=f"unix:{runtime}/pulse/native")
-    server = subprocess.Popen(["pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n", "--disable-shm=yes",
-                               "--enable-memfd=no", "--load=module-native-protocol-unix",
-                               f"--load=module-null-sink sink_name=m rate={RATE} channels=1"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = _start_server(env)
     noise = writer = None
     try:
         deadline = time.monotonic() + 10
@@ -387,3 +391,53 @@ def test_a_closed_terminal_or_a_kill_stops_the_game_as_ctrl_c_does(devices: dict
     ends = [e for _, e in gamelog.read(folder / "log.jsonl") if type(e).__name__ == "TableEnd"]
     assert [e.reason for e in ends] == ["interrupted"]
     assert not list(folder.glob("*.tmp*")), list(folder.iterdir())
+
+
+# Plays on the speaker and prints what the players are told, until the speaker is back (or 25 s).
+_SPEAKER_WATCH = """
+import sys, time
+import numpy as np
+from voicesnap.playback import DevicePlayback
+with DevicePlayback(rate=16000) as out:
+    print("open", flush=True)
+    tone = (3000 * np.sin(np.arange(16000) * 0.1)).astype(np.int16)
+    end = time.monotonic() + 25
+    n = 0
+    while time.monotonic() < end:
+        if not out.mixer.busy:
+            n += 1
+            out.play(n, "tone", tone)
+        said = out.loss_notice()
+        if said:
+            print(said, flush=True)
+            if "back" in said:
+                break
+        time.sleep(0.1)
+    print("callbacks moving:", out.callbacks > 0, flush=True)
+"""
+
+
+def test_a_speaker_whose_sound_server_restarts_is_said_gone_and_comes_back(devices: dict, tmp_path: Path) -> None:
+    """After the sound server restarted mid-game the microphone came back but the announcer stayed
+    silent for the rest of the game, and nothing said so."""
+    with _private_server(devices, tmp_path) as (env, server):
+        run = subprocess.Popen([sys.executable, "-c", _SPEAKER_WATCH], cwd=ROOT, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        again = None
+        try:
+            assert run.stdout is not None
+            assert run.stdout.readline().strip() == "open"
+            time.sleep(1.0)
+            server.terminate()
+            server.wait(timeout=10)
+            gone = run.stdout.readline()
+            assert "the speaker is gone" in gone, gone + (run.stderr.read() if run.stderr and not gone else "")
+            again = _start_server(env)
+            out, err = run.communicate(timeout=40)
+        finally:
+            for p in (run, again):
+                if p is not None and p.poll() is None:
+                    p.kill()
+    assert run.returncode == 0, err
+    assert "the speaker is back" in out, out + err
+    assert "Traceback" not in err, err

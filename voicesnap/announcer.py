@@ -449,6 +449,10 @@ class Announcer:
         message = underflow() if underflow is not None else None
         if message:
             self._notice(message)
+        lost = getattr(self.playback, "loss_notice", None)  # the speaker gone, or back: printed (it cannot be said)
+        message = lost() if lost is not None else None
+        if message:
+            self._notice(message)
         for ev in events:
             if isinstance(ev, SpeechStarted):
                 self.started[ev.id] = ev.t

@@ -394,6 +394,10 @@ class DevicePlayback(_Shell):
         self.underflows = 0  # output buffers the device ran dry on (PortAudio's output-underflow flag)
         self._underflows_told = 0
         self._last_underflow: float | None = None
+        self.callbacks = 0  # output buffers filled so far: a count that stops moving is a speaker gone
+        self.lost = False  # the players were told the speaker is gone, and not yet that it is back
+        self._moved_at: tuple[int, float] | None = None  # (callbacks, when that count was first seen)
+        self._retry_at = 0.0
         super().__init__(Mixer(rate or 48000))
 
     @property
@@ -444,11 +448,51 @@ class DevicePlayback(_Shell):
 
     def close(self) -> None:
         if self._stream is not None:
-            try:
-                self._stream.stop()
+            try:  # abort: stop() waits for the stream's thread, which a dead sound server can leave stuck
+                self._stream.abort()
                 self._stream.close()
+            except Exception:
+                pass
             finally:
                 self._stream = None
+
+    LOST_S = 2.0  # s without an output buffer asked for: the speaker is gone (server restarted, unplugged)
+    RETRY_S = 2.0  # s between tries to reopen it
+
+    def loss_notice(self, now: float | None = None) -> str | None:
+        """Tell the players once when the speaker stops asking for sound, and once when it is back
+        (control thread). While it is gone the stream is reopened every RETRY_S: a sound server that
+        restarted left the announcer silent for the rest of the game, with nothing said."""
+        import time
+
+        now = time.monotonic() if now is None else now
+        count = self.callbacks
+        if self._moved_at is None or count != self._moved_at[0]:
+            self._moved_at = (count, now)
+            if self.lost and count > 0:
+                self.lost = False
+                return "the speaker is back: the announcer speaks again"
+            return None
+        if now - self._moved_at[1] < self.LOST_S:
+            return None
+        told = None
+        if not self.lost:
+            self.lost = True
+            told = ("the speaker is gone (it has asked for no sound for 2 s: the sound server stopped, or the "
+                    "device was unplugged); the game goes on without speech and it is reopened as soon as it can be")
+        if now >= self._retry_at:
+            self._retry_at = now + self.RETRY_S
+            self._reopen()
+        return told
+
+    def _reopen(self) -> None:
+        import sounddevice as sd
+
+        self.close()
+        try:  # (as the microphone is reopened: through ALSA's pulse device, a restarted server is found)
+            self._start(sd, self.rate)
+        except Exception:  # not back yet: tried again later
+            self.close()
 
     def __enter__(self) -> "DevicePlayback":
         return self.open()
@@ -459,6 +503,7 @@ class DevicePlayback(_Shell):
     def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
         if status and status.output_underflow:  # flags are an int: no allocation when all is well
             self.underflows += 1
+        self.callbacks += 1
         self._dac.append((self.mixer.frame, float(time_info.outputBufferDacTime)))
         self.mixer.fill(outdata)
 
