@@ -11,13 +11,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import secrets
+import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..files import data_dir
+
+if TYPE_CHECKING:
+    from ..table import SessionResult
 
 DEFAULT_PACE = 2.0
 
@@ -591,7 +595,7 @@ def run(args: argparse.Namespace) -> int:
                                    speak=not args.quiet)
         if missing:
             print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
-                  f"(or enroll later: voicesnap enroll {missing[0]})")
+                  f"(or enroll later: voicesnap enroll {shlex.quote(missing[0])})")
     pool_flag: list[Any] = []
     listen = args.engine != "none" or bool(args.input_file)
     spotter, engine_name = (None, "none")
@@ -694,6 +698,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             except KeyboardInterrupt:  # between two games of a session (in one, the table stops it)
                 result = SessionResult("interrupted", None, 0, [])
+            _print_end(result, folder, args.record)  # at once: the last words below take seconds
             farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
             if say is not None and farewell:  # said, not only printed: a player may be playing by ear
                 say(farewell, PRIORITY_RULING, None)
@@ -713,13 +718,17 @@ def run(args: argparse.Namespace) -> int:
         with interrupts_deferred(drop=True):
             _close_all(live, recorder, reference_recorder, log, close_speech)
         stopping()
+    return 0
+
+
+def _print_end(result: SessionResult, folder: Path, record: Any) -> None:
+    """The session's winner, or how to continue a stopped game."""
     if result.winner:
         print(f"{result.winner} wins the session ({result.games} game(s)).")
         print(f"log in {folder}")
     elif result.reason in ("interrupted", "ended", "audio ended"):
         print(f"stopped ({'the input file ended' if result.reason == 'audio ended' else result.reason}); "
-              "continue with: voicesnap play --resume" + (f" --record {folder}" if args.record else ""))
-    return 0
+              "continue with: voicesnap play --resume" + (f" --record {folder}" if record else ""), flush=True)
 
 
 # What the speaker says when a game stops without a winner (the printed line gives the exact command).
@@ -751,7 +760,8 @@ def _stop_on_hangup() -> Any:
 def _speaking(say: Any) -> bool:
     """Is the announcer behind ``say`` still saying something (or about to)?"""
     announcer = getattr(getattr(say, "__self__", None), "announcer", None)
-    return bool(announcer is not None and announcer.speaking and announcer.queue.active)
+    return bool(announcer is not None and announcer.speaking and announcer.queue.active
+                and not getattr(announcer.playback, "lost", False))  # a speaker gone says nothing more
 
 
 def _close_all(live: Any, recorder: Any, reference_recorder: Any, log: Any, close_speech: Any) -> None:
