@@ -90,3 +90,17 @@ def test_a_player_saved_before_the_takes_were_kept_is_told_how_to_get_them(capsy
     note = [line for line in got.err.splitlines() if "kept the takes" in line]
     assert len(note) == 1 and "bob enrolled before" in note[0] and "voicesnap enroll bob" in note[0], got.err
     assert "alice" not in note[0] and "dev" not in note[0]
+
+
+def test_the_command_a_note_gives_works_for_a_name_with_a_space(capsys):
+    """"voicesnap enroll Mary Ann --speech-only", pasted, failed: "unrecognized arguments: Ann"."""
+    import dataclasses
+    import shlex
+
+    from bench.bench_voices import without_takes
+
+    V.save_profile(dataclasses.replace(without_takes(V.load_profile("bob")), name="Mary Ann"))
+    assert main(["players"]) == 0
+    note = next(line for line in capsys.readouterr().err.splitlines() if "kept the takes" in line)
+    given = note[note.index("voicesnap enroll"):].split(";")[0].strip()
+    assert shlex.split(given) == ["voicesnap", "enroll", "Mary Ann"], note

@@ -7,6 +7,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
@@ -209,7 +210,7 @@ def check_profiles(root: Path) -> Check:
     if bad:
         first = bad[0].split(" ")[0]
         return Check("profiles", False, "unreadable profile(s): " + "; ".join(bad),
-                     f"re-enroll: voicesnap enroll {first}   (or forget it: voicesnap players forget {first})",
+                     f"re-enroll: voicesnap enroll {shlex.quote(first)}   (or forget it: voicesnap players forget {shlex.quote(first)})",
                      needed=False)
     if not names:
         return Check("profiles", False, f"no players enrolled in {root}",
@@ -220,10 +221,10 @@ def check_profiles(root: Path) -> Check:
     if mute:
         gaps.append(f"without a speech sample: {', '.join(mute)} (a stranger saying the call word is more often "
                     "taken for them)")
-        fixes.append("; ".join(f"voicesnap enroll {n} --speech-only" for n in mute) + "   (20 s of talking each)")
+        fixes.append("; ".join(f"voicesnap enroll {shlex.quote(n)} --speech-only" for n in mute) + "   (20 s of talking each)")
     if unlike:
         gaps.append(f"without takes of 'slap': {', '.join(unlike)} (a 'slap' is more often heard as their 'snap')")
-        fixes.append("; ".join(f"voicesnap enroll {n} --contrast-only" for n in unlike) + "   (3 takes each)")
+        fixes.append("; ".join(f"voicesnap enroll {shlex.quote(n)} --contrast-only" for n in unlike) + "   (3 takes each)")
     if gaps:
         return Check("profiles", False, f"{len(names)} enrolled: {shown}; " + "; ".join(gaps), "; ".join(fixes),
                      needed=False)

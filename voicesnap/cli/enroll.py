@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -183,7 +184,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
                 rec = _record(SPEECH_SECONDS + SPEECH_SPARE, args.device)
             except sd.PortAudioError as exc:
                 print(f"  the sound device stopped working ({exc}): no speech sample; enrolling with the "
-                      f"takes alone. Add one later: voicesnap enroll {args.name} --speech-only")
+                      f"takes alone. Add one later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
                 return None
             sample, why = judge(to_float(rec[:, 0]))
             if not why:
@@ -350,18 +351,18 @@ def _speech_only(args: argparse.Namespace, name: str) -> int:
                      if given]
     if takes_options:
         raise UserError(f"--speech-only keeps the takes, so {', '.join(takes_options)} would change nothing: "
-                        f"leave them out, or enroll again in full: voicesnap enroll {name} ...")
+                        f"leave them out, or enroll again in full: voicesnap enroll {shlex.quote(name)} ...")
     prof = V.load_profile(name, args.data_dir)
     if args.channel is None:
         args.channel = prof.channel  # the player's own mic in a multichannel recording
     enc = E.load_encoder()
     if enc is None:
         raise UserError("a speech sample needs the speaker encoder: voicesnap models download encoder, "
-                        f"then voicesnap enroll {name}")
+                        f"then voicesnap enroll {shlex.quote(name)}")
     got = V.profile_embeddings(prof)
     if got is None or got[0] != enc.fingerprint or prof.word not in got[1]:
         raise UserError(f"{name} was enrolled without the installed speaker encoder, so the sample cannot be "
-                        f"compared with their takes: enroll again in full: voicesnap enroll {name}")
+                        f"compared with their takes: enroll again in full: voicesnap enroll {shlex.quote(name)}")
     print(f"Adding a speech sample to {name}'s profile (their takes are kept)")
     # from files, no takes are given here: every file is talk
     sample = _speech_sample(args, prof, enc, None if args.from_files else _microphone(args), every=True)
@@ -403,7 +404,7 @@ def _contrast_only(args: argparse.Namespace, name: str) -> int:
                      if given]
     if takes_options:
         raise UserError(f"--contrast-only keeps the call's takes and the speech sample, so {', '.join(takes_options)} "
-                        f"would change nothing: leave them out, or enroll again in full: voicesnap enroll {name} ...")
+                        f"would change nothing: leave them out, or enroll again in full: voicesnap enroll {shlex.quote(name)} ...")
     prof = V.load_profile(name, args.data_dir)
     words = V.CONTRAST_WORDS.get(prof.word, ())
     if not words:
@@ -492,7 +493,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  no takes of '{w}': a '{w}' is then told from a '{word}' less well; give 2 or more "
                   f"recordings with '{w}' in their file name, now or later with --contrast-only" if args.from_files
                   else f"  fewer than 2 good takes of '{w}': enrolled without them (add them later: "
-                       f"voicesnap enroll {name} --contrast-only)")
+                       f"voicesnap enroll {shlex.quote(name)} --contrast-only)")
     # the speech sample comes once the takes are good: it must sound like the person who said them
     if enc is not None:
         sample = _speech_sample(args, profile, enc, None if args.from_files else beep)

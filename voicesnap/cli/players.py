@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -69,19 +70,19 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
     if mute:
         print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
-              "taken for them: " + "; ".join(f"voicesnap enroll {n} --speech-only" for n in mute), file=sys.stderr)
+              "taken for them: " + "; ".join(f"voicesnap enroll {shlex.quote(n)} --speech-only" for n in mute), file=sys.stderr)
     if bare:
         print(f"note: {', '.join(bare)} enrolled before voicesnap kept the takes, so a call of theirs shouted far "
               "louder than they enrolled, or clipped by the microphone, is more often named to nobody: "
-              + "; ".join(f"voicesnap enroll {n}" for n in bare), file=sys.stderr)
+              + "; ".join(f"voicesnap enroll {shlex.quote(n)}" for n in bare), file=sys.stderr)
     if unlike:
         print(f"note: {', '.join(unlike)} gave no takes of 'slap' at enrollment, so a 'slap' is more often heard "
-              "as their 'snap': " + "; ".join(f"voicesnap enroll {n} --contrast-only" for n in unlike),
+              "as their 'snap': " + "; ".join(f"voicesnap enroll {shlex.quote(n)} --contrast-only" for n in unlike),
               file=sys.stderr)
     if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
         print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
               "apart by the older voiceprint (weak on real voices) until they enroll again: "
-              + "; ".join(f"voicesnap enroll {n}" for n in without), file=sys.stderr)
+              + "; ".join(f"voicesnap enroll {shlex.quote(n)}" for n in without), file=sys.stderr)
     return 0
 
 

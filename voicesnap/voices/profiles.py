@@ -12,6 +12,7 @@ import binascii
 import datetime as _dt
 import json
 import math
+import shlex
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,8 +131,8 @@ class Profile:
     @classmethod
     def from_json(cls, text: str, where: str = "profile") -> "Profile":
         name = Path(where).stem
-        way_out = (f"enroll again with `voicesnap enroll {name}`, or delete it with "
-                   f"`voicesnap players forget {name}`")
+        way_out = (f"enroll again with `voicesnap enroll {shlex.quote(name)}`, or delete it with "
+                   f"`voicesnap players forget {shlex.quote(name)}`")
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -348,7 +349,7 @@ def load_profile(name: str, option: str | None = None) -> Profile:
     path = profile_path(name, option)
     if not path.exists():
         raise UserError(f"no voice profile for {name!r} in {path.parent}; enroll with "
-                        f"`voicesnap enroll {name}`")
+                        f"`voicesnap enroll {shlex.quote(name)}`")
     return load_profile_file(path)
 
 
@@ -357,7 +358,7 @@ def load_profile_file(path: Path) -> Profile:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read voice profile {path} ({exc}); enroll again with "
-                        f"`voicesnap enroll {path.stem}` or `voicesnap players forget {path.stem}`") from exc
+                        f"`voicesnap enroll {shlex.quote(path.stem)}` or `voicesnap players forget {shlex.quote(path.stem)}`") from exc
     return Profile.from_json(text, str(path))
 
 
