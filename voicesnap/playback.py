@@ -465,6 +465,8 @@ class DevicePlayback(_Shell):
         restarted left the announcer silent for the rest of the game, with nothing said."""
         import time
 
+        if self._stream is None and not self.lost:
+            return None  # closed on purpose (or never opened)
         now = time.monotonic() if now is None else now
         count = self.callbacks
         if self._moved_at is None or count != self._moved_at[0]:
