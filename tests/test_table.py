@@ -842,8 +842,13 @@ def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None
     assert said(loop.step(2.0, [cmd("resume", 1.95)])) == ["resumed"]
     manual, _ = new_loop(7, pace=None)
     assert said(manual.step(1.0, [cmd("faster", 0.9)])) == [
-        "There is no pace: cards are turned when someone says flip."]
+        "There is no pace: cards are turned when someone says flip after dealer or presses space."]
     assert "dealer resume" not in " ".join(said(loop.step(2.1, [cmd("pause", 2.05)])))  # its own words
+    # Keyboard-only play was told to "say resume after dealer", with nothing listening.
+    keys, _ = new_loop(7, pace=1.0)
+    keys.voice = False
+    keyed = Detection("dealer pause", 1.0, 1.0, 1.0, engine="keyboard")
+    assert said(keys.step(1.1, [keyed])) == ["paused: to go on, press o"]
 
 
 def test_the_display_drops_a_notice_once_the_game_is_back_to_normal() -> None:

@@ -163,7 +163,7 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
     if isinstance(ev, GameScored):
         return f"Game {ev.game} to {ev.winner}. {score_words(players, ev.scores)}", Priority.RULING, None
     if isinstance(ev, SessionOver):
-        return (f"{ev.winner} wins the session after {ev.games} games. "
+        return (f"{ev.winner} wins the session after {ev.games} game{'' if ev.games == 1 else 's'}. "
                 f"{score_words(players, ev.scores)}"), Priority.RULING, None
     if isinstance(ev, Refreshed):
         if all_:

@@ -242,6 +242,8 @@ class TableLoop:
         self.busy = busy  # a ruling is still being spoken: the next flip waits for it
         self._waited = False
         self._held_for_call = False  # the next card waits for a call (or command) made before it
+        self.voice = True  # voice commands are heard (play_session: a spotter on an input)
+        self.keys = True  # keys are read (play_session: a keyboard)
         self._command_from: float | None = None  # where a command the spotter is deciding began
         self._lag = lag
         self.players = tuple(players)
@@ -297,12 +299,13 @@ class TableLoop:
             self._reply("Not paused." if name == "resume" else "Paused. Say resume first.", actions, remember=False)
             return
         if name in ("slower", "faster") and not self.pace:
-            self._reply("There is no pace: cards are turned when someone says flip.", actions, remember=False)
+            how = self._ways("says flip after " + COMMAND_PREFIX, "presses space")
+            self._reply(f"There is no pace: cards are turned when someone {how}.", actions, remember=False)
             return
         if name == "pause":
             self.paused = True
             # (never "dealer resume" in the announcer's own words: its voice must not sound like a command)
-            actions.append(Notice(f"paused: to go on, say resume after {COMMAND_PREFIX}, or press o"))
+            actions.append(Notice(f"paused: to go on, {self._ways(f'say resume after {COMMAND_PREFIX}', 'press o')}"))
         elif name == "resume":
             self.paused = False
             if self.pace:
@@ -357,6 +360,11 @@ class TableLoop:
         due = [d for d in due if d <= dynamic]
         dynamic = max(due) if due else fallback
         return (dynamic, "rivals") if dynamic > fallback else (fallback, "lag")
+
+    def _ways(self, voice: str, key: str) -> str:
+        """How the players can do something: by voice, by key, or both (only what this game hears)."""
+        ways = [w for w, on in ((voice, self.voice), (key, self.keys)) if on]
+        return " or ".join(ways) if ways else voice
 
     COMMAND_HOLD = 2.5  # s after a command begins that a card waits for it (a stuck partial never stops play)
 
@@ -783,7 +791,8 @@ class Table:
         except KeyboardInterrupt:
             stop = Stop("interrupted")
             with interrupts_deferred(drop=True):
-                self.on_actions([Log(TableNote(self.heard, "stopped by Ctrl-C")), stop])
+                # (Ctrl-C, or SIGTERM/SIGHUP, which play turns into the same interrupt)
+                self.on_actions([Log(TableNote(self.heard, "stopped by an interrupt (Ctrl-C or a stop signal)")), stop])
             return stop
         finally:
             self.stopping.set()
@@ -1179,6 +1188,7 @@ def play_session(
             peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,  # type: ignore[misc]
             turn_cue=settings.verbosity == "all",
         )
+        loop.voice, loop.keys = it is not None and spotter is not None, keyboard is not None
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]
             loop.ignore_commands = True

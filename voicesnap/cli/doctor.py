@@ -282,7 +282,7 @@ def check_source_watch() -> Check:
     except (OSError, subprocess.SubprocessError):
         answered = False
     if not answered:
-        return Check(name, True, "no PulseAudio server answers: nothing to watch (see microphone below)", needed=False)
+        return Check(name, True, "no PulseAudio server answers: nothing to watch (see microphone above)", needed=False)
     return Check(name, False, "this pactl cannot answer in JSON (it needs PulseAudio 16 or newer), so a "
                  "microphone unplugged while another one is there is not noticed",
                  "update pulseaudio-utils, or name the microphone with --input and check it is "
