@@ -104,3 +104,17 @@ def test_the_command_a_note_gives_works_for_a_name_with_a_space(capsys):
     note = next(line for line in capsys.readouterr().err.splitlines() if "kept the takes" in line)
     given = note[note.index("voicesnap enroll"):].split(";")[0].strip()
     assert shlex.split(given) == ["voicesnap", "enroll", "Mary Ann"], note
+
+
+def test_a_name_that_differs_only_in_case_is_the_same_player(capsys, tmp_path):
+    """Play seats "Bob" as the enrolled "bob", but enroll and rename let "Bob" and "bob" both exist
+    (two profiles for one seat; one file on a case-insensitive file system)."""
+    from voicefixtures import enroll_files
+
+    assert main(["players", "rename", "alice", "Bob"]) == 2
+    assert "'bob' already exists" in capsys.readouterr().err
+    assert main(["players", "rename", "bob", "Bob"]) == 0  # the same player's name, recased
+    assert V.list_players() == ["Bob", "alice", "dev"]
+    assert main(["enroll", "BOB", "--from-files", *enroll_files("bob")]) == 2
+    assert "Bob is enrolled already" in capsys.readouterr().err
+    assert V.list_players() == ["Bob", "alice", "dev"]

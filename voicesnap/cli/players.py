@@ -95,6 +95,10 @@ def _rename(args: argparse.Namespace) -> int:
         raise UserError(f"no player called {args.old!r}; see `voicesnap players list`")
     if new_path.exists() and new_path != old_path:
         raise UserError(f"a player called {args.new!r} already exists; forget or rename them first")
+    other = V.same_player(args.new, args.data_dir)
+    if other is not None and other != V.check_name(args.old):
+        raise UserError(f"a player called {other!r} already exists, and names that differ only in case are one "
+                        "player at the table; forget or rename them first, or pick another name")
     prof = V.load_profile(args.old, args.data_dir)
     prof.name = args.new
     V.save_profile(prof, args.data_dir)

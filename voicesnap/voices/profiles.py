@@ -362,6 +362,15 @@ def load_profile_file(path: Path) -> Profile:
     return Profile.from_json(text, str(path))
 
 
+def same_player(name: str, option: str | None = None) -> str | None:
+    """An enrolled player whose name differs from ``name`` only in case, or None.
+
+    Play seats "alice" as the enrolled "Alice", so two profiles so named would be one
+    player at the table (and one file on a case-insensitive file system)."""
+    kept = check_name(name)
+    return next((n for n in list_players(option) if n != kept and n.casefold() == kept.casefold()), None)
+
+
 def list_players(option: str | None = None) -> list[str]:
     d = players_dir(option)
     if not d.exists():
