@@ -125,3 +125,50 @@ def test_replay_says_it_rejudges_only_the_stretch_before_a_resume(recorded, caps
     code, got = rejudge(copy, data, model, capsys)
     assert code == 0 and got["total"] == got["agree"] == 5  # the stretch before the resume, as before
     assert any("resumed 1 time(s): only its first stretch" in note for note in got["notes"])
+
+
+def test_a_game_killed_mid_recording_can_still_be_replayed(recorded, capsys, tmp_path: Path) -> None:
+    """A killed game leaves its audio under the recorder's temporary name, with the header's sizes
+    never written; replay said the folder "holds no recorded audio", and nothing recovered it."""
+    import shutil
+
+    folder, data, model, script = recorded
+    crashed = tmp_path / "crashed"
+    shutil.copytree(folder, crashed)
+    raw = bytearray((crashed / "audio.wav").read_bytes())
+    data_at = raw.index(b"data")
+    raw[4:8] = raw[data_at + 4:data_at + 8] = bytes(4)  # as libsndfile leaves a file it never closed
+    (crashed / ".audio.wav.k1ll3d.tmp.wav").write_bytes(raw)
+    (crashed / "audio.wav").unlink()
+    code = main(["--data-dir", str(data), "replay", str(crashed), "--model", model, "--json"])
+    said = capsys.readouterr()
+    assert "recovered audio.wav" in said.err
+    got = json.loads(said.out)
+    assert code == 0 and got["total"] == got["agree"] == 5, got
+    assert read_wav(crashed / "audio.wav")[0].shape == read_wav(folder / "audio.wav")[0].shape
+    assert not list(crashed.glob(".audio.wav.*"))
+
+
+def test_a_recording_a_killed_process_left_unfinished_is_read_to_its_end(tmp_path: Path) -> None:
+    """What AtomicSoundFile leaves when its process is killed: every block written is recovered."""
+    import subprocess
+    import sys
+
+    from voicesnap.files import recover_sound_files
+
+    code = ("import sys, time, numpy as np\n"
+            "from voicesnap.files import AtomicSoundFile\n"
+            f"f = AtomicSoundFile({str(tmp_path / 'audio.wav')!r}, 16000, 1)\n"
+            "for i in range(20):\n    f.write(np.full(1600, i, np.int16))\n"
+            "print('written', flush=True)\ntime.sleep(60)\n")
+    run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                           cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert run.stdout is not None and run.stdout.readline().strip() == "written"
+    finally:
+        run.kill()
+        run.wait(timeout=10)
+    assert not (tmp_path / "audio.wav").exists()
+    assert recover_sound_files(tmp_path) == [tmp_path / "audio.wav"]
+    samples, rate = read_wav(tmp_path / "audio.wav")
+    assert rate == 16000 and samples.shape[0] == 20 * 1600 and samples[-1, 0] == 19

@@ -100,3 +100,56 @@ class AtomicSoundFile:
     def discard(self) -> None:
         self._file.close()
         self.tmp.unlink(missing_ok=True)
+
+
+def recover_sound_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """Move into place the recordings a crash left under their temporary names (AtomicSoundFile):
+    ``.audio.wav.x1y2.tmp.wav`` becomes ``audio.wav`` when there is none, so a killed game's audio
+    can still be replayed. libsndfile reads such a file to its end (its header's sizes were never
+    written); it is copied whole under the right header. Returns the files recovered."""
+    import soundfile as sf
+
+    got: list[Path] = []
+    for tmp in sorted(Path(folder).glob(".*.tmp.*"), key=lambda p: p.stat().st_mtime):
+        name = tmp.name[1:].rsplit(".", 3)[0]  # ".audio.wav.x1y2.tmp.wav" -> "audio.wav"
+        target = tmp.with_name(name)
+        kind = tmp.suffix[1:].upper()
+        if target.exists() or kind not in ("WAV", "FLAC"):
+            continue
+        try:
+            if kind == "WAV":
+                _wav_sizes_to_end(tmp)
+            with sf.SoundFile(tmp) as src:
+                out = AtomicSoundFile(target, src.samplerate, src.channels, kind)
+                try:
+                    for block in src.blocks(blocksize=65536, dtype="int16", always_2d=True):
+                        out.write(block)
+                except BaseException:
+                    out.discard()
+                    raise
+            out.finish()
+        except (RuntimeError, OSError, sf.LibsndfileError):
+            continue  # not readable: left as it is
+        tmp.unlink(missing_ok=True)
+        got.append(target)
+    return got
+
+
+def _wav_sizes_to_end(path: Path) -> None:
+    """Set a WAV file's RIFF and data sizes to what the file holds (a writer killed before it closed
+    the file never wrote them; libsndfile then reads none, or the first block only)."""
+    import struct
+
+    with open(path, "r+b") as f:
+        head = f.read(4096)
+        at = head.find(b"data", 12)
+        if head[:4] != b"RIFF" or head[8:12] != b"WAVE" or at < 0:
+            return
+        fmt = head.find(b"fmt ", 12)
+        align = struct.unpack_from("<H", head, fmt + 20)[0] if 0 <= fmt < at else 2
+        size = f.seek(0, os.SEEK_END)
+        data = (size - at - 8) // max(1, align) * max(1, align)
+        f.seek(4)
+        f.write(struct.pack("<I", at + 8 + data - 8))
+        f.seek(at + 4)
+        f.write(struct.pack("<I", data))

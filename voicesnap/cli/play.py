@@ -552,6 +552,10 @@ def run(args: argparse.Namespace) -> int:
     resumed = None
     if args.resume:
         folder = Path(args.record) if args.record else latest_session(root)
+        from ..files import recover_sound_files
+
+        for path in recover_sound_files(folder):  # what a killed game was recording, kept for replay
+            print(f"(recovered {path.name}: the game was stopped before its recording was closed)")
         records = [ev for _, ev in gamelog.read(folder / "log.jsonl", torn_tail=True,
                                                 notice=lambda text: print(f"({text})"))]
         resumed = rebuild(records)
