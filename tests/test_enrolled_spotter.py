@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from voicesnap import corpus as C
@@ -414,3 +416,16 @@ def test_a_players_slap_is_told_from_their_snap_by_their_own_slap_takes():
         # dev's "slap" was no call before either; everything else he said is heard as before
         assert [(d.word, d.player, d.onset) for d in after if not over(d, slap)] == \
             [(d.word, d.player, d.onset) for d in before if not over(d, slap)]
+
+
+def test_one_damaged_profile_does_not_stop_listen_for_the_others(saved_players, capsys):
+    """A damaged profile stopped `voicesnap listen` for everyone (exit 2); it is left out, and said."""
+    from voicesnap.cli import main
+
+    data = saved_players
+    (Path(data) / "players" / "bob.json").write_text("{")
+    wav = str(C.CORPUS_DIR / "clean_cara.wav")
+    assert main(["--data-dir", str(data), "listen", "--engine", "enrolled", "--file", wav]) == 0
+    got = capsys.readouterr()
+    assert "bob.json is damaged" in got.err and "left out" in got.err, got.err
+    assert "player cara" in got.out, got.out

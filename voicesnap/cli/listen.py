@@ -62,7 +62,9 @@ def _profiles(args: argparse.Namespace) -> list[Any]:
     except ImportError:
         return []
     try:
-        return voices.load_all(getattr(args, "data_dir", None))
+        # a damaged profile is left out, and said: it must not stop listening to everyone else
+        return voices.load_all(getattr(args, "data_dir", None),
+                               on_damaged=lambda why: print(f"voicesnap listen: {why}; left out", file=sys.stderr))
     except UserError:
         raise
     except Exception:  # a damaged profile must not stop 'listen' with the vosk engine
@@ -157,7 +159,7 @@ def _attributor(
         from .. import voices
 
         # With the announcer's own voice as a rival, so its words are never a player's.
-        matcher = voices.load_voices(data) if hasattr(voices, "load_voices") else voices.Voices(profiles, [])
+        matcher = voices.load_voices(data, on_damaged=lambda why: None)  # (said once, by _profiles)
     except Exception:
         return None
 

@@ -149,7 +149,8 @@ def _identify(args: argparse.Namespace) -> int:
     from .. import voices as V
     from ..audio import narrowband_note, read_wav
 
-    voices = V.load_voices(args.data_dir)
+    voices = V.load_voices(args.data_dir, on_damaged=lambda why: print(f"voicesnap players: {why}; left out",
+                                                                        file=sys.stderr))
     if not voices.players:
         raise UserError("no players enrolled yet; enroll with `voicesnap enroll NAME` first")
     samples, rate = read_wav(args.file)

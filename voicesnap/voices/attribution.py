@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -704,9 +704,11 @@ class Voices:
         return None
 
 
-def load_voices(option: str | None = None, announcer: bool = True) -> Voices:
-    """Every enrolled player, with the announcer's voice as a rival (never attributed)."""
-    profiles = load_all(option)
+def load_voices(option: str | None = None, announcer: bool = True,
+                on_damaged: Callable[[str], None] | None = None) -> Voices:
+    """Every enrolled player, with the announcer's voice as a rival (never attributed);
+    ``on_damaged``: as load_all (a damaged profile left out, and why)."""
+    profiles = load_all(option, on_damaged)
     rivals = []
     if announcer:
         for word in sorted({p.word for p in profiles}):

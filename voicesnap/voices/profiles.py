@@ -16,7 +16,7 @@ import shlex
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -378,5 +378,15 @@ def list_players(option: str | None = None) -> list[str]:
     return sorted(unicodedata.normalize("NFC", p.stem) for p in d.glob("*.json") if not p.name.startswith("."))
 
 
-def load_all(option: str | None = None) -> list[Profile]:
-    return [load_profile(n, option) for n in list_players(option)]
+def load_all(option: str | None = None, on_damaged: Callable[[str], None] | None = None) -> list[Profile]:
+    """Every enrolled player's profile. ``on_damaged``: told why a damaged one is left out (else it
+    stops the caller): one damaged file must not stop identifying everyone else."""
+    out = []
+    for name in list_players(option):
+        try:
+            out.append(load_profile(name, option))
+        except UserError as exc:
+            if on_damaged is None:
+                raise
+            on_damaged(str(exc))
+    return out
