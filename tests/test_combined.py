@@ -541,6 +541,9 @@ def test_a_call_being_decided_holds_the_tables_settled_line(vosk_factory, enroll
     come late. Only named calls count: the table ignores the others."""
     from voicesnap.bursts import BurstTracker, RivalWatch
 
+    from voicefixtures import encoder_or_skip
+
+    encoder_or_skip()  # three named calls: the enrollment names emma's in that noise with her speech sample
     fx = C.load(C.CORPUS_DIR / "noisy_pink_10db.json")
     sp = _combined(vosk_factory, enrolled, gated=True)
     sp.set_pool_exists(False)

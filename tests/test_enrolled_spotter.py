@@ -396,8 +396,9 @@ def test_a_players_slap_is_told_from_their_snap_by_their_own_slap_takes():
 
     from voicesnap import voices as V
 
-    from voicefixtures import takes_of
+    from voicefixtures import encoder_or_skip, takes_of
 
+    encoder_or_skip()
     plain = [profile(n) for n in NAMES]
     told = [dataclasses.replace(p, extra={**p.extra, "contrast": V.contrast_extra(takes_of(p.name, contrast=True))})
             for p in plain]

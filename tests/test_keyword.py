@@ -626,7 +626,7 @@ def test_per_player_mics_hear_calls_in_noise_vosk_loses(model, tmp_path):
     assert false_both < false_alone, (false_alone, false_both)
 
 
-def test_replay_rebuilds_per_mic_judges_from_the_logged_engine(model, tmp_path):
+def test_replay_rebuilds_per_mic_judges_from_the_logged_engine(model, tmp_path, monkeypatch):
     """A per-mic session logged as 'vosk+keyword' is re-judged with both judges on each mic, and one
     logged as 'vosk' (before the keyword model, or with --engine vosk) with Vosk alone."""
     import argparse
@@ -639,6 +639,7 @@ def test_replay_rebuilds_per_mic_judges_from_the_logged_engine(model, tmp_path):
         M.find_model("en", None, None)
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"no Vosk English model ({e})")
+    monkeypatch.setenv("VOICESNAP_KEYWORD_MODEL", str(_folder()))  # the one `model` found, wherever that was
     args = argparse.Namespace(model=None, no_gate=False)
     mics = {"cara": 0, "dev": 1}
     both, name = build_spotter("vosk+keyword", args, tmp_path, ("cara", "dev"), mics, [], "classic")

@@ -50,3 +50,15 @@ def profile(name: str, folder: str = "enroll", channel: int | None = None) -> V.
 def wav(rel: str):
     samples, rate = read_wav(PLAYERS_DIR / rel)
     return samples, rate
+
+
+def encoder_or_skip() -> None:
+    """Skip a test whose figures were measured with the speaker encoder (the profiles' speech
+    samples), where it is not installed: without it the attribution is another, weaker one."""
+    import pytest
+
+    from voicesnap import encoder
+
+    if encoder.load_encoder() is None:
+        pytest.skip("needs the speaker encoder: voicesnap models download encoder (.ci/run installs it), "
+                    "or set VOICESNAP_ENCODER_MODEL")
