@@ -543,3 +543,26 @@ def test_a_weak_s_under_pink_noise_is_the_onset_not_the_vowel_after_it(model, mo
     assert max(before[k] for k in heard if k.startswith("6a27a9bf/s")) > 0.1, before
     assert max(abs(now[k]) for k in heard) <= 0.05, now
     assert all(abs(now[k]) <= abs(before[k]) + 0.015 for k in heard), (now, before)
+
+
+def test_a_model_whose_loading_was_cut_short_leaves_no_traceback(monkeypatch):
+    """Ctrl-C while the model loaded left a vosk.Model without its handle, whose __del__ then printed
+    "Exception ignored in: <function Model.__del__> ... AttributeError" after 'stopped'."""
+    import gc
+    import sys
+
+    from voicesnap.spotters.vosk_spotter import _model_class
+
+    caught: list = []
+    monkeypatch.setattr(sys, "unraisablehook", caught.append)
+    Model = _model_class()
+    half = Model.__new__(Model)  # what an interrupted __init__ leaves
+    del half
+    gc.collect()
+    assert caught == []
+    import vosk
+
+    plain = vosk.Model.__new__(vosk.Model)  # and vosk's own class does print it
+    del plain
+    gc.collect()
+    assert len(caught) == 1

@@ -139,22 +139,36 @@ def _overlay(model_dir: Path, where: Path, settings: dict[str, dict[str, str]]) 
 MFCC_CONFIG: dict[str, str] = {"--dither": "0"}
 
 
+def _model_class() -> Any:
+    """vosk.Model, minus the traceback its ``__del__`` prints for a model whose loading Ctrl-C cut
+    short ("AttributeError: 'Model' object has no attribute '_handle'", after 'stopped')."""
+    import vosk
+
+    class Model(vosk.Model):
+        def __del__(self) -> None:
+            if hasattr(self, "_handle"):
+                super().__del__()
+
+    return Model
+
+
 def load_model(path: str | os.PathLike[str], *, tuned: bool = True) -> Any:
     """Load a Vosk model; ``tuned`` applies TUNED_CONFIG (falls back to stock if it cannot)."""
     import vosk
 
     vosk.SetLogLevel(-1)
+    Model = _model_class()
     model_dir = Path(path)
     if tuned and (model_dir / "conf" / "model.conf").is_file():
         tmp = Path(tempfile.mkdtemp(prefix="voicesnap-vosk-"))
         try:
-            return vosk.Model(str(_overlay(model_dir, tmp, {"model.conf": TUNED_CONFIG, "mfcc.conf": MFCC_CONFIG,
+            return Model(str(_overlay(model_dir, tmp, {"model.conf": TUNED_CONFIG, "mfcc.conf": MFCC_CONFIG,
                                                             "fbank.conf": MFCC_CONFIG})))
         except (OSError, Exception):  # no symlinks (Windows) or an odd model: use it as shipped
             pass
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    return vosk.Model(str(model_dir))
+    return Model(str(model_dir))
 
 
 @dataclass
