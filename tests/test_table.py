@@ -935,3 +935,23 @@ def test_a_command_being_heard_holds_the_next_card_only_while_it_may_still_come(
     assert flips(loop.step(5.3, commanding=2.7)) == [5.3]  # 2.5 s after the command began: turned
     loop, _game = new_loop()
     assert flips(loop.step(3.4, commanding=3.2)) == [1.0, 2.0, 3.0]  # begun after the card was due
+
+
+def test_a_table_drawn_in_place_shows_the_keys_under_it(tmp_path: Path) -> None:
+    """The keys were printed once, before the game, and the first redraw cleared the screen: a new
+    player had to know to press '?'."""
+    from voicesnap import gamelog
+    from voicesnap.keyboard import RawKeyboard
+
+    settings = TableSession(players=PLAYERS, seed=7, pace=1.0)
+    frames: list[str] = []
+    with gamelog.GameLog(tmp_path / "log.jsonl") as log, _keys_later([(1.5, b"\x1b")]) as pipe, \
+            RawKeyboard(pipe) as keys:
+        play_session(settings, log, keyboard=keys, lines=frames.append, text=False, redraw=True,
+                     first_flip_delay=0.5)
+    drawn = [f for f in frames if f.startswith("\x1b[H\x1b[2J")]
+    assert drawn, frames
+    last = drawn[-1].splitlines()
+    assert any("space=flip" in line for line in last) and any(line.strip().startswith("Alice: q=snap")
+                                                             for line in last), last
+    assert all(len(line) <= 80 for line in last[1:])

@@ -47,6 +47,7 @@ class TableView:
     clock: float = 0.0  # seconds on the audio clock
     notice: str = ""  # paused, device lost, overflow: shown prominently
     matches: tuple[str, ...] = field(default_factory=tuple)  # names whose piles match now
+    keys: tuple[str, ...] = ()  # the keys, under the table (the redrawn screen wiped their first listing)
 
 
 def card_text(card: object, ascii_only: bool = False) -> str:
@@ -148,4 +149,7 @@ def render(view: TableView, width: int = 80, ascii_only: bool = False) -> list[s
     lines.append(fit(f"   pool: {view.pool} card{'s' if view.pool != 1 else ''}, top {pool_top}"))
     for ruling in view.rulings[-4:]:
         lines.append(fit(f"   - {ruling}"))
+    if view.keys:
+        lines.append("")
+        lines += [fit(f"  {k}") for k in view.keys]
     return lines

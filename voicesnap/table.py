@@ -838,7 +838,7 @@ def ruling_line(ev: Any) -> str | None:
 
 
 def view_of(game: Any, *, rulings: Sequence[str] = (), title: str = "voicesnap", clock: float = 0.0,
-            notice: str = "", wins: dict[str, int] | None = None) -> Any:
+            notice: str = "", wins: dict[str, int] | None = None, keys: Sequence[str] = ()) -> Any:
     """The display's view of a live game (voicesnap.rules.Game)."""
     from .display import PlayerView, TableView
 
@@ -859,7 +859,8 @@ def view_of(game: Any, *, rulings: Sequence[str] = (), title: str = "voicesnap",
         centre = state.piles[0]
         title = f"{title}  centre pile {len(centre)}, top {_card(centre[-1])}"
     pool_top = _card(state.pool[-1]) if state.pool else None
-    return TableView(tuple(players), len(state.pool), pool_top, tuple(rulings), title, clock, notice, matches)
+    return TableView(tuple(players), len(state.pool), pool_top, tuple(rulings), title, clock, notice, matches,
+                     tuple(keys))
 
 
 def _card(card: Any) -> str | None:
@@ -1157,10 +1158,12 @@ def play_session(
         title = f"voicesnap {settings.variant}, game {session.games + 1} ({settings.format})"
         out_box: list[Output] = []
 
-        def view(game: Any = holder, title: str = title) -> Any:
+        keys: list[str] = []  # the keys, shown under the table while a keyboard is read
+
+        def view(game: Any = holder, title: str = title, keys: list[str] = keys) -> Any:
             o = out_box[0]  # wins read now: the table drawn once a game is scored counts that game
             return view_of(game, rulings=o.rulings, title=title, clock=table.heard if it else wall(),
-                           notice=o.notice, wins=dict(zip(session.players, session.scores)))
+                           notice=o.notice, wins=dict(zip(session.players, session.scores)), keys=keys)
 
         import shutil
 
@@ -1207,6 +1210,8 @@ def play_session(
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))  # type: ignore[misc]
         if keyboard is not None:
             keymap = Keymap(game.players, snap_words=snap_words(game))
+            if redraw:  # a screen drawn in place wiped the keys printed before the game
+                keys[:] = keymap.help_lines()
             table.start_thread(lambda: pump_keys(keyboard, keymap, table.clock, table.put_key,
                                                  table.stopping.is_set), "voicesnap-keys")
         stop = table.run()
