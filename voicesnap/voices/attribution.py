@@ -440,7 +440,7 @@ class Voices:
         comb = own[name]
         if name in self.rivals:
             return Attribution(None, 0.0, None, scores, h.start, h.end, details,
-                               f"the game's own voice ({name}) fits best")
+                               f"no enrolled player fits it as well as the game's own voice ({name}) does")
         strong = v <= STRONG_VOICE and comb <= 1.0  # the voice itself is unmistakable
         why = []
         if comb > accept and not strong:
@@ -506,7 +506,7 @@ class Voices:
         r, phrase, h = per_player[name]
         if name in self.rivals:
             return Attribution(None, 0.0, None, scores, h.start, h.end, details,
-                               f"the game's own voice ({name}) fits best")
+                               f"no enrolled player fits it as well as the game's own voice ({name}) does")
         thr = self._enc_models[name][1]
         # as with the voiceprint: an unmistakable voice may carry a loosely fitting template
         # (clean_emma in the corpus: cosine 0.93, template 1.46)
