@@ -195,3 +195,17 @@ def test_installing_the_speaker_model_says_nothing_uses_it_yet(tmp_path: Path, c
     src = _layout(tmp_path / "vosk-model-small-en-us-0.15")
     assert main(["models", "install", str(src)]) == 0
     assert "speaker model" not in capsys.readouterr().out
+
+
+def test_downloading_the_speaker_model_says_first_that_nothing_uses_it(capsys, monkeypatch, tmp_path):
+    """The note came only after a download that succeeded; where it failed (or before minutes of it) it
+    never said that nothing uses the model (models/README.md promises it does)."""
+    from voicesnap import models
+
+    def unreachable(*_a, **_k):
+        raise models.ModelError("could not download vosk-model-spk-0.4 (the site cannot be reached)")
+
+    monkeypatch.setattr(models, "download", unreachable)
+    assert main(["--data-dir", str(tmp_path), "models", "download", "--kind", "spk"]) == 2
+    got = capsys.readouterr()
+    assert "does not use the Vosk speaker model" in got.out and "could not download" in got.err

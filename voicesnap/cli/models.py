@@ -54,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
     if args.path:
         raise models.ModelError(f"'{args.action}' takes no PATH (only 'install' does)")
     if args.action == "download":
+        if args.kind == "spk":  # before the download: it may fail, or take minutes, for nothing
+            print(SPK_UNUSED)
         path = models.download(args.kind, data, name=args.name)
         print(f"{models.KINDS[args.kind].what} ready at {path}")
-        if args.kind == "spk":
-            print(SPK_UNUSED)
         return 0
     if args.action == "where":
         print(models.find_model(args.kind, None, data))
