@@ -308,9 +308,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
                  f"call: from your own voice the game learns to tell them apart.", args.silent)
         else:
             say_prompt(f"Say '{phrase}' after each beep, {count} times.", args.silent)
-        got = 0
-        tries = 0
-        silent = 0
+        got = made = tries = silent = rounds = 0
         while got < count:
             try:
                 _play(beep)
@@ -332,10 +330,29 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
                 say_prompt(f"Again please: {problems[0].reason}.", args.silent)
                 continue
             got += 1
+            made += 1
             silent = 0
-            takes.append(V.Take(phrase, y, f"take {got}"))
+            takes.append(V.Take(phrase, y, f"take {made}"))
             print(f"  take {got} of {count} ok")
+            if got == count and rounds < CONSISTENCY_ROUNDS:
+                # Each take is checked against the others now, while the player is here: checked only
+                # at the end, one cough among five takes threw the whole enrollment away.
+                group = [t for t in takes if t.phrase == phrase]
+                bad = V.check_consistency(group)
+                if bad:
+                    rounds += 1
+                    for i in sorted(bad):
+                        print(f"  {group[i].source}: refused: {bad[i].reason}")
+                    takes = [t for i, t in enumerate(group) if i not in bad] + \
+                        [t for t in takes if t.phrase != phrase]
+                    got -= len(bad)
+                    say_prompt(f"{'One take' if len(bad) == 1 else f'{len(bad)} takes'} sounded unlike the "
+                               f"others. Say '{phrase}' the way you will in the game, {len(bad)} more "
+                               f"time{'s' if len(bad) > 1 else ''}.", args.silent)
     return takes, beep
+
+
+CONSISTENCY_ROUNDS = 2  # times a phrase's takes are checked and the odd ones asked for again (then: the end's check)
 
 
 def _speech_only(args: argparse.Namespace, name: str) -> int:
@@ -442,6 +459,10 @@ def run(args: argparse.Namespace) -> int:
     from .. import voices as V
 
     name = V.check_name(args.name)
+    other = V.same_player(name, args.data_dir)
+    if other is not None:
+        raise UserError(f"{other} is enrolled already, and names that differ only in case are one player at the "
+                        f"table; to enroll them again: voicesnap enroll {shlex.quote(other)} (or pick another name)")
     if args.channel is not None and args.channel < 0:
         raise UserError("--channel counts from 0")
     if args.contrast_only:
