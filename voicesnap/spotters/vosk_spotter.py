@@ -139,17 +139,28 @@ def _overlay(model_dir: Path, where: Path, settings: dict[str, dict[str, str]]) 
 MFCC_CONFIG: dict[str, str] = {"--dither": "0"}
 
 
+_MODEL: Any = None
+
+
 def _model_class() -> Any:
     """vosk.Model, minus the traceback its ``__del__`` prints for a model whose loading Ctrl-C cut
-    short ("AttributeError: 'Model' object has no attribute '_handle'", after 'stopped')."""
-    import vosk
+    short ("AttributeError: 'Model' object has no attribute '_handle'", after 'stopped'), or one
+    freed at interpreter exit, after vosk's module globals are gone."""
+    global _MODEL
+    if _MODEL is None:
+        import vosk
 
-    class Model(vosk.Model):
-        def __del__(self) -> None:
-            if hasattr(self, "_handle"):
-                super().__del__()
+        class Model(vosk.Model):
+            def __del__(self) -> None:
+                if getattr(self, "_handle", None) is None:
+                    return
+                try:
+                    vosk.Model.__del__(self)
+                except (AttributeError, TypeError):  # at exit: vosk's library handle is already None
+                    pass
 
-    return Model
+        _MODEL = Model
+    return _MODEL
 
 
 def load_model(path: str | os.PathLike[str], *, tuned: bool = True) -> Any:
