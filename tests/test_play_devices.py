@@ -170,6 +170,20 @@ def _beeps(samples: np.ndarray, start: int) -> list[int]:
     return [start + i * frame for i in range(1, n) if on[i] and not on[i - 1]]
 
 
+def _say_after_beeps(takes: list[Path], speaker: "Capture", devices: dict, enrolling: subprocess.Popen,
+                     limit: float, said: list[subprocess.Popen]) -> None:
+    """The player: after each beep from the speaker, say the next take into the microphone."""
+    done = 0
+    deadline = time.monotonic() + limit
+    while done < len(takes) and time.monotonic() < deadline and enrolling.poll() is None:
+        time.sleep(0.05)
+        heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
+        if len(_beeps(heard, 0)) > done:
+            time.sleep(0.3)  # the recording opens once the beep has played
+            said.append(subprocess.Popen(["paplay", f"--device={MIC}", str(takes[done])], env=devices))
+            done += 1
+
+
 def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(devices: dict,
                                                                                   tmp_path: Path) -> None:
     from table_script import enroll
@@ -203,16 +217,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
             time.sleep(0.05)
         assert b"finn has no voice profile. Enroll now" in b"".join(output), b"".join(output).decode()
         os.write(master, b"y\n")
-        # the player: after each beep from the speaker, say the next take into the microphone
-        done = 0
-        deadline = time.monotonic() + 80 + 40 * with_encoder
-        while done < len(takes) and time.monotonic() < deadline and game.poll() is None:
-            time.sleep(0.05)
-            heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
-            if len(_beeps(heard, 0)) > done:
-                time.sleep(0.3)  # the recording opens once the beep has played
-                said.append(subprocess.Popen(["paplay", f"--device={MIC}", str(takes[done])], env=devices))
-                done += 1
+        _say_after_beeps(takes, speaker, devices, game, 80 + 40 * with_encoder, said)
         flips = _wait_for_flips(folder / "log.jsonl", game, 1, 20 + 35 * with_encoder)  # speech: a 25 s recording
         game.send_signal(signal.SIGINT)
         game.wait(timeout=30)
@@ -246,15 +251,7 @@ def test_a_take_unlike_the_others_is_asked_for_again_at_once(devices: dict, tmp_
                  "--no-speech", "--silent"], devices, stdin=subprocess.DEVNULL)
     said: list[subprocess.Popen] = []
     try:
-        done = 0
-        deadline = time.monotonic() + 90
-        while done < len(takes) and time.monotonic() < deadline and run.poll() is None:
-            time.sleep(0.05)
-            heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
-            if len(_beeps(heard, 0)) > done:
-                time.sleep(0.3)  # the recording opens once the beep has played
-                said.append(subprocess.Popen(["paplay", f"--device={MIC}", str(takes[done])], env=devices))
-                done += 1
+        _say_after_beeps(takes, speaker, devices, run, 90, said)
         out, _ = run.communicate(timeout=60)
     finally:
         if run.poll() is None:
