@@ -252,11 +252,14 @@ def test_a_missing_microphone_names_plays_own_option(data: Path, capsys: pytest.
 
 
 @pytest.mark.vosk_model
-def test_a_pause_said_just_before_a_card_stops_that_card(data: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mics", ["one per player", "one for the table"])
+def test_a_pause_said_just_before_a_card_stops_that_card(data: Path, tmp_path: Path, mics: str) -> None:
     """"dealer pause" is decided only once its last word is over; a card due in between was turned.
 
     A fixture voice's "dealer pause" starts 2.71 s into the file and ends 3.38 s; at one card a
-    second from 1.0 s, the card due at 3.0 s must wait for it, and then never turn (paused).
+    second from 1.0 s, the card due at 3.0 s must wait for it, and then never turn (paused). On one
+    microphone play wraps the spotter in the pool and echo wrappers (whose inner spotter is their
+    ``spotter``): the hold first worked on per-player microphones only.
     """
     from voicesnap import models
 
@@ -269,11 +272,18 @@ def test_a_pause_said_just_before_a_card_stops_that_card(data: Path, tmp_path: P
     cut = int(said.onset - 0.71 * rate)  # the word 2.71 s in, after 2 s of quiet
     mono = np.concatenate([np.zeros(2 * rate, np.int16), samples[cut:, 0], np.zeros(3 * rate, np.int16)])
     wav = tmp_path / "pause.wav"
-    sf.write(wav, np.stack([mono, np.zeros_like(mono)], axis=1), rate, subtype="PCM_16")
     folder = tmp_path / "p"
-    run = play(["--players", "Alice,Bob", "--channels", "Alice=0,Bob=1", "--engine", "vosk", "--model", model,
-                "--input-file", str(wav), "--pace", "1", "--text", "--quiet", "--seed", "3", "--no-keyboard",
-                "--record", str(folder)], b"", data, timeout=120)
+    if mics == "one per player":
+        sf.write(wav, np.stack([mono, np.zeros_like(mono)], axis=1), rate, subtype="PCM_16")
+        table = ["--players", "Alice,Bob", "--channels", "Alice=0,Bob=1", "--engine", "vosk"]
+    else:
+        from table_script import enroll
+
+        sf.write(wav, mono, rate, subtype="PCM_16")
+        enroll(data, ("cara", "dev"))
+        table = ["--players", "cara,dev", "--engine", "combined"]
+    run = play([*table, "--model", model, "--input-file", str(wav), "--pace", "1", "--text", "--quiet", "--seed",
+                "3", "--no-keyboard", "--record", str(folder)], b"", data, timeout=120)
     assert run.returncode == 0, run.stderr.decode()
     records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
     pause = [r for r in records if isinstance(r, TableStep) and r.word == "dealer pause"]

@@ -82,12 +82,13 @@ def command_begun_from(spotter: object) -> float | None:
     The table holds the next card for it, so "dealer pause" said just before a
     card is due stops that card (the command is decided only once its last word
     is over). Only Vosk hears commands; wrappers without their own method are
-    looked through (``inner``, ``vosk``, one spotter per microphone).
+    looked through (``inner``, ``vosk``, ``spotter``: play's pool and echo
+    wrappers; one spotter per microphone).
     """
     own = getattr(spotter, "command_begun", None)
     if callable(own):
         return own()
-    parts = [getattr(spotter, name, None) for name in ("inner", "vosk")]
+    parts = [getattr(spotter, name, None) for name in ("inner", "vosk", "spotter")]
     per = getattr(spotter, "spotters", None)
     parts += list(per.values()) if isinstance(per, dict) else []
     times = [t for p in parts if p is not None and (t := command_begun_from(p)) is not None]
