@@ -471,3 +471,44 @@ def test_a_speaker_whose_sound_server_restarts_is_said_gone_and_comes_back(devic
     assert run.returncode == 0, err
     assert "the speaker is back" in out, out + err
     assert "Traceback" not in err, err
+
+
+def test_a_game_says_on_screen_when_its_speaker_goes_and_comes_back(devices: dict, tmp_path: Path) -> None:
+    """The speaker's own notices went into the announcer's list of reasons and no further: after a
+    sound-server restart a game went on in silence with nothing on the screen either."""
+    with _private_server(devices, tmp_path) as (env, server):
+        game = subprocess.Popen([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "play",
+                                 "--players", "Alice,Bob", "--engine", "none", "--no-keyboard", "--text",
+                                 "--pace", "1", "--record", str(tmp_path / "game")], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                stdin=subprocess.DEVNULL, preexec_fn=_terminal_ctrl_c)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(game.stdout.readline, "")), daemon=True)
+        reader.start()
+        again = None
+
+        def wait_for(text: str, limit: float) -> bool:
+            deadline = time.monotonic() + limit
+            while time.monotonic() < deadline and game.poll() is None:
+                if any(text in line for line in lines):
+                    return True
+                time.sleep(0.05)
+            return any(text in line for line in lines)
+
+        try:
+            assert wait_for("Game 1.", 30), lines
+            time.sleep(2.0)
+            server.terminate()
+            server.wait(timeout=10)
+            assert wait_for("the speaker is gone", 10), lines
+            again = _start_server(env)
+            assert wait_for("the speaker is back", 30), lines
+            game.send_signal(signal.SIGINT)
+            game.wait(timeout=40)
+        finally:
+            for p in (game, again):
+                if p is not None and p.poll() is None:
+                    p.kill()
+            reader.join(timeout=5)
+    assert game.returncode == 0, "".join(lines)
+    assert "Traceback" not in "".join(lines)

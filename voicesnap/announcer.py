@@ -564,6 +564,7 @@ class TableSpeaker:
     def __init__(self, announcer: Announcer, reasons: list[str] | None = None) -> None:
         self.announcer = announcer
         self.reasons = reasons if reasons is not None else []  # the announcer's notices, in order
+        self._told = len(self.reasons)  # notices passed on so far (the start's own are the caller's)
         self._stopped = False
 
     def say(self, text: str, priority: int = 2, event: Any = None) -> None:
@@ -590,12 +591,18 @@ class TableSpeaker:
             self.announcer.adjust(rate=rate, volume=volume)
 
     def poll(self) -> list[Any]:
+        from .playback import SPEAKER_GONE, SpeakerNotice, SpeechStopped
+
         events = self.announcer.poll()
         if not self._stopped and not self.announcer.speaking:  # speech failed mid-game: said once
-            from .playback import SpeechStopped
-
             self._stopped = True
+            self._told = len(self.reasons)
             events.append(SpeechStopped(self.reasons[-1] if self.reasons else "speech stopped"))
+        # The speaker gone or back, or running dry: for the table to print and show (they went into
+        # ``reasons`` alone, so nobody was told that the speaker had gone after a sound-server restart).
+        for text in self.reasons[self._told:]:
+            events.append(SpeakerNotice(text, lost=text.startswith(SPEAKER_GONE)))
+        self._told = len(self.reasons)
         return events
 
     def close(self) -> None:

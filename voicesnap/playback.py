@@ -41,6 +41,9 @@ __all__ = [
 ]
 
 
+SPEAKER_GONE = "the speaker is gone"  # how DevicePlayback.loss_notice begins (the display keeps it shown)
+
+
 class AudioOutputError(UserError):
     """No usable speaker: the game goes on, announcements as text."""
 
@@ -72,6 +75,16 @@ class SpeechStopped:
     more will start, so a card waiting for its announcement is turned at once."""
 
     reason: str
+
+
+@event("speaker-notice")
+@dataclass(frozen=True)
+class SpeakerNotice:
+    """What the players must be told about the speaker itself (gone, back, running dry): printed
+    and shown, never spoken, since the speaker is what it is about."""
+
+    text: str
+    lost: bool = False  # the speaker is gone: kept on the display until it is back
 
 
 @dataclass(frozen=True)
@@ -480,7 +493,7 @@ class DevicePlayback(_Shell):
         told = None
         if not self.lost:
             self.lost = True
-            told = ("the speaker is gone (it has asked for no sound for 2 s: the sound server stopped, or the "
+            told = (f"{SPEAKER_GONE} (it has asked for no sound for 2 s: the sound server stopped, or the "
                     "device was unplugged); the game goes on without speech and it is reopened as soon as it can be")
         if now >= self._retry_at:
             self._retry_at = now + self.RETRY_S

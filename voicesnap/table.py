@@ -154,6 +154,7 @@ class Notice:
     text: str
     ends: str = ""
     shown: bool = True  # kept on the display until the next notice; "resumed" is news only when said
+    spoken: bool = True  # False: about the speaker itself, printed and shown only
 
 
 @dataclass(frozen=True)
@@ -782,6 +783,8 @@ class Table:
                             actions += self.loop.announced(record.text, record.t)
                         elif getattr(record, "EVENT_TYPE", "") == "speech-stopped":
                             actions += self.loop.speech_stopped(record.reason)
+                        elif getattr(record, "EVENT_TYPE", "") == "speaker-notice":
+                            actions.append(Notice(record.text, shown=record.lost, spoken=False))
                 self.on_actions(actions)
                 stop = next((a for a in actions if isinstance(a, Stop)), None)
                 if stop is not None:
@@ -944,7 +947,7 @@ class Output:
             elif isinstance(a, Notice):
                 self.notice = a.text if a.shown else ""
                 self.said.append((a.text, None))
-                if self.say is not None:
+                if self.say is not None and a.spoken:
                     self.say(a.text, PRIORITY_RULING, a)
                 self.lines(a.text)
                 changed = True
