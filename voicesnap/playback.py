@@ -411,6 +411,7 @@ class DevicePlayback(_Shell):
         self.lost = False  # the players were told the speaker is gone, and not yet that it is back
         self._moved_at: tuple[int, float] | None = None  # (callbacks, when that count was first seen)
         self._retry_at = 0.0
+        self._pulse_at_open = False  # a PulseAudio server answered when the stream opened
         super().__init__(Mixer(rate or 48000))
 
     @property
@@ -430,6 +431,9 @@ class DevicePlayback(_Shell):
             rate = int(self.requested_rate or info["default_samplerate"])
             self.mixer = Mixer(rate)
             self._start(sd, rate)
+            from .pulse import pactl_json
+
+            self._pulse_at_open = bool(pactl_json(["info"]))  # (5 ms; lets a lost server be waited for quietly)
         except (sd.PortAudioError, ValueError) as exc:
             raise AudioOutputError(
                 f"no audio output ({exc}); run 'voicesnap devices' to list outputs and pick one with "
@@ -503,6 +507,10 @@ class DevicePlayback(_Shell):
     def _reopen(self) -> None:
         import sounddevice as sd
 
+        from .pulse import pactl_json
+
+        if self._pulse_at_open and not pactl_json(["info"]):
+            return  # the server is not back yet: a PortAudio try would only print its own errors
         self.close()
         try:  # (as the microphone is reopened: through ALSA's pulse device, a restarted server is found)
             self._start(sd, self.rate)
