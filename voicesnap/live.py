@@ -229,6 +229,8 @@ class LiveInput:
                 self.source = None
                 while not self.closed.is_set():
                     time.sleep(self.retry)
+                    if self.watch is not None and not self.watch.pactl(["info"]):
+                        continue  # the sound server is away: a PortAudio try would only print its errors
                     try:
                         self.source = self.open_source()
                     except Exception:
