@@ -149,16 +149,21 @@ def test_a_game_killed_mid_recording_can_still_be_replayed(recorded, capsys, tmp
     assert not list(crashed.glob(".audio.wav.*"))
 
 
-def test_a_recording_a_killed_process_left_unfinished_is_read_to_its_end(tmp_path: Path) -> None:
-    """What AtomicSoundFile leaves when its process is killed: every block written is recovered."""
+@pytest.mark.parametrize("name", ["audio.wav", "reference.flac"])
+def test_a_recording_a_killed_process_left_unfinished_is_read_to_its_end(tmp_path: Path, name: str) -> None:
+    """What AtomicSoundFile leaves when its process is killed: every block written is recovered (an
+    unfinished FLAC, the echo reference, up to its last whole frame; it was left behind, and replay
+    then said the game had been played without echo cancellation)."""
     import subprocess
     import sys
+
+    import soundfile as sf
 
     from voicesnap.files import recover_sound_files
 
     code = ("import sys, time, numpy as np\n"
             "from voicesnap.files import AtomicSoundFile\n"
-            f"f = AtomicSoundFile({str(tmp_path / 'audio.wav')!r}, 16000, 1)\n"
+            f"f = AtomicSoundFile({str(tmp_path / name)!r}, 16000, 1, {name.rsplit('.', 1)[1].upper()!r})\n"
             "for i in range(20):\n    f.write(np.full(1600, i, np.int16))\n"
             "print('written', flush=True)\ntime.sleep(60)\n")
     run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -168,7 +173,11 @@ def test_a_recording_a_killed_process_left_unfinished_is_read_to_its_end(tmp_pat
     finally:
         run.kill()
         run.wait(timeout=10)
-    assert not (tmp_path / "audio.wav").exists()
-    assert recover_sound_files(tmp_path) == [tmp_path / "audio.wav"]
-    samples, rate = read_wav(tmp_path / "audio.wav")
-    assert rate == 16000 and samples.shape[0] == 20 * 1600 and samples[-1, 0] == 19
+    assert not (tmp_path / name).exists()
+    assert recover_sound_files(tmp_path) == [tmp_path / name]
+    samples, rate = sf.read(tmp_path / name, dtype="int16", always_2d=True)
+    assert rate == 16000 and list(tmp_path.iterdir()) == [tmp_path / name]
+    if name.endswith(".wav"):
+        assert samples.shape[0] == 20 * 1600 and samples[-1, 0] == 19
+    else:  # FLAC keeps what reached the file: all but the frames still in the encoder
+        assert 10 * 1600 <= samples.shape[0] <= 20 * 1600 and samples[0, 0] == 0 and samples[-1, 0] >= 10

@@ -121,12 +121,23 @@ def recover_sound_files(folder: str | os.PathLike[str]) -> list[Path]:
                 _wav_sizes_to_end(tmp)
             with sf.SoundFile(tmp) as src:
                 out = AtomicSoundFile(target, src.samplerate, src.channels, kind)
+                kept = 0
                 try:
-                    for block in src.blocks(blocksize=65536, dtype="int16", always_2d=True):
+                    while True:
+                        try:
+                            block = src.read(16384, dtype="int16", always_2d=True)
+                        except (RuntimeError, sf.LibsndfileError):
+                            break  # an unfinished FLAC reads up to its last whole frame, then fails
                         out.write(block)
+                        kept += len(block)
+                        if len(block) < 16384:
+                            break
                 except BaseException:
                     out.discard()
                     raise
+            if not kept:
+                out.discard()
+                continue
             out.finish()
         except (RuntimeError, OSError, sf.LibsndfileError):
             continue  # not readable: left as it is

@@ -214,9 +214,11 @@ def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str
         notes.append(f"echo cancellation: on, with the recorded reference ({REFERENCE_NAME}), as in the game")
         return EchoCancelled(spotter, ArrayReference(load_reference(path)))
     if any(isinstance(r, SpeechStarted) for r in live):
-        notes.append(f"echo cancellation: off: {folder} has no {REFERENCE_NAME} (recorded with --no-echo-cancel "
-                     "or by an older voicesnap), so calls made over the announcer may be heard differently "
-                     "than in the game")
+        cut = any(folder.glob(f".{REFERENCE_NAME}.*.tmp.*"))  # a crash left it unreadable (recover_sound_files)
+        why = ("its recording was cut off by a crash and cannot be read" if cut
+               else "recorded with --no-echo-cancel or by an older voicesnap")
+        notes.append(f"echo cancellation: off: {folder} has no {REFERENCE_NAME} ({why}), so calls made over the "
+                     "announcer may be heard differently than in the game")
     return spotter
 
 
