@@ -291,6 +291,18 @@ def test_a_pause_said_just_before_a_card_stops_that_card(data: Path, tmp_path: P
     assert [r.t for r in records if isinstance(r, rules.Flipped)] == [1.0, 2.0]
 
 
+def test_the_hint_for_players_with_no_profile_gives_each_their_command(data: Path, tmp_path: Path) -> None:
+    """Only the first player without a profile got a command to paste, and a name with a space broke it."""
+    import shlex
+
+    wav = ROOT / "tests" / "fixtures" / "audio" / "corpus" / "clean_alice.wav"
+    run = play(["--players", "Mary Ann,Zed Q", "--engine", "enrolled", "--input-file", str(wav), "--text",
+                "--quiet", "--no-keyboard", "--record", str(tmp_path / "g")], b"", data, timeout=120)
+    line = next(x for x in run.stdout.decode().splitlines() if x.startswith("no voice profile for"))
+    given = line[line.index("(or enroll later: ") + len("(or enroll later: "):].rstrip(")").split("; ")
+    assert [shlex.split(c) for c in given] == [["voicesnap", "enroll", "Mary Ann"], ["voicesnap", "enroll", "Zed Q"]]
+
+
 def test_verbosity_ranks_prints_flips_as_ranks_only(data: Path, tmp_path: Path) -> None:
     """--verbosity ranks: what --text prints is what is spoken, "Eight", not "Alice, Eight of Hearts"."""
     from voicesnap import session  # noqa: F401  (registers game-scored for gamelog.read)

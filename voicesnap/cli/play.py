@@ -599,7 +599,7 @@ def run(args: argparse.Namespace) -> int:
                                    speak=not args.quiet)
         if missing:
             print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
-                  f"(or enroll later: voicesnap enroll {shlex.quote(missing[0])})")
+                  "(or enroll later: " + "; ".join(f"voicesnap enroll {shlex.quote(m)}" for m in missing) + ")")
     pool_flag: list[Any] = []
     listen = args.engine != "none" or bool(args.input_file)
     spotter, engine_name = (None, "none")
