@@ -261,7 +261,7 @@ def test_a_take_unlike_the_others_is_asked_for_again_at_once(devices: dict, tmp_
         speaker.stop()
     text = out.decode(errors="replace")  # (stderr is merged into it)
     assert run.returncode == 0, text
-    assert "take 2: refused: that take sounded unlike" in text, text
+    assert "take 2, beside the others: refused: that take sounded unlike" in text, text
     assert "Enrolled finn: 5 of 'snap'" in text, text
 
 

@@ -342,7 +342,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
                 if bad:
                     rounds += 1
                     for i in sorted(bad):
-                        print(f"  {group[i].source}: refused: {bad[i].reason}")
+                        print(f"  {group[i].source}, beside the others: refused: {bad[i].reason}")
                     takes = [t for i, t in enumerate(group) if i not in bad] + \
                         [t for t in takes if t.phrase != phrase]
                     got -= len(bad)
