@@ -192,7 +192,10 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
 
     data = tmp_path / "data"
     enroll(data, ("dev",))  # dev has a profile already; finn has none
-    takes = ([PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav" for k in range(1, 6)]
+    # finn's second 'snap' take is a 'snap pool': checked only at the end, one odd take threw the whole
+    # enrollment away ("only 4 good take(s) ... run the enrollment again"); it is asked for again at once
+    takes = ([PLAYERS_DIR / "enroll" / "finn_snap_1.wav", PLAYERS_DIR / "enroll" / "finn_snappool_1.wav"]
+             + [PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav" for k in range(2, 6)]
              + [PLAYERS_DIR / "enroll" / f"finn_snappool_{k}.wav" for k in range(1, 4)]
              + [PLAYERS_DIR / "enroll" / f"finn_slap_{k}.wav" for k in range(1, 4)])  # "slap": no call, told apart
     with_encoder = voices_encoder_installed()
@@ -231,6 +234,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
         reader.join(timeout=5)
     text = b"".join(output).decode(errors="replace")
     assert game.returncode == 0, text
+    assert "take 2, beside the others: refused: that take sounded unlike" in text, text
     assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (not a call)" in text, text
     if with_encoder:
         assert "s of speech; profile" in text, text
@@ -238,31 +242,6 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     assert voices.load_profile("finn", str(data)).extra["takes"] == {"snap": 5, "snap pool": 3}
     assert [len(ts) for ts in voices.profile_contrast(voices.load_profile("finn", str(data))).values()] == [3]
     assert "calls by enrolled" in text and flips >= 1, text  # and the game started
-
-
-def test_a_take_unlike_the_others_is_asked_for_again_at_once(devices: dict, tmp_path: Path) -> None:
-    """Checked only at the end, one odd take among five (here "snap pool" said for "snap") threw the
-    whole enrollment away: "only 4 good take(s) ... run the enrollment again"."""
-    takes = [PLAYERS_DIR / "enroll" / name for name in
-             ("finn_snap_1.wav", "finn_snappool_1.wav", "finn_snap_2.wav", "finn_snap_3.wav", "finn_snap_4.wav",
-              "finn_snap_5.wav")]
-    speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
-    run = _play(["--data-dir", str(tmp_path / "data"), "enroll", "finn", "--no-pool", "--contrast-takes", "0",
-                 "--no-speech", "--silent"], devices, stdin=subprocess.DEVNULL)
-    said: list[subprocess.Popen] = []
-    try:
-        _say_after_beeps(takes, speaker, devices, run, 90, said)
-        out, _ = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-        for p in said:
-            p.wait(timeout=10)
-        speaker.stop()
-    text = out.decode(errors="replace")  # (stderr is merged into it)
-    assert run.returncode == 0, text
-    assert "take 2, beside the others: refused: that take sounded unlike" in text, text
-    assert "Enrolled finn: 5 of 'snap'" in text, text
 
 
 def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_takes(devices: dict,
@@ -423,56 +402,6 @@ def test_a_closed_terminal_or_a_kill_stops_the_game_as_ctrl_c_does(devices: dict
     assert not list(folder.glob("*.tmp*")), list(folder.iterdir())
 
 
-# Plays on the speaker and prints what the players are told, until the speaker is back (or 25 s).
-_SPEAKER_WATCH = """
-import sys, time
-import numpy as np
-from voicesnap.playback import DevicePlayback
-with DevicePlayback(rate=16000) as out:
-    print("open", flush=True)
-    tone = (3000 * np.sin(np.arange(16000) * 0.1)).astype(np.int16)
-    end = time.monotonic() + 25
-    n = 0
-    while time.monotonic() < end:
-        if not out.mixer.busy:
-            n += 1
-            out.play(n, "tone", tone)
-        said = out.loss_notice()
-        if said:
-            print(said, flush=True)
-            if "back" in said:
-                break
-        time.sleep(0.1)
-    print("callbacks moving:", out.callbacks > 0, flush=True)
-"""
-
-
-def test_a_speaker_whose_sound_server_restarts_is_said_gone_and_comes_back(devices: dict, tmp_path: Path) -> None:
-    """After the sound server restarted mid-game the microphone came back but the announcer stayed
-    silent for the rest of the game, and nothing said so."""
-    with _private_server(devices, tmp_path) as (env, server):
-        run = subprocess.Popen([sys.executable, "-c", _SPEAKER_WATCH], cwd=ROOT, env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        again = None
-        try:
-            assert run.stdout is not None
-            assert run.stdout.readline().strip() == "open"
-            time.sleep(1.0)
-            server.terminate()
-            server.wait(timeout=10)
-            gone = run.stdout.readline()
-            assert "the speaker is gone" in gone, gone + (run.stderr.read() if run.stderr and not gone else "")
-            again = _start_server(env)
-            out, err = run.communicate(timeout=40)
-        finally:
-            for p in (run, again):
-                if p is not None and p.poll() is None:
-                    p.kill()
-    assert run.returncode == 0, err
-    assert "the speaker is back" in out, out + err
-    assert "Traceback" not in err, err
-
-
 def test_a_game_says_on_screen_when_its_speaker_goes_and_comes_back(devices: dict, tmp_path: Path) -> None:
     """The speaker's own notices went into the announcer's list of reasons and no further: after a
     sound-server restart a game went on in silence with nothing on the screen either."""
@@ -501,7 +430,7 @@ def test_a_game_says_on_screen_when_its_speaker_goes_and_comes_back(devices: dic
             server.terminate()
             server.wait(timeout=10)
             assert wait_for("the speaker is gone", 10), lines
-            time.sleep(5.0)  # two tries to reopen it while the server is away
+            time.sleep(2.5)  # a try to reopen it while the server is away
             tries = [line for line in lines if "AlsaOpen" in line]
             again = _start_server(env)
             assert wait_for("the speaker is back", 30), lines
