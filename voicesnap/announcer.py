@@ -445,14 +445,12 @@ class Announcer:
         from .playback import SpeechEnded, SpeechStarted
 
         events = self.playback.poll()
-        underflow = getattr(self.playback, "underflow_notice", None)  # gaps in speech: say so, once a burst
-        message = underflow() if underflow is not None else None
-        if message:
-            self._notice(message)
-        lost = getattr(self.playback, "loss_notice", None)  # the speaker gone, or back: printed (it cannot be said)
-        message = lost() if lost is not None else None
-        if message:
-            self._notice(message)
+        # gaps in speech (once a burst), and the speaker gone or back: told, not said
+        for name in ("underflow_notice", "loss_notice"):
+            check = getattr(self.playback, name, None)
+            message = check() if check is not None else None
+            if message:
+                self._notice(message)
         for ev in events:
             if isinstance(ev, SpeechStarted):
                 self.started[ev.id] = ev.t

@@ -497,7 +497,7 @@ class DevicePlayback(_Shell):
         told = None
         if not self.lost:
             self.lost = True
-            told = (f"{SPEAKER_GONE} (it has asked for no sound for 2 s: the sound server stopped, or the "
+            told = (f"{SPEAKER_GONE} (it has asked for no sound for {self.LOST_S:g} s: the sound server stopped, or the "
                     "device was unplugged); the game goes on without speech and it is reopened as soon as it can be")
         if now >= self._retry_at:
             self._retry_at = now + self.RETRY_S
