@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
@@ -102,11 +103,12 @@ class AtomicSoundFile:
         self.tmp.unlink(missing_ok=True)
 
 
-def recover_sound_files(folder: str | os.PathLike[str]) -> list[Path]:
+def recover_sound_files(folder: str | os.PathLike[str], tell: Callable[[str], None] | None = None) -> list[Path]:
     """Move into place the recordings a crash left under their temporary names (AtomicSoundFile):
     ``.audio.wav.x1y2.tmp.wav`` becomes ``audio.wav`` when there is none, so a killed game's audio
     can still be replayed. libsndfile reads such a file to its end (its header's sizes were never
-    written); it is copied whole under the right header. Returns the files recovered."""
+    written); it is copied whole under the right header. Returns the files recovered; ``tell``
+    is told of each."""
     import soundfile as sf
 
     got: list[Path] = []
@@ -143,6 +145,8 @@ def recover_sound_files(folder: str | os.PathLike[str]) -> list[Path]:
             continue  # not readable: left as it is
         tmp.unlink(missing_ok=True)
         got.append(target)
+        if tell is not None:
+            tell(f"(recovered {target.name}: the game was stopped before its recording was closed)")
     return got
 
 

@@ -554,8 +554,7 @@ def run(args: argparse.Namespace) -> int:
         folder = Path(args.record) if args.record else latest_session(root)
         from ..files import recover_sound_files
 
-        for path in recover_sound_files(folder):  # what a killed game was recording, kept for replay
-            print(f"(recovered {path.name}: the game was stopped before its recording was closed)")
+        recover_sound_files(folder, tell=print)  # what a killed game was recording, kept for replay
         records = [ev for _, ev in gamelog.read(folder / "log.jsonl", torn_tail=True,
                                                 notice=lambda text: print(f"({text})"))]
         resumed = rebuild(records)

@@ -155,8 +155,8 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     from .play import build_spotter
 
     log_path = folder / "log.jsonl"
-    for path in recover_sound_files(folder):  # a game killed mid-recording left it under a temporary name
-        print(f"(recovered {path.name}: the game was stopped before its recording was closed)", file=sys.stderr)
+    # a game killed mid-recording left it under a temporary name
+    recover_sound_files(folder, tell=lambda text: print(text, file=sys.stderr))
     live = [ev for _, ev in gamelog.read(log_path, torn_tail=True, notice=lambda text: print(f"({text})", file=sys.stderr))]
     settings = next((r for r in live if isinstance(r, TableSession)), None)
     if settings is None:
