@@ -6,12 +6,14 @@ another, as it would alone: two at once would hear each other (they feed the
 same virtual microphone) and each would judge the other's audio. The rest are
 handed out one test at a time.
 
-Those tests also carry the ``sound_server`` mark, so that the README's test
-command can run them in a pass of their own after the rest, with both cores
-free: their timing tests (announcements placed on the microphone's clock within
-5-30 ms) need the sound server to keep up. Beside the other worker, a 2-core
-machine's server fell behind (speaker underflows) and they failed in runs that
-passed alone, so ``.ci/run`` also starts a fresh server (``VOICESNAP_PULSE_FRESH``).
+Those tests also carry the ``sound_server`` mark, so that ``tests/run`` (the
+README's test command) can run them in a pass of their own at normal priority,
+with every other test beside them at idle priority (``chrt --idle``): their
+timing tests (announcements placed on the microphone's clock within 5-30 ms)
+need the sound server to keep up. Beside the other worker at equal priority, a
+2-core machine's server fell behind (speaker underflows) and they failed in runs
+that passed alone, and at ``nice 19`` the playback timing test still skipped
+for underflows; so ``.ci/run`` also starts a fresh server (``VOICESNAP_PULSE_FRESH``).
 What still failed them (the mic delivering nothing, or starting late) was the
 virtual devices' own: see .ci/pulse.sh and tests/virtual_mic.py.
 
