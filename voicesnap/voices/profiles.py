@@ -365,8 +365,9 @@ def load_profile_file(path: Path) -> Profile:
 def same_player(name: str, option: str | None = None) -> str | None:
     """An enrolled player whose name differs from ``name`` only in case, or None.
 
-    Play seats "alice" as the enrolled "Alice", so two profiles so named would be one
-    player at the table (and one file on a case-insensitive file system)."""
+    Play gives a seat typed "alice" the enrolled "Alice"'s profile (the seat keeps the spelling typed:
+    ``cli.play.enrolled_names``), so two profiles so named could not both be seated, and would be one
+    file on a case-insensitive file system."""
     kept = check_name(name)
     return next((n for n in list_players(option) if n != kept and n.casefold() == kept.casefold()), None)
 
