@@ -261,6 +261,7 @@ def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(
     assert main(["listen", "--file", str(CORPUS / "long_quiet_room.wav"), "--model", str(_english_model_path())]) == 0
     out = capsys.readouterr()
     assert out.out == "" and "0 call(s) and command(s) heard in 60.0 s" in out.err
+    assert out.err.rstrip().endswith("(vosk)"), out.err  # no one enrolled: no voice to name, Vosk alone
     assert main(["listen", "--file", str(CORPUS / "clean_alice.wav"), "--channels", "3"]) == 2
     assert "has 1 channel(s) of its own" in capsys.readouterr().err
     pcm, _ = read_wav(CORPUS / "clean_alice.wav")
@@ -271,6 +272,9 @@ def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(
 
 
 def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, capsys) -> None:
+    """With players enrolled, listen hears as play would on one microphone (the combined engine, and
+    the keyword model where installed): it had used Vosk alone unless told, so a player checking
+    their set-up saw calls the game would not hear, or miss ones it would."""
     import voicefixtures  # tests/ helper: profiles from the fixture players' enrollment takes
 
     from voicesnap import events, voices
@@ -286,6 +290,8 @@ def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, caps
     heard = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [d.word for d in heard] == truth
     assert {d.player for d in heard} == {"bob"} and all(d.score is not None for d in heard)
+    assert main(["--data-dir", str(data), "listen", "--file", wav, "--model", str(_english_model_path())]) == 0
+    assert capsys.readouterr().err.rstrip().endswith("(combined)")
     assert main(["--data-dir", str(data), "listen", "--file", wav, "--json", "--engine", "enrolled"]) == 0
     enrolled = [events.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert enrolled and all(d.engine == "enrolled" and d.player == "bob" for d in enrolled)

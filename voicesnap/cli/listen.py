@@ -19,8 +19,11 @@ from ..errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=["vosk", "enrolled", "keyword", "combined"], default="vosk",
-                        help="vosk: the English keyword spotter (needs a model); enrolled: match the "
+    parser.add_argument("--engine", choices=["auto", "vosk", "enrolled", "keyword", "combined"], default="auto",
+                        help="auto (default): what 'voicesnap play' would use on one microphone with the "
+                        "models and players installed (combined, else keyword, else enrolled); with no one "
+                        "enrolled, Vosk alone (else the keyword model); "
+                        "vosk: the English keyword spotter (needs a model); enrolled: match the "
                         "players' enrolled calls (needs 'voicesnap enroll'); keyword: the keyword model "
                         "(needs 'voicesnap models download keyword'); combined: Vosk, and the keyword model "
                         "when it is installed, hear the call, the enrollment says who, and two players "
@@ -106,6 +109,33 @@ def _keyword_spotters(args: argparse.Namespace, channels: Iterable[int | None], 
     if model is None:
         model = load_keyword_model(None, getattr(args, "data_dir", None), required=True)
     return [KeywordSpotter(model, channel=ch, pool_exists=not args.no_pool) for ch in channels]
+
+
+def _auto_engine(args: argparse.Namespace, profiles: list[Any]) -> str:
+    """The engine ``voicesnap play`` would pick (``cli.play.build_spotter``'s "auto"), so that listen
+    shows what the game hears: Vosk with the keyword model and the enrollment saying who, else the
+    keyword model, else the enrollment alone. With no one enrolled there is no one to name from a voice:
+    the first installed of Vosk and the keyword model, as play hears per-player microphones."""
+    from .. import models
+    from ..keyword import load_keyword_model
+    from ..models import ModelError
+
+    data = getattr(args, "data_dir", None)
+    try:
+        models.find_model("en", args.model, data)
+        vosk = True
+    except ModelError:
+        if models.named("en", args.model):
+            raise  # the player named a model that is not there: say so, never listen without it
+        vosk = False
+    keyword = load_keyword_model(None, data) is not None
+    if profiles:
+        if vosk:
+            return "combined"
+        return "keyword" if keyword else "enrolled"
+    if vosk or not keyword:
+        return "vosk"  # with neither, its error says how to install a model
+    return "keyword"
 
 
 def _enrolled_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[Any]:
@@ -207,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--channel {args.channel} does not exist: the input has {channels} channel(s)")
     wanted = [args.channel] if args.channel is not None else list(range(channels))
 
+    if args.engine == "auto":
+        args.engine = _auto_engine(args, profiles)
     if args.engine == "enrolled":
         spotters = _enrolled_spotters(args, profiles)
     elif args.engine == "combined":
