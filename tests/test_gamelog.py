@@ -154,9 +154,18 @@ def test_a_torn_last_line_from_a_crash(tmp_path: Path) -> None:
     said: list[str] = []
     assert len(gamelog.read(path, torn_tail=True, notice=said.append)) == len(lines) - 1
     assert len(said) == 1 and f"last line ({len(lines)}) was cut off" in said[0]  # a replay says it starts short
-    with gamelog.GameLog(path) as log:  # appending after a crash starts a fresh line
+    with gamelog.GameLog(path) as log:  # appending after a crash (a resume) drops the torn line first
         log.write(Call("Ann", "snap", 1.0))
     assert events.loads(path.read_text().splitlines()[-1]) == Call("Ann", "snap", 1.0)
+    # left between the records, the torn line made the log damaged from there on: no second resume or replay
+    again = gamelog.read(path)
+    assert [ev for _n, ev in again] == [events.loads(line) for line in lines[:-1]] + [Call("Ann", "snap", 1.0)]
+    # a whole record that only lacks its newline is kept
+    path.write_text("".join(line + "\n" for line in lines))
+    path.write_text(path.read_text()[:-1])
+    with gamelog.GameLog(path) as log:
+        log.write(Call("Bea", "snap", 2.0))
+    assert [ev for _n, ev in gamelog.read(path)][-2:] == [events.loads(lines[-1]), Call("Bea", "snap", 2.0)]
 
 
 def test_a_missing_log_is_a_clear_error(tmp_path: Path) -> None:

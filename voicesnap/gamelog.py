@@ -39,16 +39,40 @@ class GameLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
         try:
+            self._mend_tail()
             self._file = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
             raise LogError(f"cannot write the game log {self.path}: {exc.strerror}; "
                            "choose a writable --data-dir") from exc
-        # A torn last line from a crash would glue onto the next record: end it first.
-        if self._file.tell() > 0:
-            with open(self.path, "rb") as check:
-                check.seek(-1, os.SEEK_END)
-                if check.read(1) != b"\n":
-                    self._file.write("\n")
+
+    def _mend_tail(self) -> None:
+        """A last line a crash cut off would sit between the records before it and those appended now,
+        and the log would read as damaged from there (``read`` forgives a torn line only at the end):
+        drop it, as ``read(torn_tail=True)`` already did. A whole record that lacks only its newline
+        is kept and ended."""
+        try:
+            f = open(self.path, "r+b")
+        except FileNotFoundError:
+            return
+        with f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(max(0, size - 1))
+            if f.read(1) == b"\n":
+                return
+            f.seek(0)
+            data = f.read()
+            start = data.rfind(b"\n") + 1
+            try:
+                events.loads(data[start:].decode("utf-8"))
+            except (events.EventError, UnicodeDecodeError):
+                f.truncate(start)
+            else:
+                f.write(b"\n")
+            f.flush()
+            if self._fsync:
+                os.fsync(f.fileno())
 
     def write(self, *records: Any) -> None:
         """Append events (or lists of events) and flush."""
