@@ -120,3 +120,55 @@ def test_a_name_that_differs_only_in_case_is_the_same_player(capsys, tmp_path):
     assert main(["enroll", "BOB", "--from-files", *enroll_files("bob")]) == 2
     assert "Bob is enrolled already" in capsys.readouterr().err
     assert V.list_players() == ["Bob", "alice", "dev"]
+
+
+def test_a_profile_copied_under_another_players_name_is_damaged_not_a_second_player(capsys):
+    """alice's profile copied to bob2.json (its "name" still alice), and one hand-edited to say "bob": listed,
+    identified and forgotten under the file's name but seated under the other, it showed "bob" twice and
+    'forget bob' deleted the real bob. Channels under 0 and a threshold that is not a number were listed as
+    usable."""
+    folder = V.players_dir()
+    (folder / "bob2.json").write_text((folder / "alice.json").read_text())
+    edited = json.loads((folder / "alice.json").read_text())
+    edited["name"] = "bob"
+    (folder / "carl.json").write_text(json.dumps(edited))
+    for field, value in (("channel", -3), ("voice_threshold", float("nan"))):
+        bad = json.loads((folder / "dev.json").read_text())
+        bad[field] = value
+        (folder / f"dev_{field}.json").write_text(json.dumps({**bad, "name": f"dev_{field}"}))
+    assert main(["players"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert "DAMAGED" in lines["bob2"] and "holds 'alice''s profile, not 'bob2''s" in lines["bob2"], lines
+    assert "DAMAGED" in lines["carl"] and "'bob''s profile" in lines["carl"], lines
+    assert "DAMAGED" in lines["dev_channel"] and "DAMAGED" in lines["dev_voice_threshold"], lines
+    assert all("DAMAGED" not in lines[n] for n in ("alice", "bob", "dev")), lines
+    assert main(["players", "identify", str(PLAYERS_DIR / "enroll" / "alice_snap_1.wav")]) == 0
+    assert "alice" in capsys.readouterr().out
+
+
+def test_a_folder_that_cannot_be_written_is_said_with_the_fix_never_a_traceback(capsys, tmp_path, monkeypatch):
+    """A read-only data folder or a --record path that is a file ended in a Python traceback; a live
+    enrollment would have lost its takes at the end. Checked first where work would be lost, and anywhere
+    else said in words by the command line (exit 2)."""
+    from voicefixtures import enroll_files
+
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "players").write_text("a file where the players folder goes")
+    assert main(["--data-dir", str(blocked), "enroll", "zed", "--from-files", *enroll_files("bob")]) == 2
+    err = capsys.readouterr().err
+    assert "the players folder" in err and "cannot be written" in err and "--data-dir" in err, err
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert main(["play", "--players", "alice,bob", "--engine", "none", "--record", str(afile), "--quiet",
+                 "--text", "--no-keyboard", "--input-file", str(PLAYERS_DIR / "enroll" / "alice_snap_1.wav")]) == 2
+    assert f"--record {afile} is a file" in capsys.readouterr().err
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(30, "Read-only file system", str(self))
+
+    monkeypatch.setattr("pathlib.Path.unlink", read_only)
+    assert main(["players", "forget", "alice"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("voicesnap players: ") and "Read-only file system" in err and "alice.json" in err, err
+    assert "Traceback" not in err

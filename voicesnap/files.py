@@ -39,6 +39,30 @@ def data_dir(option: str | os.PathLike[str] | None = None, create: bool = True) 
     return path
 
 
+def writable_folder(path: str | os.PathLike[str], what: str) -> Path:
+    """``path``, made if missing, once a file could be written in it; else a UserError naming it and why.
+    Asked before work a player would lose at the end (a live enrollment's takes are recorded for two
+    minutes, then saved), not only when the file is written."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, probe = tempfile.mkstemp(prefix=".voicesnap-write-check.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{what} {folder} cannot be written ({exc.strerror or exc}): give a folder you can "
+                        "write to (--data-dir or VOICESNAP_DATA_DIR), or fix its permissions") from exc
+    return folder
+
+
+def os_error_message(exc: OSError) -> str:
+    """An OSError with a file name, in words a player can act on (the command line's last resort: every
+    place that writes cannot be asked first)."""
+    where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+    return (f"{where}: {exc.strerror or exc}; check that the folder exists and can be written "
+            "(--data-dir, --record), and that the disk has room")
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> Path:
     """Write ``data`` to ``path`` so that readers see the old or the new file, never a mix."""
     target = Path(path)

@@ -102,6 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+    except OSError as exc:  # a folder that cannot be written, a path that is a file, a full disk
+        if exc.filename is None:
+            raise
+        from ..files import os_error_message
+
+        print(f"voicesnap {args.command}: {os_error_message(exc)}", file=sys.stderr)
+        return 2
     finally:
         if before is None:
             os.environ.pop("VOICESNAP_DATA_DIR", None)

@@ -459,6 +459,9 @@ def run(args: argparse.Namespace) -> int:
     from .. import voices as V
 
     name = V.check_name(args.name)
+    from ..files import writable_folder
+
+    writable_folder(V.players_dir(args.data_dir), "the players folder")  # before the takes, not after
     other = V.same_player(name, args.data_dir)
     if other is not None:
         raise UserError(f"{other} is enrolled already, and names that differ only in case are one player at the "

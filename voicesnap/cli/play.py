@@ -580,6 +580,17 @@ def run(args: argparse.Namespace) -> int:
         fmt = str(parse_format(args.session))
         seed = args.seed if args.seed is not None else secrets.randbits(48)
         folder = Path(args.record) if args.record else _new_game_folder(root)
+        if args.record:  # asked now, not when the first record is written after the models load
+            from ..files import writable_folder
+
+            if folder.exists() and not folder.is_dir():
+                raise UserError(f"--record {folder} is a file; give a folder for the game's log and audio "
+                                "(it is made if missing)")
+            writable_folder(folder, "--record")
+        else:
+            from ..files import writable_folder
+
+            writable_folder(root, "the data folder")  # its games/ is made with the game's own folder
         if (folder / "log.jsonl").exists():
             raise UserError(f"{folder} already holds a game log; choose a new --record folder or add --resume")
         settings = TableSession(

@@ -166,7 +166,8 @@ class Profile:
             raise UserError(f"voice profile {where} is damaged ({type(exc).__name__}: {exc}); {way_out}") from exc
         if (not prof.word or prof.word not in prof.templates or any(len(t) < 2 for ts in prof.templates.values() for t in ts)
                 or prof.voiceprint.shape != prof.voice_scale.shape or set(prof.thresholds) != set(prof.templates)
-                or not all(math.isfinite(v) and v > 0 for v in prof.thresholds.values())):
+                or not all(math.isfinite(v) and v > 0 for v in prof.thresholds.values())
+                or not math.isfinite(prof.voice_threshold) or (prof.channel is not None and prof.channel < 0)):
             raise UserError(f"voice profile {where} is damaged (inconsistent contents); {way_out}")
         return prof
 
@@ -359,7 +360,14 @@ def load_profile_file(path: Path) -> Profile:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read voice profile {path} ({exc}); enroll again with "
                         f"`voicesnap enroll {shlex.quote(path.stem)}` or `voicesnap players forget {shlex.quote(path.stem)}`") from exc
-    return Profile.from_json(text, str(path))
+    prof = Profile.from_json(text, str(path))
+    stem = unicodedata.normalize("NFC", path.stem)
+    if unicodedata.normalize("NFC", prof.name) != stem:
+        # a copied or hand-renamed file: listed, identified and forgotten under one name, seated under the other
+        raise UserError(f"voice profile {path} holds {prof.name!r}'s profile, not {stem!r}'s (a copied or renamed "
+                        f"file); give it back its own file name ({prof.name}.json; `voicesnap players rename` renames a player), "
+                        f"or delete it with `voicesnap players forget {shlex.quote(stem)}`")
+    return prof
 
 
 def same_player(name: str, option: str | None = None) -> str | None:
