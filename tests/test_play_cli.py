@@ -168,6 +168,30 @@ def test_an_input_device_the_player_named_that_cannot_be_opened_stops_play(data:
     assert not (data / "games").exists() or not any((data / "games").iterdir())
 
 
+def test_a_channel_or_an_engine_that_cannot_hear_the_input_file_stops_play(data: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """--channels naming a channel the input lacks started a game in which that player was never heard;
+    one that leaves a player out says so; --engine none with --input-file had heard the file with the best
+    engine, against its help ("keyboard only")."""
+    wav = str(ROOT / "tests" / "fixtures" / "audio" / "corpus" / "clean_alice.wav")
+    base = ["play", "--players", "A,B", "--input-file", wav, "--quiet", "--no-keyboard", "--text", "--seed", "1"]
+    assert main([*base, "--engine", "none"]) == 2
+    assert "--engine none hears nothing" in capsys.readouterr().err
+    try:
+        from voicesnap.keyword import load_keyword_model
+
+        if load_keyword_model(None, data) is None:
+            from voicesnap import models
+
+            models.find_model("en", None, data)
+    except Exception:  # noqa: BLE001 (any way of not having one)
+        pytest.skip("no Vosk model and no keyword model: nothing hears per-player mics")
+    assert main([*base, "--channels", "A=0,B=3"]) == 2
+    assert "--channels gives B channel 3, and" in capsys.readouterr().err
+    assert main([*base, "--channels", "A=0", "--session", "best-of-1"]) == 0
+    assert "no microphone for B in --channels: their calls need the keyboard" in capsys.readouterr().out
+
+
 def test_a_second_game_started_in_the_same_second_gets_its_own_folder(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from voicesnap.cli import play as P

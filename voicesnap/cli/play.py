@@ -601,6 +601,9 @@ def run(args: argparse.Namespace) -> int:
     players = settings.players
     _check_speech_options(args)
     channels = parse_channels(args.channels, players) if not args.resume else dict(settings.channels)
+    if args.input_file and args.engine == "none":  # (it had been heard with the best engine, unsaid)
+        raise UserError("--input-file is audio for the game to hear, and --engine none hears nothing (keyboard "
+                        "only): drop one of them")
     if getattr(args, "strict_calls", False) and args.engine == "none":
         raise UserError("--strict-calls checks calls heard by voice, and --engine none hears none: drop one of them")
     if args.engine != "none" and not channels:
@@ -611,12 +614,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
                   "(or enroll later: " + "; ".join(f"voicesnap enroll {shlex.quote(m)}" for m in missing) + ")")
     pool_flag: list[Any] = []
-    listen = args.engine != "none" or bool(args.input_file)
+    listen = args.engine != "none"
     spotter, engine_name = (None, "none")
     if listen:
-        spotter, engine_name = build_spotter(args.engine if args.engine != "none" else "auto", args, root,
-                                             players, channels, pool_flag, settings.variant)
+        spotter, engine_name = build_spotter(args.engine, args, root, players, channels, pool_flag, settings.variant)
     n_channels = max(channels.values()) + 1 if channels else 1
+    if channels and spotter is not None:
+        if args.input_file:
+            has = FileSource(args.input_file).channels
+            if has < n_channels:
+                raise UserError(f"--channels gives {max(channels, key=channels.get)} channel {n_channels - 1}, "
+                                f"and {args.input_file} has {has} channel(s): {', '.join(map(str, range(has)))}")
+        unheard = [p for p in players if p not in channels]
+        if unheard:
+            print(f"no microphone for {', '.join(unheard)} in --channels: their calls need the keyboard "
+                  f"(or give each a channel: {','.join(f'{p}=N' for p in unheard)})")
     if spotter is not None and not args.input_file:
         try:  # fail now, with the fix, rather than inside the listening thread
             MicSource(device=_route(args.input, "input"), channels=n_channels, option="--input").open().close()
