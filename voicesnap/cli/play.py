@@ -623,7 +623,7 @@ def run(args: argparse.Namespace) -> int:
         if args.input_file:
             has = FileSource(args.input_file).channels
             if has < n_channels:
-                raise UserError(f"--channels gives {max(channels, key=channels.get)} channel {n_channels - 1}, "
+                raise UserError(f"--channels gives {max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, "
                                 f"and {args.input_file} has {has} channel(s): {', '.join(map(str, range(has)))}")
         unheard = [p for p in players if p not in channels]
         if unheard:
