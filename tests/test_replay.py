@@ -71,6 +71,28 @@ def test_the_recorded_audio_gives_the_same_rulings_again(recorded, capsys) -> No
     assert all(r["live"] == r["replay"] for r in got["rulings"])
 
 
+def test_a_replay_stopped_part_way_compares_nothing(recorded, capsys, monkeypatch) -> None:
+    """Ctrl-C 1.5 s into a replay printed "3 of 5 rulings agree" and the unheard rulings as differences,
+    exit 1, like a replay that really disagrees (the table turns Ctrl-C into a stop of its own)."""
+    import _thread
+
+    from voicesnap import audio
+
+    class Interrupted(audio.FileSource):
+        def __iter__(self):
+            for k, chunk in enumerate(super().__iter__()):
+                if k == 300:  # 6 s in: Ctrl-C, as the main thread gets it
+                    _thread.interrupt_main()
+                yield chunk
+
+    folder, data, model, script = recorded
+    monkeypatch.setattr(audio, "FileSource", Interrupted)
+    assert main(["--data-dir", str(data), "replay", str(folder), "--model", model]) == 130
+    out = capsys.readouterr()
+    assert "stopped before the end" in out.err and "no rulings compared" in out.err, out
+    assert "agree" not in out.out and "DIFF" not in out.out, out.out
+
+
 def test_replay_rebuilds_the_speech_gate_setting_the_game_used(recorded, capsys, tmp_path: Path) -> None:
     """The gate moves Vosk's chunk boundaries, so replay must use the game's own setting, read from its log."""
     folder, data, model, script = recorded

@@ -195,9 +195,11 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
             self.extend(records)
 
     again = Memory()
-    play_session(settings, again, chunks=FileSource(audio, chunk_frames=320),
-                 spotter=_Keys(spotter, keys), lines=lambda _s: None, schedule=flips, stop_at=ends,
-                 pool_flag=pool_flag)
+    result = play_session(settings, again, chunks=FileSource(audio, chunk_frames=320),
+                          spotter=_Keys(spotter, keys), lines=lambda _s: None, schedule=flips, stop_at=ends,
+                          pool_flag=pool_flag)
+    if result.reason == "interrupted":  # (the table turns Ctrl-C into a stop): half a replay is no verdict
+        raise KeyboardInterrupt
     return live, list(again)
 
 
@@ -228,7 +230,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{folder} has no log.jsonl; give the folder you passed to voicesnap play --record")
     root = data_dir(args.data_dir)
     notes: list[str] = []
-    live, again = rejudge(folder, root, args.engine, args.model, notes)
+    try:
+        live, again = rejudge(folder, root, args.engine, args.model, notes)
+    except KeyboardInterrupt:
+        print(f"voicesnap replay: stopped before the end of {folder}'s audio; no rulings compared", file=sys.stderr)
+        return 130
     rows = compare(live, again)
     agree = sum(1 for r in rows if r["agree"])
     if args.json:
