@@ -258,3 +258,34 @@ def test_a_call_the_referee_refuses_is_noted_and_the_game_goes_on() -> None:
     actions += loop.step(t + 1.5)
     assert [type(a.record).__name__ for a in actions if isinstance(a, Log)
             and isinstance(a.record, rules.RULINGS)] == ["SnapWon"]
+
+
+def test_a_spotter_that_fails_stops_the_game_instead_of_freezing_it() -> None:
+    """The audio is the game's clock: when the thread that hears it died of an error, nothing more was
+    heard, no card was turned and the game waited for ever (a replay hung). It now stops, says why and
+    logs it, and can be resumed."""
+    from voicesnap.table import LISTENING_FAILED, TableEnd, TableNote
+
+    class Breaks:
+        def __init__(self) -> None:
+            self.chunks = 0
+
+        def accept(self, chunk):  # noqa: ANN001, ANN202
+            self.chunks += 1
+            if self.chunks == 250:  # 5 s in
+                raise RuntimeError("the model's file went away")
+            return []
+
+        def flush(self) -> list:
+            return []
+
+    quiet = np.zeros((16000 * 60, 1), dtype=np.int16)
+    log, shown = _Memory(), []
+    settings = TableSession(players=PLAYERS, seed=3, pace=1.0, engine="vosk", lag=VOICE_LAG, pool_lag=VOICE_POOL_LAG)
+    result = play_session(settings, log, chunks=ArraySource(quiet, 16000, chunk_frames=320), spotter=Breaks(),
+                          lines=shown.append)
+    assert result.reason == LISTENING_FAILED and result.winner is None
+    notes = [r.text for r in log if isinstance(r, TableNote)]
+    assert any(n.startswith(LISTENING_FAILED) and "the model's file went away" in n for n in notes), notes
+    assert [r.reason for r in log if isinstance(r, TableEnd)] == [LISTENING_FAILED]
+    assert any("the model's file went away" in line for line in shown), shown

@@ -730,7 +730,7 @@ class Table:
                 self.put(Heard(None, (), problem="end of audio"))
         except BaseException as exc:  # reported on the game loop, never lost
             self.errors.append(exc)
-            self.put(Heard(None, (), problem=f"listening stopped: {exc}"))
+            self.put(Heard(None, (), problem=f"{LISTENING_FAILED}: {exc}"))
 
     def start_thread(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -756,7 +756,7 @@ class Table:
                 detections: list[Detection] = []
                 bursts: list[SpeechBurst] = []
                 noted: list[Action] = []  # why a call-like sound was not a call: "why was I not heard?"
-                ended_audio = False
+                ended_audio = failed = False
                 for heard in batch:
                     detections.extend(heard.detections)
                     bursts.extend(heard.bursts)
@@ -768,6 +768,10 @@ class Table:
                         self._heard_at = time.monotonic()
                     if heard.problem == "end of audio":
                         ended_audio = True
+                    elif heard.problem.startswith(LISTENING_FAILED):
+                        # nothing more will be heard, and the audio is the clock: the game would wait forever
+                        failed = True
+                        self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
                     elif heard.problem.startswith(LiveInput.LOST):
                         self.on_actions(self.loop.hold(heard.problem))
                     elif heard.problem.startswith(LiveInput.BACK):
@@ -791,6 +795,8 @@ class Table:
                     return stop
                 if ended_audio:
                     return Stop("audio ended")
+                if failed:
+                    return Stop(LISTENING_FAILED)
         except KeyboardInterrupt:
             stop = Stop("interrupted")
             with interrupts_deferred(drop=True):
@@ -1072,9 +1078,13 @@ def status_text(game: Any) -> str:
     return status_words(game.state)
 
 
+# A Stop's reason, and the start of its notice, when the thread that hears the audio died of an error.
+LISTENING_FAILED = "listening stopped"
+
+
 @dataclass
 class SessionResult:
-    reason: str  # "over" (session finished), "ended", "interrupted", "audio ended"
+    reason: str  # "over" (session finished), "ended", "interrupted", "audio ended", LISTENING_FAILED
     winner: str | None
     games: int
     said: list[tuple[str, Any]]

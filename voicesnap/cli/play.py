@@ -752,8 +752,9 @@ def _print_end(result: SessionResult, folder: Path, record: Any) -> None:
     if result.winner:
         print(f"{result.winner} wins the session ({result.games} game(s)).")
         print(f"log in {folder}")
-    elif result.reason in ("interrupted", "ended", "audio ended"):
-        print(f"stopped ({'the input file ended' if result.reason == 'audio ended' else result.reason}); "
+    elif result.reason in ("interrupted", "ended", "audio ended", "listening stopped"):  # (table.LISTENING_FAILED)
+        said = {"audio ended": "the input file ended", "listening stopped": "listening stopped with the error above"}
+        print(f"stopped ({said.get(result.reason, result.reason)}); "
               "continue with: voicesnap play --resume" + (f" --record {folder}" if record else ""), flush=True)
 
 
@@ -762,6 +763,8 @@ FAREWELL = {
     "interrupted": "Game stopped. To continue it, run voicesnap play with the resume option.",
     "ended": "Game ended. To continue it, run voicesnap play with the resume option.",
     "audio ended": "The recording has ended.",
+    "listening stopped": "Listening stopped with an error, so the game stopped. To continue it, run voicesnap play "
+                      "with the resume option.",
 }
 LAST_WORDS_S = 20.0  # s the program waits at the end for its last announcements to be heard
 

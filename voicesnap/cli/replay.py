@@ -150,7 +150,8 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     know about how it was re-judged (the echo reference) is appended to ``notes``."""
     from .. import gamelog
     from ..audio import FileSource
-    from ..table import TableEnd, TableResumed, TableSession, TableStep, play_session
+    from ..table import LISTENING_FAILED, TableEnd, TableResumed, TableSession, TableStep, play_session
+    from ..tablelog import TableNote
     from ..files import recover_sound_files
     from .play import build_spotter
 
@@ -200,6 +201,9 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
                           pool_flag=pool_flag)
     if result.reason == "interrupted":  # (the table turns Ctrl-C into a stop): half a replay is no verdict
         raise KeyboardInterrupt
+    if result.reason == LISTENING_FAILED:
+        why = next((r.text for r in again if isinstance(r, TableNote) and r.text.startswith(LISTENING_FAILED)), "")
+        raise UserError(f"{why or LISTENING_FAILED} part way through {audio}; no rulings compared")
     return live, list(again)
 
 
