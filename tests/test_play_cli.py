@@ -168,6 +168,23 @@ def test_an_input_device_the_player_named_that_cannot_be_opened_stops_play(data:
     assert not (data / "games").exists() or not any((data / "games").iterdir())
 
 
+def test_the_keys_printed_name_each_seats_own_call_in_silent_and_animal_snap(data: Path) -> None:
+    """The keys were printed before the game as in Classic Snap ("q=snap"), while in Silent Snap q sends a
+    slam and in Animal Snap the player's own noise."""
+    from voicesnap import variants
+
+    for variant, seat_word in (("silent", lambda _i: "slam"), ("animal", None), ("classic", lambda _i: "snap")):
+        run = play(["--players", "Alice,Bob", "--engine", "none", "--text", "--quiet", "--seed", "3",
+                    "--variant", variant], b"\x1b", data)
+        assert run.returncode == 0, run.stderr.decode()
+        out = run.stdout.decode()
+        game = variants.create(variant, ("Alice", "Bob"), 3)
+        for i, (name, key) in enumerate((("Alice", "q"), ("Bob", "w"))):
+            word = seat_word(i) if seat_word else game.call_words(i)["snap"]
+            assert f"{name}: {key}={word} " in out, (variant, out)
+        assert out.count("space=flip") == 1, out
+
+
 def test_a_channel_or_an_engine_that_cannot_hear_the_input_file_stops_play(data: Path,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """--channels naming a channel the input lacks started a game in which that player was never heard;

@@ -1127,6 +1127,7 @@ def play_session(
     from .rules import GameOver
 
     offset = 0.0
+    shown_keys: list[str] = []  # the key lines last printed (a variant's words can change them game to game)
     if resumed is not None:
         session = resumed.session
         game = resumed.game
@@ -1223,8 +1224,12 @@ def play_session(
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))  # type: ignore[misc]
         if keyboard is not None:
             keymap = Keymap(game.players, snap_words=snap_words(game))
-            if redraw:  # a screen drawn in place wiped the keys printed before the game
+            if redraw:  # a screen drawn in place would wipe printed keys: they are listed under the table
                 keys[:] = keymap.help_lines()
+            elif keymap.help_lines() != shown_keys:  # each seat's own word (Silent Snap's slam, Animal Snap's noise)
+                shown_keys[:] = keymap.help_lines()
+                for line in shown_keys:
+                    lines(line)
             table.start_thread(lambda: pump_keys(keyboard, keymap, table.clock, table.put_key,
                                                  table.stopping.is_set), "voicesnap-keys")
         stop = table.run()

@@ -543,7 +543,7 @@ def _new_game_folder(root: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     from .. import gamelog, variants
     from ..audio import FileSource, MicSource, RecordingTap
-    from ..keyboard import Keymap, RawKeyboard
+    from ..keyboard import RawKeyboard
     from ..session import parse_format
     from ..live import LiveInput
     from ..table import PRIORITY_RULING, SessionResult, TableSession, interrupts_deferred, play_session, rebuild
@@ -705,10 +705,7 @@ def run(args: argparse.Namespace) -> int:
         # a player who relies on hearing the game asks for it by voice: say that no one is listening for that
         print("(voice commands such as 'dealer status' and 'dealer pause' are heard only with the Vosk model: "
               "voicesnap models download)")
-    print(f"log in {folder}")
-    if keyboard_on:
-        for line in Keymap(players).help_lines():
-            print(line)
+    print(f"log in {folder}")  # (the keys are printed by the table, with each seat's word in this variant)
     stopping = _stop_on_hangup()
     try:
         with RawKeyboard() if keyboard_on else _Nothing() as keys:
