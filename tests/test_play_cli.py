@@ -62,6 +62,7 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
 @pytest.mark.parametrize("args, message", [
     (["--players", "Alice"], "2 to 6 players"),
     (["--players", "Alice,alice"], "different name"),
+    (["--players", "Alice,,Bob"], "has an empty name between commas"),  # (was dropped unsaid)
     (["--players", "Ann/Bo,Cy"], "--players: player name 'Ann/Bo' is not usable"),  # (enroll would refuse it)
     (["--players", "A,B", "--variant", "speeed"], "Did you mean"),
     (["--players", "A,B", "--session", "best-of-zero"], "session format"),

@@ -90,7 +90,10 @@ def parse_players(text: str | None) -> tuple[str, ...]:
         raise UserError("say who is playing: --players Alice,Bob (2 to 6 names, in seat order)")
     from ..voices import check_name
 
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names):  # "Alice,,Bob": a name lost in typing, not a seat to drop unsaid
+        raise UserError(f"--players {text!r} has an empty name between commas; give each seat a name, "
+                        "e.g. --players Alice,Bob")
     try:
         names = tuple(check_name(n) for n in names)  # a seat's name is the name its player enrolls under
     except UserError as exc:
