@@ -6,7 +6,9 @@ import pytest
 
 from voicesnap.referee import Call, Referee
 from voicesnap.rules import Game, RulesError
-from voicesnap.session import Format, GameScored, Session, SessionError, SessionOver, parse_format
+from voicesnap.session import (
+    Format, GameScored, Session, SessionError, SessionOver, SuddenDeath, parse_format,
+)
 
 PLAYERS = ("Ann", "Ben", "Cat")
 
@@ -91,11 +93,17 @@ def test_a_tied_best_of_3_is_settled_by_a_sudden_death_game_between_the_leaders(
 
 
 def test_sudden_death_is_only_for_the_tied_leaders() -> None:
+    from voicesnap.announcer import Verbosity, describe
+
     session = Session(("Ann", "Ben", "Cat", "Dan"), "best-of-4", seed=3)
     for winner in ["Ann", "Ben", "Ann", "Ben"]:
         game = session.new_game()
         force_win(game, winner)
-        session.record(game)
+        out = session.record(game)
+    # the players are told, not left to wonder why a fifth game of a best-of-4 starts with two of them
+    assert out == [GameScored(game.t, 4, "Ben", (2, 2, 0, 0), False), SuddenDeath(game.t, ("Ann", "Ben"))]
+    words = describe(out[-1], Verbosity.RANKS, players=session.players)
+    assert words is not None and words[0].startswith("Sudden death: Ann and Ben are level and play on"), words
     decider = session.new_game()
     assert decider.players == ("Ann", "Ben") and decider.dealer == 1
 

@@ -32,7 +32,7 @@ from .rules import (
     CallIgnored, Dealt, Eliminated, Flipped, Forfeit, GameOver, GameStarted, PoolTied, PoolWon,
     Refreshed, SnapWon, TableState, TieToPool, WrongCall,
 )
-from .session import GameScored, SessionOver
+from .session import GameScored, SessionOver, SuddenDeath
 
 __all__ = [
     "Verbosity", "Priority", "Announcement", "SpeechQueue", "Announcer", "describe", "earcon",
@@ -162,6 +162,10 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
         return _game_over(ev, state.players if state else players), Priority.RULING, None
     if isinstance(ev, GameScored):
         return f"Game {ev.game} to {ev.winner}. {score_words(players, ev.scores)}", Priority.RULING, None
+    if isinstance(ev, SuddenDeath):  # (said only in the log's "sudden_death" before: the table went on unexplained)
+        tied = ", ".join(ev.players[:-1]) + f" and {ev.players[-1]}"
+        return (f"Sudden death: {tied} are level and play on; the next game's winner wins the session.",
+                Priority.RULING, None)
     if isinstance(ev, SessionOver):
         return (f"{ev.winner} wins the session after {ev.games} game{'' if ev.games == 1 else 's'}. "
                 f"{score_words(players, ev.scores)}"), Priority.RULING, None

@@ -18,7 +18,7 @@ from .events import event
 from .rules import Game, Options, RulesError
 from . import variants
 
-__all__ = ["SessionError", "Format", "parse_format", "Session", "GameScored", "SessionOver"]
+__all__ = ["SessionError", "Format", "parse_format", "Session", "GameScored", "SessionOver", "SuddenDeath"]
 
 
 class SessionError(RulesError):
@@ -61,6 +61,15 @@ class GameScored:
     winner: str
     scores: tuple[int, ...]  # wins per session player, in seat order
     sudden_death: bool
+
+
+@event("sudden-death")
+@dataclass(frozen=True, slots=True)
+class SuddenDeath:
+    """A best-of session ended level: these tied leaders play on, and the next game's winner wins."""
+
+    t: float
+    players: tuple[str, ...]
 
 
 @event("session-over")
@@ -145,6 +154,7 @@ class Session:
             else:
                 self.sudden_death = True
                 self.contenders = leaders
+                out.append(SuddenDeath(t, leaders))
         if self.winner is not None:
             out.append(SessionOver(t, self.winner, tuple(self.scores), self.games, self.sudden_death))
         self.events.extend(out)
