@@ -12,8 +12,10 @@ with every other test beside them at idle priority (``chrt --idle``): their
 timing tests (announcements placed on the microphone's clock within 5-30 ms)
 need the sound server to keep up. Beside the other worker at equal priority, a
 2-core machine's server fell behind (speaker underflows) and they failed in runs
-that passed alone, and at ``nice 19`` the playback timing test still skipped
-for underflows; so ``.ci/run`` also starts a fresh server (``VOICESNAP_PULSE_FRESH``).
+that passed alone; at ``nice 19``, and once at idle priority, the playback
+loopback test still skipped for underflows, so it is marked ``alone`` and
+``tests/run`` runs it last by itself. ``.ci/run`` also starts a fresh server
+(``VOICESNAP_PULSE_FRESH``).
 What still failed them (the mic delivering nothing, or starting late) was the
 virtual devices' own: see .ci/pulse.sh and tests/virtual_mic.py.
 

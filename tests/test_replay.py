@@ -75,6 +75,7 @@ def test_a_replay_stopped_part_way_compares_nothing(recorded, capsys, monkeypatc
     """Ctrl-C 1.5 s into a replay printed "3 of 5 rulings agree" and the unheard rulings as differences,
     exit 1, like a replay that really disagrees (the table turns Ctrl-C into a stop of its own)."""
     import _thread
+    import signal
 
     from voicesnap import audio
 
@@ -87,7 +88,14 @@ def test_a_replay_stopped_part_way_compares_nothing(recorded, capsys, monkeypatc
 
     folder, data, model, script = recorded
     monkeypatch.setattr(audio, "FileSource", Interrupted)
-    assert main(["--data-dir", str(data), "replay", str(folder), "--model", model]) == 130
+    # Python's own Ctrl-C handler, as in a terminal: a pytest-xdist worker ignores SIGINT, and interrupt_main
+    # then raised nothing (the replay ran to its end)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = main(["--data-dir", str(data), "replay", str(folder), "--model", model])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code == 130
     out = capsys.readouterr()
     assert "stopped before the end" in out.err and "no rulings compared" in out.err, out
     assert "agree" not in out.out and "DIFF" not in out.out, out.out
