@@ -583,16 +583,14 @@ def run(args: argparse.Namespace) -> int:
         fmt = str(parse_format(args.session))
         seed = args.seed if args.seed is not None else secrets.randbits(48)
         folder = Path(args.record) if args.record else _new_game_folder(root)
-        if args.record:  # asked now, not when the first record is written after the models load
-            from ..files import writable_folder
+        from ..files import writable_folder
 
+        if args.record:  # asked now, not when the first record is written after the models load
             if folder.exists() and not folder.is_dir():
                 raise UserError(f"--record {folder} is a file; give a folder for the game's log and audio "
                                 "(it is made if missing)")
             writable_folder(folder, "--record")
         else:
-            from ..files import writable_folder
-
             writable_folder(root, "the data folder")  # its games/ is made with the game's own folder
         if (folder / "log.jsonl").exists():
             raise UserError(f"{folder} already holds a game log; choose a new --record folder or add --resume")
@@ -622,9 +620,10 @@ def run(args: argparse.Namespace) -> int:
     if listen:
         spotter, engine_name = build_spotter(args.engine, args, root, players, channels, pool_flag, settings.variant)
     n_channels = max(channels.values()) + 1 if channels else 1
+    from_file = FileSource(args.input_file, chunk_frames=320) if spotter is not None and args.input_file else None
     if channels and spotter is not None:
-        if args.input_file:
-            has = FileSource(args.input_file).channels
+        if from_file is not None:
+            has = from_file.channels
             if has < n_channels:
                 raise UserError(f"--channels gives {max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, "
                                 f"and {args.input_file} has {has} channel(s): {', '.join(map(str, range(has)))}")
@@ -666,8 +665,8 @@ def run(args: argparse.Namespace) -> int:
     reference_recorder = None
     live = None
     if spotter is not None:
-        if args.input_file:
-            chunks = FileSource(args.input_file, chunk_frames=320)
+        if from_file is not None:
+            chunks = from_file
         else:
             from ..pulse import source_watch
 
