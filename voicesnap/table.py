@@ -40,12 +40,14 @@ from .commands import allowed, help_text
 from .live import LiveInput
 from .rules import CallError
 from .spotters import Detection, Refusal, command_begun_from, take_refusals, undecided_from
-from .tablelog import TableEnd, TableNote, TableResumed, TableSession, TableStart, TableStep
+from .tablelog import (
+    LISTENING_FAILED, TableEnd, TableNote, TableResumed, TableSession, TableStart, TableStep,
+)
 from .vocabulary import COMMAND_PREFIX, command_phrases
 
 __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",
-    "TableStep", "TableStart", "TableNote", "TableSession", "TableResumed", "TableEnd",
+    "TableStep", "TableStart", "TableNote", "TableSession", "TableResumed", "TableEnd", "LISTENING_FAILED",
     "TableLoop", "Heard", "Table", "WallClock",
     "HEARD_LAG", "PoolClaim", "snap_words", "voice_lags",
 ]
@@ -1078,10 +1080,6 @@ def status_text(game: Any) -> str:
     return status_words(game.state)
 
 
-# A Stop's reason, and the start of its notice, when the thread that hears the audio died of an error.
-LISTENING_FAILED = "listening stopped"
-
-
 @dataclass
 class SessionResult:
     reason: str  # "over" (session finished), "ended", "interrupted", "audio ended", LISTENING_FAILED
@@ -1226,10 +1224,12 @@ def play_session(
             keymap = Keymap(game.players, snap_words=snap_words(game))
             if redraw:  # a screen drawn in place would wipe printed keys: they are listed under the table
                 keys[:] = keymap.help_lines()
-            elif keymap.help_lines() != shown_keys:  # each seat's own word (Silent Snap's slam, Animal Snap's noise)
-                shown_keys[:] = keymap.help_lines()
-                for line in shown_keys:
-                    lines(line)
+            else:  # printed when they change: each seat's own word (Silent Snap's slam, Animal Snap's noise)
+                help_lines = keymap.help_lines()
+                if help_lines != shown_keys:
+                    shown_keys[:] = help_lines
+                    for line in help_lines:
+                        lines(line)
             table.start_thread(lambda: pump_keys(keyboard, keymap, table.clock, table.put_key,
                                                  table.stopping.is_set), "voicesnap-keys")
         stop = table.run()

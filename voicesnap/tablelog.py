@@ -94,10 +94,16 @@ class TableResumed:
     audio: str = ""
 
 
+# A stop's reason (TableEnd.reason, table.Stop), and the start of its notice, when the thread that hears
+# the audio died of an error.
+LISTENING_FAILED = "listening stopped"
+
+
 @event("table-end")
 @dataclass(frozen=True)
 class TableEnd:
-    """A game stopped: by its rules ("over"), the end command, Ctrl-C, or the audio ending."""
+    """A game stopped: by its rules ("over"), the end command, Ctrl-C, the audio ending, or the thread
+    that hears it failing (LISTENING_FAILED)."""
 
     game: int
     reason: str

@@ -117,18 +117,21 @@ def _auto_engine(args: argparse.Namespace, profiles: list[Any]) -> str:
     keyword model, else the enrollment alone. With no one enrolled there is no one to name from a voice:
     the first installed of Vosk and the keyword model, as play hears per-player microphones."""
     from .. import models
-    from ..keyword import load_keyword_model
-    from ..models import ModelError
 
     data = getattr(args, "data_dir", None)
-    try:
-        models.find_model("en", args.model, data)
-        vosk = True
-    except ModelError:
-        if models.named("en", args.model):
-            raise  # the player named a model that is not there: say so, never listen without it
-        vosk = False
-    keyword = load_keyword_model(None, data) is not None
+
+    def installed(kind: str, option: str | None) -> bool:
+        """Found, without loading it (the engine chosen loads it); one the player named that is not
+        there is an error, never listened without."""
+        try:
+            models.find_model(kind, option, data)
+            return True
+        except models.ModelError:
+            if models.named(kind, option):
+                raise
+            return False
+
+    vosk, keyword = installed("en", args.model), installed("keyword", None)
     if profiles:
         if vosk:
             return "combined"

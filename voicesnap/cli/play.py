@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..files import data_dir
+from ..tablelog import LISTENING_FAILED
 
 if TYPE_CHECKING:
     from ..table import SessionResult
@@ -751,8 +752,8 @@ def _print_end(result: SessionResult, folder: Path, record: Any) -> None:
     if result.winner:
         print(f"{result.winner} wins the session ({result.games} game(s)).")
         print(f"log in {folder}")
-    elif result.reason in ("interrupted", "ended", "audio ended", "listening stopped"):  # (table.LISTENING_FAILED)
-        said = {"audio ended": "the input file ended", "listening stopped": "listening stopped with the error above"}
+    elif result.reason in ("interrupted", "ended", "audio ended", LISTENING_FAILED):
+        said = {"audio ended": "the input file ended", LISTENING_FAILED: "listening stopped with the error above"}
         print(f"stopped ({said.get(result.reason, result.reason)}); "
               "continue with: voicesnap play --resume" + (f" --record {folder}" if record else ""), flush=True)
 
@@ -762,7 +763,7 @@ FAREWELL = {
     "interrupted": "Game stopped. To continue it, run voicesnap play with the resume option.",
     "ended": "Game ended. To continue it, run voicesnap play with the resume option.",
     "audio ended": "The recording has ended.",
-    "listening stopped": "Listening stopped with an error, so the game stopped. To continue it, run voicesnap play "
+    LISTENING_FAILED: "Listening stopped with an error, so the game stopped. To continue it, run voicesnap play "
                       "with the resume option.",
 }
 LAST_WORDS_S = 20.0  # s the program waits at the end for its last announcements to be heard

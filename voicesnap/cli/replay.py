@@ -150,8 +150,8 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     know about how it was re-judged (the echo reference) is appended to ``notes``."""
     from .. import gamelog
     from ..audio import FileSource
-    from ..table import LISTENING_FAILED, TableEnd, TableResumed, TableSession, TableStep, play_session
-    from ..tablelog import TableNote
+    from ..table import TableEnd, TableResumed, TableSession, TableStep, play_session
+    from ..tablelog import LISTENING_FAILED, TableNote
     from ..files import recover_sound_files
     from .play import build_spotter
 
