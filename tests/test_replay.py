@@ -157,6 +157,51 @@ def test_replay_says_it_rejudges_only_the_stretch_before_a_resume(recorded, caps
     assert any("resumed 1 time(s): only its first stretch" in note for note in got["notes"])
 
 
+def test_a_resumed_game_hears_as_the_session_did_and_logs_each_stretchs_own_recording(
+        recorded, capsys, tmp_path: Path) -> None:
+    """A resume listened with play's defaults (here Vosk and the keyword model, not the session's Vosk
+    alone) under the session's lag, unsaid; each stretch's record named audio.wav, not its own file,
+    and two resumes within a second wrote the same file."""
+    import shutil
+
+    import numpy as np
+
+    folder, data, model, script = recorded
+    copy = tmp_path / "session"
+    shutil.copytree(folder, copy)
+    quiet = tmp_path / "quiet.wav"
+    write_wav(quiet, np.zeros((16000, len(script.players)), dtype=np.int16), 16000)
+    common = ["--data-dir", str(data), "play", "--resume", "--record", str(copy), "--input-file", str(quiet),
+              "--model", model, "--quiet", "--text", "--no-keyboard"]
+    assert main([*common, "--engine", "combined"]) == 2  # a change of engine is refused, not ignored
+    err = capsys.readouterr().err
+    assert "--resume continues the session as it was set up: --engine combined (the session's: vosk)" in err
+    for n in (1, 2):
+        assert main(common) == 0
+        assert "; calls by vosk\n" in capsys.readouterr().out
+        resumes = [r.audio for _, r in gamelog.read(copy / "log.jsonl") if r.EVENT_TYPE == "table-resumed"]
+        assert resumes[-1] == f"audio-resumed-{n}.wav" and (copy / resumes[-1]).is_file()
+    assert read_wav(copy / "audio-resumed-1.wav")[0].shape == read_wav(copy / "audio-resumed-2.wav")[0].shape
+
+
+def test_a_keyboard_session_is_not_resumed_with_listening(tmp_path: Path, capsys) -> None:
+    """`--resume --input-file` on a keyboard-only session had heard the file with the best engine."""
+    import numpy as np
+
+    from voicesnap import events
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "log.jsonl").write_text(events.dumps(TableSession(players=("Ann", "Ben"), seed=1, engine="none")) + "\n")
+    common = ["--data-dir", str(tmp_path / "d"), "play"]
+    quiet = tmp_path / "quiet.wav"
+    write_wav(quiet, np.zeros(16000, dtype=np.int16), 16000)
+    assert main([*common, "--resume", "--record", str(folder), "--input-file", str(quiet), "--quiet"]) == 2
+    assert "this session is played by keyboard only" in capsys.readouterr().err
+    assert main([*common, "--resume", "--record", str(folder), "--variant", "speed", "--quiet"]) == 2
+    assert "--variant speed (the session's: classic)" in capsys.readouterr().err
+
+
 def test_a_game_killed_mid_recording_can_still_be_replayed(recorded, capsys, tmp_path: Path) -> None:
     """A killed game leaves its audio under the recorder's temporary name, with the header's sizes
     never written; replay said the folder "holds no recorded audio", and nothing recovered it."""

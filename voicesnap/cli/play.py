@@ -29,9 +29,10 @@ DEFAULT_PACE = 2.0
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--players", help="comma-separated names in seat order, e.g. Alice,Bob,Cara (2-6)")
-    parser.add_argument("--variant", default="classic", help="classic, picture, speed, double, single-pile, "
+    # (the session's options default to None: --resume keeps the session's own, and refuses others)
+    parser.add_argument("--variant", default=None, help="classic, picture, speed, double, single-pile, "
                         "slapjack, silent or animal (default classic)")
-    parser.add_argument("--session", default="single", help="single, best-of-3, best-of-5 or first-to-N")
+    parser.add_argument("--session", default=None, help="single, best-of-3, best-of-5 or first-to-N (default single)")
     parser.add_argument("--pace", type=float, default=None,
                         help=f"seconds between flips (default {DEFAULT_PACE}; on --resume, the session's); "
                         "0 = flip only on the flip command")
@@ -54,9 +55,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="print every announcement as one plain line (for screen readers) "
                         "instead of the table display")
     parser.add_argument("--quiet", action="store_true", help="do not speak (text only)")
-    parser.add_argument("--verbosity", choices=("ranks", "names", "all"), default="names",
-                        help="ranks: flips as the rank only; names: with player and suit (default); "
-                        "all: also refreshes and ignored calls")
+    parser.add_argument("--verbosity", choices=("ranks", "names", "all"), default=None,
+                        help="ranks: flips as the rank only; names: with player and suit (default; on --resume, "
+                        "the session's); all: also refreshes and ignored calls")
     parser.add_argument("--voice", default=None, help="announcer voice (an espeak-ng voice name, e.g. gmw/en-us; "
                         "default gmw/en)")
     parser.add_argument("--rate", type=int, default=None, help="announcer speech rate, words per minute (200)")
@@ -69,8 +70,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-file", metavar="WAV", help="listen to a recorded WAV instead of the "
                         "microphone, as fast as possible (tests, benchmarks)")
     parser.add_argument("--model", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL or the data dir)")
-    parser.add_argument("--tie-window", type=float, default=0.1, help="seconds between onsets that tie (0.1)")
-    parser.add_argument("--decision-window", type=float, default=0.5,
+    parser.add_argument("--tie-window", type=float, default=None, help="seconds between onsets that tie (0.1)")
+    parser.add_argument("--decision-window", type=float, default=None,
                         help="seconds after a call's onset before it is ruled (0.5): time for rivals to be heard")
     parser.add_argument("--listen-lag", type=float, default=None,
                         help="the most seconds the referee stays behind the audio heard, so that a rival call still "
@@ -544,6 +545,59 @@ def _new_game_folder(root: Path) -> Path:
     return folder
 
 
+# A new session's options whose default is None in the parser, so that --resume can tell them given.
+NEW_SESSION_DEFAULTS: dict[str, Any] = {"variant": "classic", "session": "single", "tie_window": 0.1,
+                                        "decision_window": 0.5, "verbosity": "names"}
+
+
+def _keep_session(args: argparse.Namespace, settings: Any) -> None:
+    """--resume continues the session as it was set up, and hears calls as it heard them.
+
+    A resumed game had listened with play's default engine, speech gate and keyword model whatever
+    the session was logged with (a keyboard-only session even started listening), under the session's
+    logged lag, and ignored a changed --channels, --players or --variant unsaid. Now ``args`` is set
+    to the session's listening (its logged engine name, which ``build_spotter`` reads as a replay
+    does) and its verbosity, and an option that would change the session is refused with the way out.
+    """
+    from .. import variants
+    from ..session import parse_format
+
+    logged = "none" if settings.engine in ("keyboard", "none") else settings.engine
+    base = logged.removesuffix(STRICT).split("+")[0]
+    clashes = []
+
+    def differs(option: str, given: Any, kept: Any, shown: Any = None) -> None:
+        if given is not None and given != kept:
+            clashes.append(f"{option} {shown if shown is not None else given} (the session's: {kept})")
+
+    differs("--players", parse_players(args.players) if args.players else None, settings.players, args.players)
+    differs("--variant", variants.get(args.variant).variant if args.variant else None, settings.variant, args.variant)
+    differs("--session", str(parse_format(args.session)) if args.session else None, settings.format, args.session)
+    differs("--seed", args.seed, settings.seed)
+    differs("--tie-window", args.tie_window, settings.tie_window)
+    differs("--decision-window", args.decision_window, settings.decision_window)
+    differs("--listen-lag", args.listen_lag, settings.lag)
+    differs("--engine", None if args.engine == "auto" else args.engine, base)
+    differs("--channels", parse_channels(args.channels, settings.players) if args.channels else None,
+            dict(settings.channels), args.channels)
+    if args.no_gate and settings.gate:
+        clashes.append("--no-gate (the session's speech gate is on)")
+    if args.no_keyword and "+keyword" in logged:
+        clashes.append(f"--no-keyword (the session hears with {logged})")
+    if getattr(args, "strict_calls", False) and not logged.endswith(STRICT):
+        clashes.append("--strict-calls (the session did not check calls against the enrollment)")
+    if clashes:
+        raise UserError(f"--resume continues the session as it was set up: {'; '.join(clashes)}. Drop "
+                        f"{'that option' if len(clashes) == 1 else 'those options'}, or start a new session "
+                        "without --resume")
+    args.engine = logged  # (a logged "combined" was heard without the keyword model; "combined+keyword" with it)
+    args.no_gate = not settings.gate
+    args.no_keyword = logged == "combined"
+    args.strict_calls = False  # (in the logged name: build_spotter reads it from there)
+    if args.verbosity is None:
+        args.verbosity = settings.verbosity
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import gamelog, variants
     from ..audio import FileSource, MicSource, RecordingTap
@@ -563,6 +617,7 @@ def run(args: argparse.Namespace) -> int:
                                                 notice=lambda text: print(f"({text})"))]
         resumed = rebuild(records)
         settings = resumed.settings
+        _keep_session(args, settings)
         if args.pace is not None:
             _check_pace(args.pace)
             settings = dataclasses.replace(settings, pace=args.pace)
@@ -576,6 +631,9 @@ def run(args: argparse.Namespace) -> int:
                                          if game is not None else f"game {resumed.games + 1} is next"))
     else:
         players = parse_players(args.players)
+        for option, default in NEW_SESSION_DEFAULTS.items():
+            if getattr(args, option) is None:
+                setattr(args, option, default)
         if args.pace is None:
             args.pace = DEFAULT_PACE
         _check_pace(args.pace)
@@ -603,6 +661,9 @@ def run(args: argparse.Namespace) -> int:
     players = settings.players
     _check_speech_options(args)
     channels = parse_channels(args.channels, players) if not args.resume else dict(settings.channels)
+    if args.input_file and args.engine == "none" and args.resume:
+        raise UserError("--input-file is audio for the game to hear, and this session is played by keyboard only "
+                        "(--engine none): resume it without --input-file")
     if args.input_file and args.engine == "none":  # (it had been heard with the best engine, unsaid)
         raise UserError("--input-file is audio for the game to hear, and --engine none hears nothing (keyboard "
                         "only): drop one of them")
@@ -626,7 +687,7 @@ def run(args: argparse.Namespace) -> int:
         if from_file is not None:
             has = from_file.channels
             if has < n_channels:
-                raise UserError(f"--channels gives {max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, "
+                raise UserError(f"{'the session' if args.resume else '--channels'} gives {max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, "
                                 f"and {args.input_file} has {has} channel(s): {', '.join(map(str, range(has)))}")
         unheard = [p for p in players if p not in channels]
         if unheard:
@@ -636,7 +697,8 @@ def run(args: argparse.Namespace) -> int:
         try:  # fail now, with the fix, rather than inside the listening thread
             MicSource(device=_route(args.input, "input"), channels=n_channels, option="--input").open().close()
         except UserError as exc:
-            if args.engine != "auto" or args.input is not None:  # a device the player named: theirs to fix
+            if (args.engine != "auto" and not args.resume) or args.input is not None:
+                # a device or engine the player named: theirs to fix (a resumed game goes on as auto's would)
                 raise
             print(f"(no microphone: {exc}; calls by keyboard)")
             spotter, engine_name = None, "none"
@@ -680,10 +742,12 @@ def run(args: argparse.Namespace) -> int:
                              watch=source_watch(routed, args.input if routed == "pulse" else None))
             chunks = live
         if args.record and chunks is not None:
-            name = "audio.wav" if not args.resume else f"audio-resumed-{int(time.time())}.wav"
+            name = "audio.wav" if not args.resume else _resumed_audio_name(folder)
             recorder = RecordingTap(folder / name)
             reference_recorder = record_reference(spotter, recorder, folder / name.replace(
                 "audio", "reference", 1).replace(".wav", ".flac"))
+    if args.resume:  # the stretch's table-resumed record names its own recording (it named audio.wav)
+        settings = dataclasses.replace(settings, audio=recorder.path.name if recorder is not None else "")
     keyboard_on = not args.no_keyboard and sys.stdin is not None and not sys.stdin.closed
     log = gamelog.GameLog(folder / "log.jsonl", fsync=True)
 
@@ -745,6 +809,15 @@ def run(args: argparse.Namespace) -> int:
             _close_all(live, recorder, reference_recorder, log, close_speech)
         stopping()
     return 0
+
+
+def _resumed_audio_name(folder: Path) -> str:
+    """audio-resumed-N.wav for the Nth resumed stretch: named by the second, two resumes within one
+    had the second recording replace the first."""
+    n = 1
+    while any(folder.glob(f"audio-resumed-{n}.wav")) or any(folder.glob(f".audio-resumed-{n}.wav.*")):
+        n += 1
+    return f"audio-resumed-{n}.wav"
 
 
 def _print_end(result: SessionResult, folder: Path, record: Any) -> None:
