@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -37,11 +38,21 @@ def test_missing_espeak_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, 
     assert "espeak-ng" in doctor.check_pyttsx3().fix
 
 
-def test_a_wrong_model_path_is_named_with_the_way_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", str(tmp_path))
-    check = doctor.check_vosk_model(tmp_path)
-    assert not check.ok and not check.needed
-    assert "VOICESNAP_VOSK_MODEL" in check.detail and "voicesnap models download" in check.fix
+@pytest.mark.parametrize("variable, check", [("VOICESNAP_VOSK_MODEL", doctor.check_vosk_model),
+                                             ("VOICESNAP_KEYWORD_MODEL", doctor.check_keyword),
+                                             ("VOICESNAP_ENCODER_MODEL", doctor.check_encoder)])
+def test_a_model_variable_naming_a_wrong_folder_fails_as_play_does(
+        variable: str, check: Callable[[Path], doctor.Check], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Doctor warned "not installed ... models download" and said "ready to play", while play and enroll
+    refuse to start on a variable that names no model (models.find_model): a download does not fix it."""
+    monkeypatch.setenv(variable, str(tmp_path / "nowhere"))
+    got = check(tmp_path)
+    assert not got.ok and got.needed and f"{variable}={tmp_path / 'nowhere'} is not a" in got.detail, got
+    assert got.fix.startswith("fix or unset the variable") and variable in got.fix, got
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL {got.name}: {variable}=" in out and "ready to play" not in out, out
 
 
 def test_a_real_model_is_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -104,7 +104,26 @@ def _model_candidates(root: Path) -> list[Path]:
     return found
 
 
+def _wrong_variable(name: str, kind: str) -> Check | None:
+    """A model variable that names no model of its kind: play stops on it (models.find_model), rather than
+    play without that model, so it is a failure, not the "not installed" warning (a download does not fix it)."""
+    from .. import models
+
+    k = models.KINDS[kind]
+    value = os.environ.get(k.env)
+    if not value or models.is_model(value, kind):
+        return None
+    stops = "voice play and enroll stop" if kind == "encoder" else "voice play stops"
+    return Check(name, False, f"{k.env}={value} is not a {k.what} folder (it lacks {', '.join(k.markers)}), "
+                 f"and {stops} on it",
+                 f"fix or unset the variable: point {k.env} at the folder that holds {', '.join(k.markers)}, "
+                 f"or unset {k.env} to use the models installed in the data folder")
+
+
 def check_vosk_model(root: Path) -> Check:
+    wrong = _wrong_variable("Vosk model", "en")
+    if wrong is not None:
+        return wrong
     fix = (f"run: voicesnap models download   (or unpack vosk-model-small-en-us into {root / 'models'} "
            f"or set {VOSK_ENV}=/path/to/model); without it the game uses enrolled calls only")
     models: ModuleType | None
@@ -134,6 +153,9 @@ def _check_optional_model(name: str, kind: str, root: Path, load: Callable[[Path
     from .. import models
     from ..errors import UserError
 
+    wrong = _wrong_variable(name, kind)
+    if wrong is not None:
+        return wrong
     try:
         path = models.find_model(kind, None, root)
     except models.ModelError as exc:
