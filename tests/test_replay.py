@@ -142,6 +142,34 @@ def test_a_session_without_audio_says_how_to_record_one(tmp_path: Path, capsys) 
     assert "--record" in capsys.readouterr().err
 
 
+def test_a_session_whose_recording_is_gone_says_the_file_is_missing(tmp_path: Path, capsys) -> None:
+    """Replay told a player whose audio.wav was deleted to record the session with --record, which they had."""
+    from voicesnap import events
+
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    (folder / "log.jsonl").write_text(events.dumps(
+        TableSession(players=("Ann", "Ben"), seed=1, engine="vosk", audio="audio.wav")) + "\n")
+    assert main(["--data-dir", str(tmp_path / "d"), "replay", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'audio.wav'} is missing" in err and "put the file back" in err, err
+    assert "--record" not in err, err
+
+
+def test_a_keyboard_only_session_says_there_is_no_audio_to_rejudge(tmp_path: Path, capsys) -> None:
+    """A keyboard game played with --record has no audio (play records only what it listens to): replay
+    told the player to record it with --record, which they had."""
+    from voicesnap import events
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "log.jsonl").write_text(events.dumps(TableSession(players=("Ann", "Ben"), seed=1, engine="none"))
+                                      + "\n")
+    assert main(["--data-dir", str(tmp_path / "d"), "replay", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "was played by keyboard only, so there is no audio to re-judge" in err and "--record" not in err, err
+
+
 def test_replay_says_it_rejudges_only_the_stretch_before_a_resume(recorded, capsys, tmp_path: Path) -> None:
     from voicesnap import events
     from voicesnap.table import TableResumed

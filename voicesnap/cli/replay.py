@@ -170,9 +170,15 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
             notes.append(f"the game was resumed {resumed} time(s): only its first stretch, up to the first resume, "
                          "is re-judged (each resumed stretch has a recording of its own, not yet replayed)")
     audio = folder / (settings.audio or "audio.wav")
-    if not settings.audio or not audio.is_file():
+    if not settings.audio:  # play records audio only for a game heard through a microphone
+        if settings.engine in ("none", "keyboard"):
+            raise UserError(f"{folder} was played by keyboard only, so there is no audio to re-judge: its rulings "
+                            f"came from the key presses in {log_path.name}")
         raise UserError(f"{folder} holds no recorded audio; record a session with "
                         "voicesnap play --record DIR to be able to replay it")
+    if not audio.is_file():
+        raise UserError(f"{audio} is missing: the game's log names it as its recording; put the file back in "
+                        f"{folder} to replay the game")
     flips = [r.now for r in live if isinstance(r, TableStep) and r.kind == "flip"]
     ends = [r.now for r in live if isinstance(r, TableEnd)]
     keys = [r for r in live if isinstance(r, TableStep) and r.engine == "keyboard" and r.kind in ("call", "command")]
