@@ -252,6 +252,39 @@ def test_a_game_killed_mid_recording_can_still_be_replayed(recorded, capsys, tmp
     assert not list(crashed.glob(".audio.wav.*"))
 
 
+def test_a_game_killed_mid_play_is_compared_only_as_far_as_its_log_reached(recorded, capsys, tmp_path: Path) -> None:
+    """SIGKILL leaves a log without its end and audio running on past it: replay ruled the calls the live
+    game never got to ("DIFF ... live: None replay: ...", with a false reason)."""
+    folder, data, model, script = recorded
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    lines = (folder / "log.jsonl").read_text().splitlines(keepends=True)
+    bob = next(i for i, line in enumerate(lines)
+               if '"kind":"call"' in line and '"player":"bob"' in line)  # his snap, logged; his ruling not yet
+    heard = json.loads(lines[bob])["heard"]
+    (killed / "log.jsonl").write_text("".join(lines[: bob + 1]))
+    samples, rate = read_wav(folder / "audio.wav")
+    write_wav(killed / "audio.wav", samples[: int((heard + 0.3) * rate)], rate)  # the recorder runs ahead
+    code, got = rejudge(killed, data, model, capsys)
+    assert code == 0 and got["total"] == got["agree"] == 3, got  # the rulings before bob's snap
+    assert any("without the game's end" in note and "only rulings on calls up to" in note
+               for note in got["notes"]), got["notes"]
+
+
+def test_audio_shorter_than_the_log_is_compared_only_as_far_as_it_runs(recorded, capsys, tmp_path: Path) -> None:
+    """An audio.wav cut short gave "3 of 5 rulings agree" and "the spotter did not hear 'snap' there" for
+    every ruling past its end."""
+    folder, data, model, script = recorded
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "log.jsonl").write_bytes((folder / "log.jsonl").read_bytes())
+    samples, rate = read_wav(folder / "audio.wav")
+    write_wav(short / "audio.wav", samples[: 12 * rate], rate)  # bob's snap at 13.6 s and all after: gone
+    code, got = rejudge(short, data, model, capsys)
+    assert code == 0 and got["total"] == got["agree"] == 3, got
+    assert any(note.startswith("audio.wav ends at 12.000 s, before what the game heard") for note in got["notes"])
+
+
 @pytest.mark.parametrize("name", ["audio.wav", "reference.flac"])
 def test_a_recording_a_killed_process_left_unfinished_is_read_to_its_end(tmp_path: Path, name: str) -> None:
     """What AtomicSoundFile leaves when its process is killed: every block written is recovered (an

@@ -7,10 +7,13 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..files import data_dir
+
+if TYPE_CHECKING:
+    from ..tablelog import TableSession
 
 CLOSE = 0.002  # s: rulings this close in time (and alike otherwise) are the same ruling
 
@@ -202,7 +205,8 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
             self.extend(records)
 
     again = Memory()
-    result = play_session(settings, again, chunks=FileSource(audio, chunk_frames=320),
+    source = FileSource(audio, chunk_frames=320)
+    result = play_session(settings, again, chunks=source,
                           spotter=_Keys(spotter, keys), lines=lambda _s: None, schedule=flips, stop_at=ends,
                           pool_flag=pool_flag)
     if result.reason == "interrupted":  # (the table turns Ctrl-C into a stop): half a replay is no verdict
@@ -210,7 +214,55 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     if result.reason == LISTENING_FAILED:
         why = next((r.text for r in again if isinstance(r, TableNote) and r.text.startswith(LISTENING_FAILED)), "")
         raise UserError(f"{why or LISTENING_FAILED} part way through {audio}; no rulings compared")
-    return live, list(again)
+    until = _comparable_until(live, settings, source.duration, audio.name, notes if notes is not None else [])
+    if until is None:
+        return live, list(again)
+    window = settings.decision_window
+    return ([r for r in live if not _ruled_after(r, until, window)],
+            [r for r in again if not _ruled_after(r, until, window)])
+
+
+def _ruled_after(record: Any, until: float, window: float) -> bool:
+    """A ruling the referee made past ``until``: it rules a call once it reaches onset + decision window."""
+    from ..rules import RULINGS
+
+    return isinstance(record, RULINGS) and record.t + window > until + 1e-9
+
+
+def _comparable_until(live: list[Any], settings: TableSession, audio_seconds: float, audio_name: str,
+                      notes: list[str]) -> float | None:
+    """How far (referee clock) both the live game and the replay surely ruled, or None for the whole game.
+
+    A game killed mid-play logged no end: its referee surely got as far as its last logged advance, or its
+    last flip less the lag (it rules up to there before turning a card), and the replay, which goes on to
+    the end of the audio, would rule calls the game never reached. An audio file shorter than the log
+    (cut, or copied short) cannot re-judge what the game heard after it ends. Rulings past either are left
+    out of the comparison, and a note says where it stops.
+    """
+    from ..rules import RULINGS, GameStarted
+    from ..table import TableEnd, TableStep
+
+    lag = max(settings.lag, settings.pool_lag)
+    window = settings.decision_window
+    ends = [i for i, r in enumerate(live) if isinstance(r, TableEnd)]
+    after_end = live[ends[-1] + 1:] if ends else live
+    until = float("inf")
+    if any(isinstance(r, (TableStep, GameStarted, *RULINGS)) for r in after_end):  # its end not logged
+        reached = [r.now for r in live if isinstance(r, TableStep) and r.kind == "advance"]
+        reached += [r.now - lag for r in live if isinstance(r, TableStep) and r.kind == "flip"]
+        reached += [r.now for r in live if isinstance(r, TableEnd)]
+        until = max(reached, default=0.0)
+        last = max((r.now for r in live if isinstance(r, (TableStep, TableEnd))), default=0.0)
+        notes.append(f"the log stops at {last:.3f} s without the game's end (the game was cut off): only rulings on "
+                     f"calls up to {until - window:.3f} s, which the live referee had surely reached, are compared")
+    heard = [r.heard for r in live if isinstance(r, TableStep) and r.heard is not None]
+    heard += [r.now for r in live if isinstance(r, TableEnd)]
+    log_heard = max(heard, default=0.0)
+    if log_heard > audio_seconds + 0.02:  # (a chunk's end is what was heard; the recorder wrote it first)
+        until = min(until, audio_seconds - lag)
+        notes.append(f"{audio_name} ends at {audio_seconds:.3f} s, before what the game heard ({log_heard:.3f} s): "
+                     f"only rulings on calls up to {until - window:.3f} s can be re-judged from it, and are compared")
+    return None if until == float("inf") else until
 
 
 def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str]) -> Any:
