@@ -285,6 +285,38 @@ def test_audio_shorter_than_the_log_is_compared_only_as_far_as_it_runs(recorded,
     assert any(note.startswith("audio.wav ends at 12.000 s, before what the game heard") for note in got["notes"])
 
 
+def test_players_without_a_profile_now_are_named_in_replays_terms(tmp_path: Path, capsys) -> None:
+    """Replay tells callers apart by the profiles in the data folder now, not the game's (a session folder
+    keeps no voices): after a rename it said "0 of 4 rulings agree", each "the spotter did not hear 'snap'
+    there", and on another data folder it gave play's advice (--channels, --engine none)."""
+    from voicesnap.corpus import CORPUS_DIR
+
+    from table_script import enroll
+
+    data, folder = tmp_path / "data", tmp_path / "session"
+    enroll(data, ("alice", "bob"))
+    assert main(["--data-dir", str(data), "play", "--players", "alice,bob", "--engine", "enrolled", "--seed", "1",
+                 "--pace", "1", "--input-file", str(CORPUS_DIR / "clean_alice.wav"), "--record", str(folder),
+                 "--text", "--quiet", "--no-keyboard"]) == 0
+    capsys.readouterr()
+    code, got = rejudge(folder, data, "", capsys)
+    assert code == 0 and got["total"] == got["agree"] > 0, got  # alice's calls, heard by her profile
+
+    assert main(["--data-dir", str(data), "players", "rename", "alice", "alicia"]) == 0
+    capsys.readouterr()
+    code, got = rejudge(folder, data, "", capsys)
+    assert code == 1 and got["agree"] == 0, got
+    note = next(n for n in got["notes"] if "no voice profile" in n)
+    assert note.startswith(f"alice has no voice profile in {data} now") and "bob" not in note, note
+    assert "(voicesnap enroll alice)" in note and f"--data-dir DIR replay {folder}" in note, note
+    assert all("cannot tell alice's calls by voice" in r["why"] for r in got["rulings"]), got["rulings"]
+
+    assert main(["--data-dir", str(tmp_path / "elsewhere"), "replay", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "alice, bob have no voice profile in" in err and "--data-dir DIR replay" in err, err
+    assert "--channels" not in err and "--engine none" not in err, err
+
+
 @pytest.mark.parametrize("name", ["audio.wav", "reference.flac"])
 def test_a_recording_a_killed_process_left_unfinished_is_read_to_its_end(tmp_path: Path, name: str) -> None:
     """What AtomicSoundFile leaves when its process is killed: every block written is recovered (an

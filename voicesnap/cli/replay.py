@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Collection
 
 from ..errors import UserError
 from ..files import data_dir
@@ -55,8 +56,9 @@ def _calls(records: list[Any]) -> list[Any]:
     return [r for r in records if isinstance(r, TableStep) and r.kind == "call"]
 
 
-def compare(live: list[Any], again: list[Any]) -> list[dict[str, Any]]:
-    """Pair live and re-judged rulings; explain each one that has no partner."""
+def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Pair live and re-judged rulings; explain each one that has no partner (``unprofiled``: players the
+    replay cannot tell by voice, having no profile in the data folder now)."""
     a, b = _rulings(live), _rulings(again)
     used: set[int] = set()
     rows: list[dict[str, Any]] = []
@@ -74,7 +76,7 @@ def compare(live: list[Any], again: list[Any]) -> list[dict[str, Any]]:
                          "agree": same, "why": "" if same else _why_shift(r, q)})
         else:
             rows.append({"t": r.t, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": None,
-                         "agree": False, "why": _why_missing(r, live, again, "live", "replay")})
+                         "agree": False, "why": _why_missing(r, live, again, "live", "replay", unprofiled)})
     for j, q in enumerate(b):
         if j not in used:
             rows.append({"t": q.t, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
@@ -90,10 +92,15 @@ def _why_shift(r: Ruling, q: Ruling) -> str:
     return f"same call, different outcome: live {r.detail!r}, replay {q.detail!r}"
 
 
-def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: str) -> str:
+def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: str,
+                 unprofiled: Collection[str] = ()) -> str:
     players = set(r.who.split(","))
     near = [c for c in _calls(other) if c.player in players and abs((c.onset or 0) - r.t) <= 0.5]
     own = [c for c in _calls(mine) if c.player in players and abs((c.onset or 0) - r.t) <= 0.01]
+    lost = sorted(players & set(unprofiled))
+    if not near and lost and them == "replay":
+        return (f"replay cannot tell {', '.join(lost)}'s calls by voice: no voice profile in the data folder "
+                "now (see the note above)")
     if not near:
         what = own[0].word if own else "a call"
         return (f"{them} heard no call from {r.who} near {r.t:.3f} s: the spotter did not hear "
@@ -148,9 +155,10 @@ class _Keys:
 
 
 def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = None,
-            notes: list[str] | None = None) -> tuple[list[Any], list[Any]]:
+            notes: list[str] | None = None, unprofiled: list[str] | None = None) -> tuple[list[Any], list[Any]]:
     """(live records, re-judged records) for a recorded session folder; what the player should
-    know about how it was re-judged (the echo reference) is appended to ``notes``."""
+    know about how it was re-judged (the echo reference) is appended to ``notes``, and the players
+    it cannot tell by voice (no profile in ``root`` now) to ``unprofiled``."""
     from .. import gamelog
     from ..audio import FileSource
     from ..table import TableEnd, TableResumed, TableSession, TableStep, play_session
@@ -194,6 +202,9 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
                                   no_keyword=engine == "same" and name == "combined")
         if notes is not None:
             notes.append(f"speech gate: {'on' if settings.gate else 'off'}, as in the game")
+        missing = _without_profiles(name, settings, root, live, folder, notes if notes is not None else [])
+        if unprofiled is not None:
+            unprofiled.extend(missing)
         spotter, _ = build_spotter(name, args, root, settings.players, dict(settings.channels), pool_flag,
                                    settings.variant)
 
@@ -220,6 +231,40 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     window = settings.decision_window
     return ([r for r in live if not _ruled_after(r, until, window)],
             [r for r in again if not _ruled_after(r, until, window)])
+
+
+def _without_profiles(name: str, settings: TableSession, root: Path, live: list[Any], folder: Path,
+                      notes: list[str]) -> list[str]:
+    """The players an engine that tells callers by their enrolled voices cannot tell now: replay reads the
+    profiles in the data folder (a session folder keeps no voices: forgetting a player deletes theirs), so
+    one renamed or forgotten since the game, or another data folder, changes who is heard. None of the
+    players left: a UserError (play's advice, --channels or --engine none, means nothing to a replay);
+    some: a note, and the rulings on them differ."""
+    from .play import STRICT, enrolled_names
+
+    strict = name.endswith(STRICT)
+    if not strict and (settings.channels or name not in ("enrolled", "keyword", "combined", "combined+keyword")):
+        return []  # a microphone per player names the caller; no voice is needed for that
+    players = tuple(settings.channels) if strict and settings.channels else settings.players
+    known = enrolled_names(root, players)
+    missing = [p for p in players if p not in known]
+    if not missing:
+        return []
+    voiced = sorted({c.player for c in _calls(live) if c.engine != "keyboard" and c.player in missing})
+    names = ", ".join(missing)
+    has = "has" if len(missing) == 1 else "have"
+    heard = (f" (the game heard {', '.join(voiced)} by voice: renamed or forgotten since, or not the data folder "
+             "the game used?)" if voiced else "")
+    enroll = "; ".join(f"voicesnap enroll {shlex.quote(p)}" for p in missing)
+    fix = (f"enroll {'them' if len(missing) > 1 else missing[0]} again ({enroll}), or replay with the data folder "
+           f"the game used: voicesnap --data-dir DIR replay {shlex.quote(str(folder))}")
+    if strict or len(missing) == len(players):
+        raise UserError(f"{names} {has} no voice profile in {root} now{heard}, and this game told who called by "
+                        f"the players' enrolled voices: {fix}")
+    whose = "their" if len(missing) > 1 else f"{missing[0]}'s"
+    notes.append(f"{names} {has} no voice profile in {root} now{heard}: the replay cannot tell {whose} calls by "
+                 f"voice, so rulings on their calls differ; {fix}")
+    return missing
 
 
 def _ruled_after(record: Any, until: float, window: float) -> bool:
@@ -292,12 +337,13 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{folder} has no log.jsonl; give the folder you passed to voicesnap play --record")
     root = data_dir(args.data_dir)
     notes: list[str] = []
+    unprofiled: list[str] = []
     try:
-        live, again = rejudge(folder, root, args.engine, args.model, notes)
+        live, again = rejudge(folder, root, args.engine, args.model, notes, unprofiled)
     except KeyboardInterrupt:
         print(f"voicesnap replay: stopped before the end of {folder}'s audio; no rulings compared", file=sys.stderr)
         return 130
-    rows = compare(live, again)
+    rows = compare(live, again, unprofiled)
     agree = sum(1 for r in rows if r["agree"])
     if args.json:
         print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows), "notes": notes}, indent=2))
