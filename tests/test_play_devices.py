@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pty
 import shutil
@@ -171,8 +172,8 @@ def _beeps(samples: np.ndarray, start: int) -> list[int]:
 
 
 def _say_after_beeps(takes: list[Path], speaker: "Capture", devices: dict, enrolling: subprocess.Popen,
-                     limit: float, said: list[subprocess.Popen]) -> None:
-    """The player: after each beep from the speaker, say the next take into the microphone."""
+                     limit: float, said: list[subprocess.Popen], mic: str = MIC) -> None:
+    """The player: after each beep from the speaker, say the next take into the microphone (sink ``mic``)."""
     done = 0
     deadline = time.monotonic() + limit
     while done < len(takes) and time.monotonic() < deadline and enrolling.poll() is None:
@@ -180,7 +181,7 @@ def _say_after_beeps(takes: list[Path], speaker: "Capture", devices: dict, enrol
         heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
         if len(_beeps(heard, 0)) > done:
             time.sleep(0.3)  # the recording opens once the beep has played
-            said.append(subprocess.Popen(["paplay", f"--device={MIC}", str(takes[done])], env=devices))
+            said.append(subprocess.Popen(["paplay", f"--device={mic}", str(takes[done])], env=devices))
             done += 1
 
 
@@ -255,6 +256,51 @@ def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_t
     assert "3 takes in a row heard nothing at all" in run.stderr and "voicesnap devices" in run.stderr
     assert run.stdout.count("take ") == 0 and time.monotonic() - began < 60  # three tries of ~3 s, not 21
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
+
+
+TABLE2 = "vs_play_table2"  # two microphones on one input: channel 0 and channel 1
+
+
+@pytest.mark.parametrize("channel", [0, 1])
+def test_live_enrollment_records_only_the_players_own_channel(devices: dict, tmp_path: Path, channel: int) -> None:
+    """enroll --channel N recorded a 1-channel mix of every mic at the table: takes said only into another
+    player's mic were enrolled. Now only channel N is heard; takes on channel 0 alone are nothing on channel 1."""
+    import soundfile as sf
+
+    from virtual_mic import virtual_mic
+
+    takes = []
+    for k in range(1, 6):  # finn says "snap" into the mic on channel 0 only
+        mono, rate = sf.read(PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav", dtype="float32")
+        both = np.zeros((len(mono), 2), np.float32)
+        both[:, 0] = mono
+        sf.write(tmp_path / f"ch0_{k}.wav", both, rate, subtype="PCM_16")
+        takes.append(tmp_path / f"ch0_{k}.wav")
+    takes += takes[:3]  # spares: a take cut short by a loaded machine is asked for again
+    with virtual_mic(TABLE2, channels=2, channel_map="front-left,front-right", env=devices) as monitor:
+        env = {**devices, "PULSE_SOURCE": monitor}
+        speaker = Capture(SPK, env, tmp_path / "speaker.raw")
+        enrolling = subprocess.Popen([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"),
+                                      "enroll", "zed", "--channel", str(channel), "--no-pool", "--contrast-takes", "0",
+                                      "--no-speech", "--silent"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        said: list[subprocess.Popen] = []
+        try:
+            _say_after_beeps(takes, speaker, env, enrolling, 60, said, mic=TABLE2)
+            out, err = enrolling.communicate(timeout=60)
+        finally:
+            if enrolling.poll() is None:
+                enrolling.kill()
+            for p in said:
+                p.wait(timeout=10)
+            speaker.stop()
+    profile = tmp_path / "data" / "players" / "zed.json"
+    if channel == 0:
+        assert enrolling.returncode == 0 and "Enrolled zed: 5 of 'snap'" in out, out + err
+        assert json.loads(profile.read_text())["channel"] == 0
+    else:
+        assert enrolling.returncode == 2 and "3 takes in a row heard nothing at all" in err, out + err
+        assert "take 1 of 5 ok" not in out and not profile.exists(), out
 
 
 def _start_server(env: dict) -> subprocess.Popen:

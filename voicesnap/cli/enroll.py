@@ -181,7 +181,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
             try:
                 _play(beep)
                 print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s (Ctrl-C skips it) ...", flush=True)
-                rec = _record(SPEECH_SECONDS + SPEECH_SPARE, args.device)
+                rec = _record(SPEECH_SECONDS + SPEECH_SPARE, args.device, args.channel)
             except sd.PortAudioError as exc:
                 print(f"  the sound device stopped working ({exc}): no speech sample; enrolling with the "
                       f"takes alone. Add one later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
@@ -243,8 +243,11 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
         raise UserError(f"no audio input available ({exc}); enroll from recordings with "
                         "--from-files WAV...") from exc
     try:
-        sd.check_input_settings(device=args.device, samplerate=16000, channels=1)
+        sd.check_input_settings(device=args.device, samplerate=16000, channels=_channels(args.channel))
     except Exception as exc:
+        if args.channel is not None:
+            raise UserError(f"cannot record channel {args.channel} from the microphone ({exc}): it may have "
+                            "fewer channels (they count from 0); check `voicesnap devices` and --channel") from exc
         raise UserError(f"cannot record from the microphone ({exc}); check `voicesnap devices`, "
                         "or enroll from recordings with --from-files WAV...") from exc
     return (0.3 * np.sin(2 * np.pi * 880 * np.arange(1600) / 16000)).astype(np.float32)
@@ -275,14 +278,20 @@ def _play(sound: np.ndarray) -> None:
     _finish(len(sound) / 16000)
 
 
-def _record(seconds: float, device: int | str | None) -> np.ndarray:
-    """``seconds`` of 16 kHz mono int16 from ``device``, as (frames, 1)."""
+def _channels(channel: int | None) -> int:
+    """Input channels to open: up to the player's own (``channel``), or 1 for the device's mono mix."""
+    return 1 if channel is None else channel + 1
+
+
+def _record(seconds: float, device: int | str | None, channel: int | None = None) -> np.ndarray:
+    """``seconds`` of 16 kHz int16 from ``device``, as (frames, 1): only ``channel`` when given (the
+    player's own mic: a 1-channel recording of a multichannel input is a mix of every mic at the table)."""
     import sounddevice as sd
 
-    rec = np.zeros((int(seconds * 16000), 1), np.int16)  # sd.rec's own is np.empty: a stream that dies
-    sd.rec(out=rec, samplerate=16000, device=device)  # early would leave stale memory to be judged as a take
+    rec = np.zeros((int(seconds * 16000), _channels(channel)), np.int16)  # sd.rec's own is np.empty: a stream
+    sd.rec(out=rec, samplerate=16000, device=device)  # that dies early would leave stale memory to be judged
     _finish(seconds)
-    return rec
+    return rec[:, -1:]  # (the last channel opened is the player's)
 
 
 def _device_failed(exc: Exception, args: argparse.Namespace, kept: int) -> UserError:
@@ -312,7 +321,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
         while got < count:
             try:
                 _play(beep)
-                rec = _record(RECORD_SECONDS, args.device)
+                rec = _record(RECORD_SECONDS, args.device, args.channel)
             except sd.PortAudioError as exc:
                 raise _device_failed(exc, args, len(takes)) from exc
             y, problems = V.check_take(rec[:, 0], phrase=phrase)
