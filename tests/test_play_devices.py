@@ -303,6 +303,29 @@ def test_live_enrollment_records_only_the_players_own_channel(devices: dict, tmp
         assert "take 1 of 5 ok" not in out and not profile.exists(), out
 
 
+def test_the_last_failed_speech_sample_try_is_not_asked_again(devices: dict, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Every try of the live speech sample ended "Again please: ...", the last too, though nothing more was
+    recorded: the player talked to nobody. The last says why and that the takes alone are used."""
+    import argparse
+
+    from voicesnap import voices
+    from voicesnap.cli import enroll
+
+    for name in ("PULSE_SOURCE", "PULSE_SINK"):  # this test's microphone: room noise alone, no talking
+        monkeypatch.setenv(name, devices[name])
+    monkeypatch.setattr(enroll, "SPEECH_SECONDS", 1.0)  # the recording's length is not what is tested
+    monkeypatch.setattr(enroll, "SPEECH_SPARE", 0.0)
+    args = argparse.Namespace(name="zed", silent=True, device=None, channel=None)
+    beep = np.zeros(160, np.float32)
+    assert enroll._speech_live(args, beep, lambda x: (None, voices.check_speech(x))) is None
+    out = capsys.readouterr().out
+    assert out.count("Again please:") == enroll.SPEECH_TRIES - 1, out
+    last = out.rstrip().splitlines()
+    assert last[-2].startswith("No usable speech sample: ") and "Enrolling with the takes alone" in last[-2], out
+    assert "voicesnap enroll zed --speech-only" in last[-1], out
+
+
 def _start_server(env: dict) -> subprocess.Popen:
     return subprocess.Popen(["pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n", "--disable-shm=yes",
                              "--enable-memfd=no", "--load=module-native-protocol-unix",

@@ -190,12 +190,14 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
             if not why:
                 print("  speech sample ok")
                 return sample
-            say_prompt(f"Again please: {why}.", args.silent)
+            if _try + 1 < SPEECH_TRIES:  # the last try is not "again": nothing more is recorded
+                say_prompt(f"Again please: {why}.", args.silent)
     except KeyboardInterrupt:
         sd.stop()
         print("\n  speech sample skipped; enrolling with the takes alone")
         return None
-    print(f"  no usable speech sample ({why}); enrolling with the takes alone. Enroll again later to add one")
+    say_prompt(f"No usable speech sample: {why}. Enrolling with the takes alone.", args.silent)
+    print(f"  add a speech sample later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
     return None
 
 
