@@ -104,6 +104,34 @@ def test_bad_takes_get_a_reason(transform, code):
     assert all(p.reason for p in problems)
 
 
+ROOM_DBFS = -70.0  # the virtual mic's room noise (sox whitenoise vol 0.001), RMS
+
+
+def _in_room_noise(x: np.ndarray | None, rate: int, level: float = 0.0) -> np.ndarray:
+    """Take ``x`` at ``level`` dBFS (its voiced level, as check_take measures it) in room noise at
+    ROOM_DBFS, as int16; ``x`` None: the room alone."""
+    rng = np.random.default_rng(3)
+    room = rng.normal(0, 10 ** (ROOM_DBFS / 20), 3 * rate)
+    if x is not None:
+        clean = x.astype(np.float64) / 32768
+        _y, now, _snr = V.trim(clean, rate)
+        room[rate // 2: rate // 2 + len(x)] += clean * 10 ** ((level - now) / 20)
+    return np.round(room * 32768).astype(np.int16)
+
+
+@pytest.mark.parametrize("level", [-56.0, -58.0])
+def test_a_faint_take_well_over_the_room_noise_is_too_quiet_not_a_dead_microphone(level):
+    """A take at about -57 dBFS, 13 dB over the room, was "nothing was heard: check the microphone", and
+    three in a row made enroll stop with "the microphone is muted, off or not the one you speak into"."""
+    x, rate = _take()
+    y, problems = V.check_take(_in_room_noise(x, rate, level), rate)
+    assert [p.code for p in problems] == ["quiet"], problems
+    said = float(problems[0].reason.split("too quiet (")[1].split(" dBFS)")[0])
+    assert abs(said - level) <= 2 and "speak up" in problems[0].reason, problems  # (the room adds a little)
+    _y, problems = V.check_take(_in_room_noise(None, rate), rate)  # the room alone: nothing heard
+    assert [p.code for p in problems] == ["silent"], problems
+
+
 def test_noisy_take_refused():
     x, rate = _take()
     rng = np.random.default_rng(1)

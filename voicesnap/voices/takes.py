@@ -89,6 +89,26 @@ def trim(x: np.ndarray, rate: int = F.RATE) -> tuple[np.ndarray, float, float]:
     return y[max(0, on - 480): min(len(y), end + 481)], level, level - floor
 
 
+AUDIBLE_DB = 9.0  # dB over a take's own background (its median frame) that is a sound, not room noise
+AUDIBLE_FRAMES = 5  # and for this many 10 ms frames: a click is shorter
+
+
+def audible_level(x: np.ndarray) -> float | None:
+    """The level (dBFS, 90th percentile) of what stands AUDIBLE_DB above the take's own background for
+    AUDIBLE_FRAMES or more, or None when nothing does (a muted, dead or wrong microphone).
+
+    A word too faint for the speech detector (a take at -57 dBFS, 12 dB over the room) is still heard:
+    it is a player to ask to speak up, not a microphone to check."""
+    energy = F.frame_energy_db(F.frames(F.to_float(x)))
+    if len(energy) == 0:
+        return None
+    segs = F.voiced_segments(energy, float(np.median(energy)) + AUDIBLE_DB, min_frames=AUDIBLE_FRAMES,
+                             gap_frames=5)
+    if not segs:
+        return None
+    return float(np.percentile(np.concatenate([energy[s:e] for s, e in segs]), 90))
+
+
 def check_take(x: np.ndarray, rate: int = F.RATE, phrase: str = "snap") -> tuple[np.ndarray, list[TakeProblem]]:
     """Trim a take and list what is wrong with it (empty list: a good take).
 
@@ -108,8 +128,13 @@ def check_take(x: np.ndarray, rate: int = F.RATE, phrase: str = "snap") -> tuple
                                     "find a quieter moment and try again"))
         return y, problems
     if len(y) == 0 or level < -55.0:
-        problems.append(TakeProblem("silent", "nothing was heard: check the microphone "
-                                    "and say the call after the beep"))
+        heard = audible_level(raw)
+        if heard is None:
+            problems.append(TakeProblem("silent", "nothing was heard: check the microphone "
+                                        "and say the call after the beep"))
+        else:  # counted as a refused take, not towards "the microphone is muted" (SILENT_IN_A_ROW)
+            problems.append(TakeProblem("quiet", f"that take was too quiet ({level if len(y) else heard:.0f} "
+                                        "dBFS): speak up or move closer to the microphone"))
         return y, problems
     if level < -40.0:
         problems.append(TakeProblem("quiet", f"that take was too quiet ({level:.0f} dBFS): "
