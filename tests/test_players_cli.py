@@ -172,3 +172,57 @@ def test_a_folder_that_cannot_be_written_is_said_with_the_fix_never_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith("voicesnap players: ") and "Read-only file system" in err and "alice.json" in err, err
     assert "Traceback" not in err
+
+
+def test_identify_over_the_line_but_refused_gives_the_reason_not_unknown_voice(capsys, tmp_path, monkeypatch):
+    """A real speaker's call scored 0.59, over the 0.57 acceptance line, and was refused by the voice check:
+    identify said "nobody enrolled (unknown voice) (score 0.59; 0.57 is the acceptance line)"."""
+    from test_encoder import encoder_or_skip
+
+    from bench.bench_voices import real_words_profiles, real_words_takes
+    from voicesnap.audio import write_wav
+
+    encoder_or_skip()  # the refusal here is the speaker encoder's
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "real"))
+    takes = real_words_takes("the")
+    for prof in real_words_profiles("the", takes, speech=True)[0].values():
+        V.save_profile(prof)
+    write_wav(tmp_path / "c.wav", (takes["2033"][6][0] * 32767).astype("int16"), 16000)
+    assert main(["players", "identify", "--json", str(tmp_path / "c.wav")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["player"] is None and data["score"] >= V.ACCEPT_SCORE, data  # the case this test is about
+    assert main(["players", "identify", str(tmp_path / "c.wav")]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "unknown voice" not in head and data["reason"] in head and "over the" in head, head
+
+
+def test_identify_says_why_of_a_silent_file_and_of_a_file_longer_than_a_call(capsys, tmp_path):
+    """A silent file gave "reason": "" (nothing to say why); a whole sentence got "unknown voice" with no
+    word that identify judges one call."""
+    import numpy as np
+
+    from voicesnap.audio import read_wav, write_wav
+
+    write_wav(tmp_path / "quiet.wav", np.zeros(16000, np.int16), 16000)
+    assert main(["players", "identify", "--json", str(tmp_path / "quiet.wav")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["player"] is None and "nothing was heard" in data["reason"] and data["note"] is None, data
+    calls = [read_wav(PLAYERS_DIR / "enroll" / f"dev_snap_{k}.wav")[0][:, 0] for k in range(1, 7)]
+    gap = np.zeros(4000, np.int16)
+    write_wav(tmp_path / "long.wav", np.concatenate([c for call in calls for c in (call, gap)]), 16000)
+    assert main(["players", "identify", str(tmp_path / "long.wav")]) == 0
+    out = capsys.readouterr().out
+    assert "  note: the file holds about" in out and "identify judges one call" in out, out
+    assert main(["players", "identify", str(PLAYERS_DIR / "enroll" / "dev_snap_6.wav")]) == 0
+    assert "note:" not in capsys.readouterr().out  # one call: no note
+
+
+def test_help_describes_identify_and_says_how_to_re_enroll(capsys):
+    with pytest.raises(SystemExit):
+        main(["players", "identify", "--help"])
+    assert "recording of one call" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "re-enroll" not in out.replace("to re-enroll one: voicesnap enroll NAME again", ""), out
+    assert "voicesnap enroll NAME again" in out

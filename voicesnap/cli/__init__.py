@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("simulate", "play many games with bots and print statistics"),
     "listen": ("listen", "show what the game hears (calls, commands, players)"),
     "enroll": ("enroll", "enroll a player's voice"),
-    "players": ("players", "list, rename, re-enroll, forget or identify players"),
+    "players": ("players", "list, rename, forget or identify players (to re-enroll one: voicesnap enroll NAME again)"),
     "models": ("models", "find, download or install speech models"),
     "replay": ("replay", "re-judge a recorded game from its audio"),
     "devices": ("devices", "list audio inputs and outputs"),

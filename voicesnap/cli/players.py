@@ -12,18 +12,26 @@ import shlex
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
-    sub.add_parser("list", help="list enrolled players (the default)")
-    ren = sub.add_parser("rename", help="rename a player, keeping their voice")
+    sub.add_parser("list", help="list enrolled players (the default)",
+                   description="List the enrolled players: call word, mic channel, takes and speech sample.")
+    ren = sub.add_parser("rename", help="rename a player, keeping their voice",
+                         description="Rename an enrolled player, keeping their voice profile.")
     ren.add_argument("old")
     ren.add_argument("new")
-    fgt = sub.add_parser("forget", help="delete a player's voice data")
+    fgt = sub.add_parser("forget", help="delete a player's voice data",
+                         description="Delete an enrolled player's voice data (their profile file).")
     fgt.add_argument("name")
-    ide = sub.add_parser("identify", help="say which enrolled player a recording sounds like")
+    ide = sub.add_parser("identify", help="say which enrolled player a recording sounds like",
+                         description="Say which enrolled player (or nobody) a recording of one call sounds like, "
+                                     "as the game would judge it: the score of each player and the reason. Give "
+                                     "a short file holding just the call ('snap'), not a sentence.")
     ide.add_argument("file", type=Path, metavar="FILE.wav")
     ide.add_argument("--json", action="store_true", help="print the result as JSON")
     ide.add_argument("--channel", type=int, help="use this channel of a multichannel file")
@@ -164,22 +172,48 @@ def _identify(args: argparse.Namespace) -> int:
     else:
         mono = samples.mean(axis=1).astype("int16") if samples.shape[1] > 1 else samples[:, 0]
     att = voices.attribute(mono, rate)
+    note = _more_than_a_call(mono, rate)
     if args.json:
         print(json.dumps({"file": str(args.file), "player": att.player, "score": round(att.score, 3),
                           "phrase": att.phrase,
                           "scores": {k: round(v, 3) for k, v in sorted(att.scores.items())},
-                          "reason": att.reason,
+                          "reason": att.reason, "note": note,
                           "ratios": {k: v for k, v in sorted(att.details.items())},
                           "explain": _explain(voices)}))
         return 0
-    who = att.player or "nobody enrolled (unknown voice)"
-    print(f"{args.file}: {who}" + (f", saying '{att.phrase}'" if att.phrase else "")
-          + f" (score {att.score:.2f}; {V.ACCEPT_SCORE:.2f} is the acceptance line)")
-    if att.reason:
+    line = f"{V.ACCEPT_SCORE:.2f} is the acceptance line"
+    if att.player:
+        print(f"{args.file}: {att.player}" + (f", saying '{att.phrase}'" if att.phrase else "")
+              + f" (score {att.score:.2f}; {line})")
+    elif att.score >= V.ACCEPT_SCORE:  # over the line yet refused: "unknown voice" beside the line was untrue
+        print(f"{args.file}: nobody enrolled: {att.reason or 'refused'} (the score {att.score:.2f} is over the "
+              f"{V.ACCEPT_SCORE:.2f} acceptance line, but that alone does not name a player)")
+    else:
+        print(f"{args.file}: nobody enrolled (score {att.score:.2f}; {line})")
+    if att.reason and (att.player or att.score < V.ACCEPT_SCORE):  # (said above otherwise)
         print(f"  why: {att.reason}")  # what a player asks when their call was named to nobody
+    if note:
+        print(f"  note: {note}")
     for name, sc in sorted(att.scores.items(), key=lambda kv: -kv[1]):
         print(f"  {name:16s} {sc:.2f}")
     return 0
+
+
+LONGEST_CALL = 3.0  # s of sound: "snap pool" takes are at most 2.5 s (voices.check_take); more is not one call
+
+
+def _more_than_a_call(mono: np.ndarray, rate: int) -> str | None:
+    """Why a recording that holds much more sound than one call (a sentence, a game) is a poor test of
+    identify, which judges one call; None for a call-sized one."""
+    from .. import features as F
+
+    energy = F.frame_energy_db(F.frames(F.resample(mono, rate)))
+    segs = F.voiced_segments(energy, F.vad_threshold(energy), min_frames=3, gap_frames=30)
+    seconds = sum(e - s for s, e in segs) * F.HOP / F.RATE
+    if seconds <= LONGEST_CALL:
+        return None
+    return (f"the file holds about {seconds:.0f} s of sound, and identify judges one call (a word like 'snap', "
+            "as said in the game): cut the file to one call and try again")
 
 
 def run(args: argparse.Namespace) -> int:

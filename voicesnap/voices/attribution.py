@@ -378,7 +378,9 @@ class Voices:
         full = F.resample(x, rate)
         y, _level, _snr = trim(full)
         if len(y) == 0 or not self.players:
-            return Attribution(None, 0.0, None, {n: 0.0 for n in self.players})
+            return Attribution(None, 0.0, None, {n: 0.0 for n in self.players},
+                               reason="nothing was heard: silence or a steady noise, no call" if self.players
+                               else "no players enrolled")
         voices, note = self.for_call(y)
         if voices is not self:
             att = voices.attribute(full)  # already at the features rate: not resampled again
