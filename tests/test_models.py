@@ -169,6 +169,18 @@ def test_cli_install_takes_the_path_after_an_option(tmp_path: Path, capsys: pyte
     assert "unrecognized arguments" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("kind", ["encoder", "keyword"])
+def test_install_tells_a_copied_encoder_or_keyword_folder_by_its_files(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --kind both were refused as "no small English speech model" (the message never named
+    --kind); with it, the encoder went in as vosk-model-encoder-..., a name models/README.md never gives."""
+    src = _layout(tmp_path / "copied", kind)
+    assert main(["models", "install", str(src)]) == 0, capsys.readouterr().err
+    assert models.KINDS[kind].what in capsys.readouterr().out
+    assert models.is_model(models.models_dir() / models.KINDS[kind].default_name, kind)
+    assert main(["models", "where", "--kind", kind]) == 0
+
+
 def test_installed_real_model_loads_in_vosk(tmp_path: Path) -> None:
     real = REAL_EN_MODEL
     if not real or not models.is_model(real):

@@ -206,6 +206,23 @@ def _name_for(src: Path, root: Path, kind: str) -> str:
     return stem if stem.startswith("vosk-model") else f"vosk-model-{kind}-{stem}"
 
 
+def guess_kind(source: str | os.PathLike[str]) -> str:
+    """The kind of model at ``source`` for `models install` without --kind: a folder holding the speaker
+    encoder's or the keyword model's files, or their PyPI wheels by name; else the English recogniser
+    (a copied encoder folder was refused as "no small English speech model", the message naming no --kind)."""
+    p = Path(source).expanduser()
+    if p.is_dir():
+        for kind in ("encoder", "keyword"):
+            if is_model(p, kind):
+                return kind
+    name = p.name.lower()
+    if name.startswith("resemblyzer"):
+        return "encoder"
+    if name.startswith("openwakeword"):
+        return "keyword"
+    return "en"
+
+
 def install(
     source: str | os.PathLike[str], kind: str = "en", data: str | os.PathLike[str] | None = None,
     name: str | None = None,
@@ -231,7 +248,8 @@ def install(
     try:
         if src.is_dir():
             root = _model_root(src, kind)
-            target_name = name or _name_for(src, root, kind)
+            # (the encoder's folder is found under its own name, not "vosk-model-encoder-...")
+            target_name = name or (KINDS[kind].default_name if kind == "encoder" else _name_for(src, root, kind))
             staged = work / "model"
             shutil.copytree(root, staged, symlinks=False)
         else:

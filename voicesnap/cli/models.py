@@ -19,8 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="list (default): every model found; where: the one used; download: fetch with "
                         "vosk's downloader; install PATH: copy a model folder, .zip or Maven .aar")
     parser.add_argument("path", nargs="?", help="for install: a model folder, .zip or .aar")
-    parser.add_argument("--kind", choices=sorted(models.KINDS), default="en",
-                        help="en: English recogniser (default); spk: Vosk speaker model (not used yet); encoder: speaker "
+    parser.add_argument("--kind", choices=sorted(models.KINDS), default=None,
+                        help="en: English recogniser (default; install tells an encoder or keyword model folder or "
+                        "wheel by its files or name); spk: Vosk speaker model (not used yet); encoder: speaker "
                         "encoder (Resemblyzer's weights from PyPI, converted; 'download encoder' works too); "
                         "keyword: the keyword model's speech embedding (openWakeWord's feature models from PyPI; "
                         "'download keyword' works too)")
@@ -46,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "install":
         if not args.path:
             raise models.ModelError("install needs a PATH: voicesnap models install vosk-model-small-en-us-0.15.zip")
+        if args.kind is None:
+            args.kind = models.guess_kind(args.path)
         path = models.install(args.path, args.kind, data, name=args.name)
         print(f"installed {models.KINDS[args.kind].what} at {path}")
         if args.kind == "spk":
@@ -53,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.path:
         raise models.ModelError(f"'{args.action}' takes no PATH (only 'install' does)")
+    if args.kind is None:
+        args.kind = "en"
     if args.action == "download":
         if args.kind == "spk":  # before the download: it may fail, or take minutes, for nothing
             print(SPK_UNUSED)
