@@ -320,6 +320,20 @@ def test_a_snap_pool_whose_pool_vosk_lost_in_noise_is_a_snap_pool(vosk_factory, 
 
 
 @pytest.mark.vosk_model
+@pytest.mark.parametrize("gated", [False, True])
+def test_a_snap_pool_said_with_no_claim_open_names_its_caller(vosk_factory, enrolled, gated):
+    """With no claim open a "snap pool" is "snap" at once, and the "snap" cut from it fit neither alice's
+    "snap" takes nor her "snap pool" ones: play said "'snap' not counted: voice not known" for both of her
+    "snap pool"s in clean_alice (a QA tester's game; `listen`, with a claim always possible, named her)."""
+    fx = C.load(CORPUS / "clean_alice.json")
+    sp = _combined(vosk_factory, enrolled, gated)
+    sp.set_pool_exists(False)
+    got = [d for d in _detect(sp, fx) if d.word in WORDS]
+    assert [(d.word, d.player) for d in got] == [("snap", "alice")] * 6, got
+    pools = [s.onset / fx.rate for s in fx.segments if s.text == "snap pool"]
+    assert all(any(abs(d.onset - t) < 0.01 for d in got) for t in pools), got
+
+
 def test_a_call_in_noise_goes_to_the_voice_the_encoder_vouches_for(vosk_factory, enrolled):
     """Pink noise at 10 dB: emma's and alice's calls fit their templates and voiceprints too loosely
     for the clean lines (template and voiceprint 1.05 > 1.00), but the speaker encoder on the

@@ -626,6 +626,14 @@ class EnrolledSpotter:
         hi = min(e + CONTEXT, st.frame0 + len(st.energy))
         return channel, st, s, e, lo, hi
 
+    def snr_span(self, onset: float, end: float) -> float | None:
+        """Level of [onset, end] s over its mic's noise floor, dB (the loudest mic's), or None when not buffered."""
+        got = self._span_window(onset, end, None)
+        if got is None:
+            return None
+        channel, st, s, e, _lo, _hi = got
+        return self._snr(channel, st, s, e) if e > s else None
+
     def tie_span(self, onset: float, end: float, word: str | None = None,
                  channel: int | None = None, unnamed: bool = False) -> list[Detection]:
         """Two players' overlapping calls in the buffered span [onset, end] s, or [] (see Voices.tie);
