@@ -420,3 +420,22 @@ def test_the_microphone_back_cuts_the_still_playing_lost_notice(cache):
     assert not ended[said_lost.id].completed and ended[said_lost.id].t == pytest.approx(2.0, abs=0.1)
     assert started[said_back.id] == pytest.approx(2.0, abs=0.1)
     assert ended[said_back.id].completed
+
+
+def test_hush_drops_waiting_rulings_so_the_stop_is_said_at_once(cache):
+    """Rulings are never cancelled in play; after a flood of calls, a game stopped by Ctrl-C went on
+    saying them for 20 s, and the stop's own words, queued behind, were never heard (a QA tester's
+    live game). play hushes the announcer before its farewell."""
+    from voicesnap.playback import SpeechStarted
+
+    pb = VirtualPlayback(16000)
+    ann = Announcer(cache, pb, Settings(), out=io.StringIO())
+    rulings = [ann.say(f"Wrong call by Alice. {n} cards to the pool.", Priority.RULING, 0.0) for n in range(2, 8)]
+    pb.advance_to(0.5)
+    assert ann.hush() == len(rulings)
+    stop = ann.say("Game stopped.", Priority.RULING, 0.5)
+    pb.advance_to(15.0)
+    started = {e.id: e.t for e in ann.poll() if isinstance(e, SpeechStarted)}
+    assert set(started) == {rulings[0].id, stop.id}, started  # the first was playing: cut, not replayed
+    assert started[stop.id] < 0.7
+    assert not ann.speaking_at(15.0) and not ann.queue.active

@@ -467,6 +467,19 @@ class Announcer:
                     self.spoken[ev.id][1] = ev.t
         return events
 
+    def hush(self) -> int:
+        """Cut what is playing and drop everything waiting, rulings too; returns how many.
+
+        For a game stopped by the players (Ctrl-C): rulings are never cancelled in play, so after a
+        flood of calls they went on being said for 20 s after the stop, and the stop's own words,
+        queued behind them, were never heard."""
+        ids = list(self.queue.active)
+        for i in ids:
+            self.queue.ended(i)
+        if ids and self.playback is not None:
+            self.playback.cancel(ids)
+        return len(ids)
+
     def speaking_at(self, t: float, margin: float = 0.3) -> bool:
         """Was the announcer's own audio playing at clock ``t``? (the command echo gate).
 

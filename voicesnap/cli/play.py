@@ -790,6 +790,8 @@ def run(args: argparse.Namespace) -> int:
                 result = SessionResult("interrupted", None, 0, [])
             _print_end(result, folder, args.record)  # at once: the last words below take seconds
             farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
+            if result.reason == "interrupted":  # the players stopped it: what was still to be said is stale
+                _hush(say)
             if say is not None and farewell:  # said, not only printed: a player may be playing by ear
                 say(farewell, PRIORITY_RULING, None)
             began = time.monotonic()  # let the last words finish (20 s at most), and log when they started
@@ -857,6 +859,13 @@ def _stop_on_hangup() -> Any:
     except ValueError:  # not the main thread: nothing to take over
         return lambda: None
     return lambda: [signal.signal(k, h) for k, h in before.items()]
+
+
+def _hush(say: Any) -> None:
+    """Cut the announcer behind ``say`` and drop what it has waiting (``Announcer.hush``)."""
+    announcer = getattr(getattr(say, "__self__", None), "announcer", None)
+    if announcer is not None:
+        announcer.hush()
 
 
 def _speaking(say: Any) -> bool:
