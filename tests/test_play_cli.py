@@ -68,6 +68,7 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     (["--players", "A,B", "--session", "best-of-zero"], "session format"),
     (["--players", "A,B", "--pace", "-1"], "--pace"),
     (["--players", "A,B", "--channels", "A=0,Zed=1", "--engine", "none"], "not in --players"),
+    (["--players", "Ann,Ben", "--channels", "ann=0,ANN=1", "--engine", "none"], "--channels names Ann twice"),
     (["--players", "A,B", "--channels", "A=0,B=0", "--engine", "none"], "same input channel"),
     (["--resume"], "no session to resume"),
     (["--players", "A,B", "--strict-calls"], "--strict-calls is for one microphone per player"),
@@ -380,3 +381,26 @@ def test_the_offer_to_enroll_a_missing_player_is_said_aloud(data: Path, monkeypa
     assert played and played[0] > 16000  # a rendered sentence (espeak-ng), over a second long
     played.clear()
     assert P.offer_enrollment(data, ("Cara",), ask=True, speak=False) == ["Cara"] and not played
+
+
+def test_channels_name_seats_in_any_case() -> None:
+    """`--channels ann=0` for seat Ann was refused as "not in --players", though profiles and
+    `voicesnap players` take a name in any case."""
+    from voicesnap.cli.play import parse_channels
+
+    assert parse_channels("ann=0, BEN=1", ("Ann", "Ben")) == {"Ann": 0, "Ben": 1}
+
+
+@pytest.mark.vosk_model
+def test_a_player_without_a_mic_and_no_keyboard_is_refused(data: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """They were told "their calls need the keyboard", and the game went on with the keyboard off."""
+    import table_script
+
+    model = table_script.model_or_skip()
+    quiet = tmp_path / "quiet.wav"
+    sf.write(quiet, np.zeros((16000, 2), dtype=np.int16), 16000)
+    args = ["play", "--players", "Ann,Ben", "--channels", "Ann=0", "--engine", "vosk", "--model", model,
+            "--input-file", str(quiet), "--quiet", "--text"]
+    assert main([*args, "--no-keyboard"]) == 2
+    assert "no microphone for Ben in --channels and --no-keyboard: they could never call" in capsys.readouterr().err

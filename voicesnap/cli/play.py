@@ -118,9 +118,13 @@ def parse_channels(text: str | None, players: tuple[str, ...]) -> dict[str, int]
         name = name.strip()
         if not sep or not number.strip().isdigit():
             raise UserError(f"--channels entry {part!r} should look like Alice=0 (player=input channel)")
-        if name not in players:
+        # a seat's name in any case, as profiles and `players` take it ("alice=0" for seat Alice was refused)
+        seat = next((p for p in players if p.casefold() == name.casefold()), None)
+        if seat is None:
             raise UserError(f"--channels names {name!r}, who is not in --players ({', '.join(players)})")
-        out[name] = int(number)
+        if seat in out:
+            raise UserError(f"--channels names {seat} twice; give each player one channel")
+        out[seat] = int(number)
     if len(set(out.values())) != len(out):
         raise UserError("--channels gives two players the same input channel; give each their own")
     return out
@@ -690,6 +694,10 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError(f"{'the session' if args.resume else '--channels'} gives {max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, "
                                 f"and {args.input_file} has {has} channel(s): {', '.join(map(str, range(has)))}")
         unheard = [p for p in players if p not in channels]
+        if unheard and args.no_keyboard:  # (they were told to use the keyboard, which was off: never heard)
+            raise UserError(f"no microphone for {', '.join(unheard)} in --channels and --no-keyboard: they could "
+                            f"never call; give each a channel ({','.join(f'{p}=N' for p in unheard)}) or drop "
+                            "--no-keyboard")
         if unheard:
             print(f"no microphone for {', '.join(unheard)} in --channels: their calls need the keyboard "
                   f"(or give each a channel: {','.join(f'{p}=N' for p in unheard)})")
