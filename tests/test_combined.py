@@ -577,8 +577,10 @@ def test_a_call_being_decided_holds_the_tables_settled_line(vosk_factory, enroll
             if s is not None:
                 line[key] = max(line[key], s)
     assert named >= 3
-    # the fixture shows the problem (emma's call at 1.0 s; placed 20 ms early, on a clatter touching its "s")
-    assert [p for p, _ in late["blind"]] == ["emma"] and abs(late["blind"][0][1] - 1.0) <= 0.03, late
+    # the fixture shows the problem (emma's call at 1.0 s; placed 20 ms early, on a clatter touching its "s";
+    # and cara's "snap pool" at 4.85 s, named since it waits for its "pool" with no claim open: POOL_HOLD)
+    assert late["blind"][0][0] == "emma" and abs(late["blind"][0][1] - 1.0) <= 0.03, late
+    assert {p for p, _ in late["blind"]} <= {"emma", "cara"}, late
     assert late["held"] == [], late
 
 
