@@ -513,3 +513,21 @@ def test_a_game_says_on_screen_when_its_speaker_goes_and_comes_back(devices: dic
     assert game.returncode == 0, "".join(lines)
     assert "Traceback" not in "".join(lines)
     assert tries == [], tries  # a try at an absent server printed PortAudio's errors every 2 s
+
+
+def test_sound_server_sources_are_listed_and_listen_takes_one_by_name(devices: dict, tmp_path: Path) -> None:
+    """A PulseAudio source name worked in `play --input` only: `listen --device NAME` and `enroll --device
+    NAME` said "No input device matching", and `voicesnap devices` listed no such name to give."""
+    import soundfile as sf
+
+    env = {k: v for k, v in devices.items() if k != "PULSE_SOURCE"}  # the name alone must reach the mic
+    listed = subprocess.run([sys.executable, "-m", "voicesnap", "devices"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert listed.returncode == 0 and f"        {MIC}.monitor\n" in listed.stdout, listed.stdout + listed.stderr
+    heard = tmp_path / "heard.wav"
+    got = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "listen",
+                          "--device", f"{MIC}.monitor", "--seconds", "2", "--record", str(heard)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stdout + got.stderr
+    audio, rate = sf.read(heard, dtype="int16")
+    assert len(audio) >= 1.5 * rate and np.abs(audio).max() > 0  # the mic's room noise, through its name

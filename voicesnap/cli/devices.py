@@ -18,6 +18,52 @@ NO_DEVICE_FIX = (
 )
 
 
+def _device(value: str | None) -> int | str | None:
+    if value is None:
+        return None
+    return int(value) if value.strip().isdigit() else value
+
+
+def route(value: str | None, kind: str) -> int | str | None:
+    """A device option (play's --input/--output, listen's and enroll's --device) as PortAudio takes it
+    (``kind`` "input" or "output").
+
+    A PulseAudio source or sink name (what ``pactl list short sinks`` and the
+    desktop's sound settings show) is no PortAudio device on Linux: Debian's
+    PortAudio has no PulseAudio host API and sees only ALSA's "pulse" device.
+    Such a name is routed through that device with PULSE_SINK/PULSE_SOURCE,
+    which libpulse reads when the stream connects. Anything else is left for
+    the device's opener to accept or explain.
+    """
+    device = _device(value)
+    if not isinstance(device, str):
+        return device
+    try:
+        import sounddevice as sd
+
+        sd.query_devices(device, kind)
+        return device  # PortAudio knows it
+    except (ImportError, OSError, ValueError):
+        pass
+    import shutil
+    import subprocess
+
+    if shutil.which("pactl") is None:
+        return device
+    try:
+        listed = subprocess.run(["pactl", "list", "short", "sinks" if kind == "output" else "sources"],
+                                capture_output=True, text=True, timeout=5).stdout
+        sd.query_devices("pulse", kind)
+    except (OSError, ValueError, subprocess.SubprocessError, NameError):
+        return device
+    if device not in [line.split("\t")[1] for line in listed.splitlines() if "\t" in line]:
+        return device
+    import os
+
+    os.environ["PULSE_SINK" if kind == "output" else "PULSE_SOURCE"] = device
+    return "pulse"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the device list as JSON")
 
@@ -34,13 +80,34 @@ def _query() -> tuple[list[dict], tuple[int, int], list[str]]:
     return devices, (int(default_in), int(default_out)), apis
 
 
+def pulse_names(devices: list[dict]) -> dict[str, list[str]]:
+    """The sound server's source and sink names, which ``route`` takes where PortAudio sees only ALSA's
+    "pulse" device ({} without one or without pactl): the list showed no name a player could give."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pactl") is None or not any(d["name"] == "pulse" for d in devices):
+        return {}
+    names: dict[str, list[str]] = {}
+    for kind in ("sources", "sinks"):
+        try:
+            listed = subprocess.run(["pactl", "list", "short", kind], capture_output=True, text=True,
+                                    timeout=5).stdout
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        names[kind] = [line.split("\t")[1] for line in listed.splitlines() if line.count("\t") >= 1]
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     devices, (default_in, default_out), apis = _query()
     inputs = [d for d in devices if d["max_input_channels"] > 0]
     outputs = [d for d in devices if d["max_output_channels"] > 0]
+    pulse = pulse_names(devices)
     if args.json:
         print(json.dumps({"devices": devices, "default_input": default_in, "default_output": default_out,
-                          "host_apis": apis}, indent=2, default=str))
+                          "host_apis": apis, "pulse_sources": pulse.get("sources", []),
+                          "pulse_sinks": pulse.get("sinks", [])}, indent=2, default=str))
     else:
         for title, group, default, key in (("inputs", inputs, default_in, "max_input_channels"),
                                           ("outputs", outputs, default_out, "max_output_channels")):
@@ -52,8 +119,14 @@ def run(args: argparse.Namespace) -> int:
                 api = apis[d["hostapi"]] if 0 <= d["hostapi"] < len(apis) else "?"
                 print(f"  {mark} {d['index']:>3}  {d['name']}  [{api}, {d[key]} ch, "
                       f"{int(d['default_samplerate'])} Hz]")
+        for kind, title in (("sources", "sound server inputs"), ("sinks", "sound server outputs")):
+            if pulse.get(kind):
+                print(f"{title} (by name, through the 'pulse' device):")
+                for name in pulse[kind]:
+                    print(f"        {name}")
         if inputs or outputs:
-            print("* = default; pick another with --device NUMBER or --device NAME", file=sys.stderr)
+            print("* = default; pick another by number or name: --input / --output in play, --device in listen "
+                  "and enroll", file=sys.stderr)
     if not inputs and not outputs:
         raise UserError(NO_DEVICE_FIX)
     if not inputs:

@@ -181,7 +181,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
             try:
                 _play(beep)
                 print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s (Ctrl-C skips it) ...", flush=True)
-                rec = _record(SPEECH_SECONDS + SPEECH_SPARE, args.device, args.channel)
+                rec = _record(SPEECH_SECONDS + SPEECH_SPARE, getattr(args, "input_device", args.device), args.channel)
             except sd.PortAudioError as exc:
                 print(f"  the sound device stopped working ({exc}): no speech sample; enrolling with the "
                       f"takes alone. Add one later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
@@ -244,8 +244,13 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
     except (ImportError, OSError) as exc:
         raise UserError(f"no audio input available ({exc}); enroll from recordings with "
                         "--from-files WAV...") from exc
+    from .devices import route
+
+    # what PortAudio opens (a PulseAudio source name too, as play's --input takes it); args.device, as the
+    # player typed it, is what messages name
+    args.input_device = route(args.device, "input")
     try:
-        sd.check_input_settings(device=args.device, samplerate=16000, channels=_channels(args.channel))
+        sd.check_input_settings(device=args.input_device, samplerate=16000, channels=_channels(args.channel))
     except Exception as exc:
         if args.channel is not None:
             raise UserError(f"cannot record channel {args.channel} from the microphone ({exc}): it may have "
@@ -323,7 +328,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
         while got < count:
             try:
                 _play(beep)
-                rec = _record(RECORD_SECONDS, args.device, args.channel)
+                rec = _record(RECORD_SECONDS, args.input_device, args.channel)
             except sd.PortAudioError as exc:
                 raise _device_failed(exc, args, len(takes)) from exc
             y, problems = V.check_take(rec[:, 0], phrase=phrase)

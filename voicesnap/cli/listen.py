@@ -230,9 +230,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.realtime:
             raise UserError("--realtime only applies to --file (the microphone is always real time)")
-        device: int | str | None = args.device
-        if isinstance(device, str) and device.isdigit():
-            device = int(device)
+        from .devices import route
+
+        device = route(args.device, "input")  # (a PulseAudio source name too, as play's --input takes it)
         mic = _live_mic(device, args.channels)
         channels = args.channels
         source = mic

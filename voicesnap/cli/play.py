@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..files import data_dir
 from ..tablelog import LISTENING_FAILED
+from .devices import route
 
 if TYPE_CHECKING:
     from ..table import SessionResult
@@ -128,51 +129,6 @@ def parse_channels(text: str | None, players: tuple[str, ...]) -> dict[str, int]
     if len(set(out.values())) != len(out):
         raise UserError("--channels gives two players the same input channel; give each their own")
     return out
-
-
-def _device(value: str | None) -> int | str | None:
-    if value is None:
-        return None
-    return int(value) if value.strip().isdigit() else value
-
-
-def _route(value: str | None, kind: str) -> int | str | None:
-    """--input/--output as PortAudio takes them (``kind`` "input" or "output").
-
-    A PulseAudio source or sink name (what ``pactl list short sinks`` and the
-    desktop's sound settings show) is no PortAudio device on Linux: Debian's
-    PortAudio has no PulseAudio host API and sees only ALSA's "pulse" device.
-    Such a name is routed through that device with PULSE_SINK/PULSE_SOURCE,
-    which libpulse reads when the stream connects. Anything else is left for
-    the device's opener to accept or explain.
-    """
-    device = _device(value)
-    if not isinstance(device, str):
-        return device
-    try:
-        import sounddevice as sd
-
-        sd.query_devices(device, kind)
-        return device  # PortAudio knows it
-    except (ImportError, OSError, ValueError):
-        pass
-    import shutil
-    import subprocess
-
-    if shutil.which("pactl") is None:
-        return device
-    try:
-        listed = subprocess.run(["pactl", "list", "short", "sinks" if kind == "output" else "sources"],
-                                capture_output=True, text=True, timeout=5).stdout
-        sd.query_devices("pulse", kind)
-    except (OSError, ValueError, subprocess.SubprocessError, NameError):
-        return device
-    if device not in [line.split("\t")[1] for line in listed.splitlines() if "\t" in line]:
-        return device
-    import os
-
-    os.environ["PULSE_SINK" if kind == "output" else "PULSE_SOURCE"] = device
-    return "pulse"
 
 
 def latest_session(root: Path) -> Path:
@@ -451,7 +407,7 @@ def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> t
         lines("(the announcer cannot be started from here yet: announcements are printed)")
         return nothing
     try:
-        speaker = make(device=_route(args.output, "output"), data_dir=args.data_dir, clock_map=clock_map,
+        speaker = make(device=route(args.output, "output"), data_dir=args.data_dir, clock_map=clock_map,
                        voice=_voice_settings(args), verbosity=ann.Verbosity.parse(args.verbosity),
                        earcons=not args.no_earcons)
     except UserError as exc:
@@ -703,7 +659,7 @@ def run(args: argparse.Namespace) -> int:
                   f"(or give each a channel: {','.join(f'{p}=N' for p in unheard)})")
     if spotter is not None and not args.input_file:
         try:  # fail now, with the fix, rather than inside the listening thread
-            MicSource(device=_route(args.input, "input"), channels=n_channels, option="--input").open().close()
+            MicSource(device=route(args.input, "input"), channels=n_channels, option="--input").open().close()
         except UserError as exc:
             if (args.engine != "auto" and not args.resume) or args.input is not None:
                 # a device or engine the player named: theirs to fix (a resumed game goes on as auto's would)
@@ -741,7 +697,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             from ..pulse import source_watch
 
-            routed = _route(args.input, "input")  # (a PulseAudio name is routed once: PULSE_SOURCE stays set)
+            routed = route(args.input, "input")  # (a PulseAudio name is routed once: PULSE_SOURCE stays set)
 
             def open_mic() -> Any:
                 return MicSource(device=routed, channels=n_channels, option="--input").open()
