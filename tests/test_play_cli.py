@@ -207,8 +207,12 @@ def test_a_channel_or_an_engine_that_cannot_hear_the_input_file_stops_play(data:
         pytest.skip("no Vosk model and no keyword model: nothing hears per-player mics")
     assert main([*base, "--channels", "A=0,B=3"]) == 2
     assert "--channels gives B channel 3, and" in capsys.readouterr().err
-    assert main([*base, "--channels", "A=0", "--session", "best-of-1"]) == 0
-    assert "no microphone for B in --channels: their calls need the keyboard" in capsys.readouterr().out
+    # with the keyboard on (stdin a pipe, as in the keyboard games above) B is told to use it; with
+    # --no-keyboard B could never call: refused (test_a_player_without_a_mic_and_no_keyboard_is_refused)
+    keyed = [a for a in base[1:] if a != "--no-keyboard"]
+    done = play([*keyed, "--channels", "A=0", "--session", "best-of-1"], b"", data, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert "no microphone for B in --channels: their calls need the keyboard" in done.stdout.decode()
 
 
 def test_a_second_game_started_in_the_same_second_gets_its_own_folder(tmp_path: Path,
