@@ -531,3 +531,20 @@ def test_sound_server_sources_are_listed_and_listen_takes_one_by_name(devices: d
     assert got.returncode == 0, got.stdout + got.stderr
     audio, rate = sf.read(heard, dtype="int16")
     assert len(audio) >= 1.5 * rate and np.abs(audio).max() > 0  # the mic's room noise, through its name
+
+
+def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp_path: Path) -> None:
+    """`--channels B=2` on a two-channel source started a game: the server upmixed, channel 2 was exact
+    silence, and B could never call (a QA tester's live game)."""
+    from virtual_mic import virtual_mic
+
+    with virtual_mic(TABLE2, channels=2, channel_map="front-left,front-right", env=devices) as monitor:
+        env = {k: v for k, v in devices.items() if k != "PULSE_SOURCE"}
+        got = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "play",
+                              "--players", "A,B", "--input", monitor, "--channels", "A=0,B=2", "--engine", "keyword",
+                              "--quiet", "--text", "--no-keyboard"], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=120)
+    if "keyword model" in got.stderr and "voicesnap models download keyword" in got.stderr:
+        pytest.skip("no keyword model to hear per-player mics with")
+    assert got.returncode == 2, got.stdout + got.stderr
+    assert "--channels gives B channel 2, and the input has 2 channel(s): 0, 1" in got.stderr

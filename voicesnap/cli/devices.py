@@ -64,6 +64,38 @@ def route(value: str | None, kind: str) -> int | str | None:
     return "pulse"
 
 
+def input_channels(routed: int | str | None) -> int | None:
+    """How many channels the input ``route`` gave has, where that can be known: a sound-server source
+    (PULSE_SOURCE, from its sample spec), or a PortAudio device other than ALSA's "pulse"/"default"
+    (those open any count, upmixing: a --channels entry past the source's own read exact silence)."""
+    import os
+    import re
+    import shutil
+    import subprocess
+
+    source = os.environ.get("PULSE_SOURCE") if routed in (None, "pulse", "default") else None
+    if source and shutil.which("pactl"):
+        try:
+            listed = subprocess.run(["pactl", "list", "short", "sources"], capture_output=True, text=True,
+                                    timeout=5).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        for line in listed.splitlines():
+            cols = line.split("\t")
+            if len(cols) >= 4 and cols[1] == source:
+                found = re.search(r"(\d+)ch", cols[3])
+                return int(found.group(1)) if found else None
+        return None
+    if routed is None or routed in ("pulse", "default"):
+        return None
+    try:
+        import sounddevice as sd
+
+        return int(sd.query_devices(routed, "input")["max_input_channels"])
+    except (ImportError, OSError, ValueError):
+        return None
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the device list as JSON")
 

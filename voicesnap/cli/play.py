@@ -657,6 +657,14 @@ def run(args: argparse.Namespace) -> int:
         if unheard:
             print(f"no microphone for {', '.join(unheard)} in --channels: their calls need the keyboard "
                   f"(or give each a channel: {','.join(f'{p}=N' for p in unheard)})")
+    if spotter is not None and not args.input_file and channels:
+        from .devices import input_channels
+
+        live_has = input_channels(route(args.input, "input"))
+        if live_has is not None and live_has < n_channels:  # (a sound-server source gave silence past its own)
+            raise UserError(f"{'the session' if args.resume else '--channels'} gives "
+                            f"{max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, and the input has "
+                            f"{live_has} channel(s): {', '.join(map(str, range(live_has)))}")
     if spotter is not None and not args.input_file:
         try:  # fail now, with the fix, rather than inside the listening thread
             MicSource(device=route(args.input, "input"), channels=n_channels, option="--input").open().close()
