@@ -644,11 +644,15 @@ def run(args: argparse.Namespace) -> int:
     n_channels = max(channels.values()) + 1 if channels else 1
     from_file = FileSource(args.input_file, chunk_frames=320) if spotter is not None and args.input_file else None
     if channels and spotter is not None:
-        if from_file is not None:
-            has = from_file.channels
-            if has < n_channels:
-                raise UserError(f"{'the session' if args.resume else '--channels'} gives {max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, "
-                                f"and {args.input_file} has {has} channel(s): {', '.join(map(str, range(has)))}")
+        from .devices import input_channels
+
+        # the input file's channels, or a live input's where they can be known (a sound-server source
+        # upmixes: a channel past its own read exact silence, and that player could never call)
+        has = from_file.channels if from_file is not None else input_channels(route(args.input, "input"))
+        if has is not None and has < n_channels:
+            raise UserError(f"{'the session' if args.resume else '--channels'} gives "
+                            f"{max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, and "
+                            f"{args.input_file or 'the input'} has {has} channel(s): {', '.join(map(str, range(has)))}")
         unheard = [p for p in players if p not in channels]
         if unheard and args.no_keyboard:  # (they were told to use the keyboard, which was off: never heard)
             raise UserError(f"no microphone for {', '.join(unheard)} in --channels and --no-keyboard: they could "
@@ -657,14 +661,6 @@ def run(args: argparse.Namespace) -> int:
         if unheard:
             print(f"no microphone for {', '.join(unheard)} in --channels: their calls need the keyboard "
                   f"(or give each a channel: {','.join(f'{p}=N' for p in unheard)})")
-    if spotter is not None and not args.input_file and channels:
-        from .devices import input_channels
-
-        live_has = input_channels(route(args.input, "input"))
-        if live_has is not None and live_has < n_channels:  # (a sound-server source gave silence past its own)
-            raise UserError(f"{'the session' if args.resume else '--channels'} gives "
-                            f"{max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, and the input has "
-                            f"{live_has} channel(s): {', '.join(map(str, range(live_has)))}")
     if spotter is not None and not args.input_file:
         try:  # fail now, with the fix, rather than inside the listening thread
             MicSource(device=route(args.input, "input"), channels=n_channels, option="--input").open().close()
