@@ -24,6 +24,21 @@ def _device(value: str | None) -> int | str | None:
     return int(value) if value.strip().isdigit() else value
 
 
+def _pactl_short(kind: str) -> list[list[str]] | None:
+    """The columns of each line of ``pactl list short KIND`` ("sources", "sinks"), or None without pactl
+    or a server that answers: the name is column 1, a source's sample spec ("s16le 2ch 16000Hz") column 3."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pactl") is None:
+        return None
+    try:
+        listed = subprocess.run(["pactl", "list", "short", kind], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [line.split("\t") for line in listed.splitlines() if "\t" in line]
+
+
 def route(value: str | None, kind: str) -> int | str | None:
     """A device option (play's --input/--output, listen's and enroll's --device) as PortAudio takes it
     (``kind`` "input" or "output").
@@ -45,18 +60,14 @@ def route(value: str | None, kind: str) -> int | str | None:
         return device  # PortAudio knows it
     except (ImportError, OSError, ValueError):
         pass
-    import shutil
-    import subprocess
-
-    if shutil.which("pactl") is None:
+    listed = _pactl_short("sinks" if kind == "output" else "sources")
+    if listed is None:
         return device
     try:
-        listed = subprocess.run(["pactl", "list", "short", "sinks" if kind == "output" else "sources"],
-                                capture_output=True, text=True, timeout=5).stdout
         sd.query_devices("pulse", kind)
-    except (OSError, ValueError, subprocess.SubprocessError, NameError):
+    except (OSError, ValueError, NameError):
         return device
-    if device not in [line.split("\t")[1] for line in listed.splitlines() if "\t" in line]:
+    if device not in [cols[1] for cols in listed]:
         return device
     import os
 
@@ -70,18 +81,10 @@ def input_channels(routed: int | str | None) -> int | None:
     (those open any count, upmixing: a --channels entry past the source's own read exact silence)."""
     import os
     import re
-    import shutil
-    import subprocess
 
     source = os.environ.get("PULSE_SOURCE") if routed in (None, "pulse", "default") else None
-    if source and shutil.which("pactl"):
-        try:
-            listed = subprocess.run(["pactl", "list", "short", "sources"], capture_output=True, text=True,
-                                    timeout=5).stdout
-        except (OSError, subprocess.SubprocessError):
-            return None
-        for line in listed.splitlines():
-            cols = line.split("\t")
+    if source:
+        for cols in _pactl_short("sources") or []:
             if len(cols) >= 4 and cols[1] == source:
                 found = re.search(r"(\d+)ch", cols[3])
                 return int(found.group(1)) if found else None
@@ -115,19 +118,14 @@ def _query() -> tuple[list[dict], tuple[int, int], list[str]]:
 def pulse_names(devices: list[dict]) -> dict[str, list[str]]:
     """The sound server's source and sink names, which ``route`` takes where PortAudio sees only ALSA's
     "pulse" device ({} without one or without pactl): the list showed no name a player could give."""
-    import shutil
-    import subprocess
-
-    if shutil.which("pactl") is None or not any(d["name"] == "pulse" for d in devices):
+    if not any(d["name"] == "pulse" for d in devices):
         return {}
     names: dict[str, list[str]] = {}
     for kind in ("sources", "sinks"):
-        try:
-            listed = subprocess.run(["pactl", "list", "short", kind], capture_output=True, text=True,
-                                    timeout=5).stdout
-        except (OSError, subprocess.SubprocessError):
+        listed = _pactl_short(kind)
+        if listed is None:
             return {}
-        names[kind] = [line.split("\t")[1] for line in listed.splitlines() if line.count("\t") >= 1]
+        names[kind] = [cols[1] for cols in listed]
     return names
 
 

@@ -643,12 +643,14 @@ def run(args: argparse.Namespace) -> int:
         spotter, engine_name = build_spotter(args.engine, args, root, players, channels, pool_flag, settings.variant)
     n_channels = max(channels.values()) + 1 if channels else 1
     from_file = FileSource(args.input_file, chunk_frames=320) if spotter is not None and args.input_file else None
+    # the live input as PortAudio opens it (a PulseAudio name is routed once: PULSE_SOURCE stays set)
+    routed = route(args.input, "input") if spotter is not None and from_file is None else None
     if channels and spotter is not None:
         from .devices import input_channels
 
         # the input file's channels, or a live input's where they can be known (a sound-server source
         # upmixes: a channel past its own read exact silence, and that player could never call)
-        has = from_file.channels if from_file is not None else input_channels(route(args.input, "input"))
+        has = from_file.channels if from_file is not None else input_channels(routed)
         if has is not None and has < n_channels:
             raise UserError(f"{'the session' if args.resume else '--channels'} gives "
                             f"{max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, and "
@@ -663,7 +665,7 @@ def run(args: argparse.Namespace) -> int:
                   f"(or give each a channel: {','.join(f'{p}=N' for p in unheard)})")
     if spotter is not None and not args.input_file:
         try:  # fail now, with the fix, rather than inside the listening thread
-            MicSource(device=route(args.input, "input"), channels=n_channels, option="--input").open().close()
+            MicSource(device=routed, channels=n_channels, option="--input").open().close()
         except UserError as exc:
             if (args.engine != "auto" and not args.resume) or args.input is not None:
                 # a device or engine the player named: theirs to fix (a resumed game goes on as auto's would)
@@ -700,8 +702,6 @@ def run(args: argparse.Namespace) -> int:
             chunks = from_file
         else:
             from ..pulse import source_watch
-
-            routed = route(args.input, "input")  # (a PulseAudio name is routed once: PULSE_SOURCE stays set)
 
             def open_mic() -> Any:
                 return MicSource(device=routed, channels=n_channels, option="--input").open()
@@ -829,16 +829,21 @@ def _stop_on_hangup() -> Any:
     return lambda: [signal.signal(k, h) for k, h in before.items()]
 
 
+def _announcer_of(say: Any) -> Any:
+    """The announcer behind the table speaker's bound ``say``, or None (no speech)."""
+    return getattr(getattr(say, "__self__", None), "announcer", None)
+
+
 def _hush(say: Any) -> None:
     """Cut the announcer behind ``say`` and drop what it has waiting (``Announcer.hush``)."""
-    announcer = getattr(getattr(say, "__self__", None), "announcer", None)
+    announcer = _announcer_of(say)
     if announcer is not None:
         announcer.hush()
 
 
 def _speaking(say: Any) -> bool:
     """Is the announcer behind ``say`` still saying something (or about to)?"""
-    announcer = getattr(getattr(say, "__self__", None), "announcer", None)
+    announcer = _announcer_of(say)
     return bool(announcer is not None and announcer.speaking and announcer.queue.active
                 and not getattr(announcer.playback, "lost", False))  # a speaker gone says nothing more
 
