@@ -515,11 +515,12 @@ def real_words_takes(word: str) -> dict[str, list[tuple[np.ndarray, dict]]]:
 
 
 def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]]], speech: bool | str = False,
-                        chosen: dict[str, list[int]] | None = None):
+                        chosen: dict[str, list[int]] | None = None, root: Path | None = None):
     """Profiles of every speaker with enough takes (the first ENROLL_TAKES), and how many takes enrollment would refuse.
 
     ``speech``: each also enrolls SPEECH_SECONDS of free speech (``real_words_speech``; "paused": with pauses).
     ``chosen``: speaker -> the indices of the takes to enroll instead of the first ones (``real_words_draws``).
+    ``root``: where the speech comes from (``real_words_speech``); tests pass their committed copies.
     """
     from voicesnap import voices as V
 
@@ -534,7 +535,7 @@ def real_words_profiles(word: str, takes: dict[str, list[tuple[np.ndarray, dict]
             refused += bool(problems)
             enroll.append(V.Take(word, y if len(y) else x))
         held = [item for i, item in enumerate(items) if i not in picked]
-        talk = real_words_speech(spk, held, paused=speech == "paused") if speech else None
+        talk = real_words_speech(spk, held, paused=speech == "paused", root=root or LIBRISPEECH) if speech else None
         profiles[spk] = V.build_profile(spk, word, enroll, speech=talk)
     return profiles, refused
 

@@ -177,7 +177,7 @@ def test_a_folder_that_cannot_be_written_is_said_with_the_fix_never_a_traceback(
 def test_identify_over_the_line_but_refused_gives_the_reason_not_unknown_voice(capsys, tmp_path, monkeypatch):
     """A real speaker's call scored 0.59, over the 0.57 acceptance line, and was refused by the voice check:
     identify said "nobody enrolled (unknown voice) (score 0.59; 0.57 is the acceptance line)"."""
-    from test_encoder import encoder_or_skip
+    from test_encoder import LIBRI, encoder_or_skip
 
     from bench.bench_voices import real_words_profiles, real_words_takes
     from voicesnap.audio import write_wav
@@ -185,7 +185,7 @@ def test_identify_over_the_line_but_refused_gives_the_reason_not_unknown_voice(c
     encoder_or_skip()  # the refusal here is the speaker encoder's
     monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "real"))
     takes = real_words_takes("the")
-    for prof in real_words_profiles("the", takes, speech=True)[0].values():
+    for prof in real_words_profiles("the", takes, speech=True, root=LIBRI)[0].values():
         V.save_profile(prof)
     write_wav(tmp_path / "c.wav", (takes["2033"][6][0] * 32767).astype("int16"), 16000)
     assert main(["players", "identify", "--json", str(tmp_path / "c.wav")]) == 0
