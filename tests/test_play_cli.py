@@ -408,3 +408,60 @@ def test_a_player_without_a_mic_and_no_keyboard_is_refused(data: Path, tmp_path:
             "--input-file", str(quiet), "--quiet", "--text"]
     assert main([*args, "--no-keyboard"]) == 2
     assert "no microphone for Ben in --channels and --no-keyboard: they could never call" in capsys.readouterr().err
+
+
+def _events(folder: Path) -> list:
+    return [e for _n, e in gamelog.read(folder / "log.jsonl")]
+
+
+def test_animal_snap_gives_each_player_the_noise_they_enrolled_and_says_it(data: Path, tmp_path: Path) -> None:
+    """Animal Snap dealt noises by seat alone (moo, woof, meow, ...): alice, who enrolled "woof", was given
+    "moo", and her own call was taken as bob's noise, a wrong call. Nor was anyone told their noise aloud."""
+    from voicefixtures import PLAYERS_DIR
+
+    animal = PLAYERS_DIR / "animal"
+    for name, noise in (("alice", "woof"), ("bob", "meow")):
+        takes = [str(animal / f"{name}_{noise}_{k}.wav") for k in range(1, 6)]
+        assert main(["enroll", name, "--word", noise, "--no-pool", "--no-speech", "--contrast-takes", "0",
+                     "--from-files", *takes]) == 0
+    base = ["--players", "Alice,Bob,Cara", "--variant", "animal", "--engine", "none", "--text", "--quiet",
+            "--seed", "5"]
+    run = play([*base, "--record", str(tmp_path / "g")], b"\x1b", data)
+    assert run.returncode == 0, run.stderr.decode()
+    out = run.stdout.decode()
+    assert "Alice: q=woof " in out and "Bob: w=meow " in out and "Cara: e=moo " in out, out
+    assert "Calls: Alice woof, Bob meow, Cara moo." in out, out  # (the start's line, spoken with --quiet off)
+    started = next(e for e in _events(tmp_path / "g") if type(e).__name__ == "GameStarted")
+    assert dict(started.config) == {"Alice": "woof", "Bob": "meow", "Cara": "moo"}
+    # --animals overrides, in any case of the seat's name; a clash and a word that is a call are refused
+    run = play([*base, "--animals", "cara=oink,ALICE=quack"], b"\x1b", data)
+    assert "Calls: Alice quack, Bob meow, Cara oink." in run.stdout.decode(), run.stdout.decode()
+    for bad, said in (("Bob=woof", "two players share an animal noise"), ("Alice=snap", "cannot be an animal noise"),
+                      ("Dan=moo", "'Dan', who is not in --players"), ("Alice", "should look like Alice=woof")):
+        run = play([*base, "--animals", bad], b"\x1b", data)
+        assert run.returncode == 2 and said in run.stderr.decode(), (bad, run.stderr.decode())
+    run = play(["--players", "Alice,Bob", "--engine", "none", "--animals", "Alice=moo"], b"\x1b", data)
+    assert run.returncode == 2 and "add --variant animal" in run.stderr.decode()
+    # a resumed session keeps its noises
+    run = play(["--resume", "--record", str(tmp_path / "g"), "--animals", "Alice=moo"], b"\x1b", data)
+    assert run.returncode == 2 and "--animals" in run.stderr.decode() and "woof" in run.stderr.decode()
+
+
+def test_picture_snap_deals_the_deck_named(data: Path, tmp_path: Path) -> None:
+    """The fruit deck shipped with voicesnap, and no option chose it: every Picture Snap game was farm."""
+    from voicesnap.cards import picture_deck
+
+    fruit = {c.name for c in picture_deck("fruit")}
+    from voicesnap import variants
+
+    run = play(["--players", "Alice,Bob", "--variant", "picture", "--deck", "Fruit", "--engine", "none", "--text",
+                "--quiet", "--seed", "2", "--record", str(tmp_path / "g")], b"\x1b", data)
+    assert run.returncode == 0, run.stderr.decode()
+    started = next(e for e in _events(tmp_path / "g") if type(e).__name__ == "GameStarted")
+    game = variants.from_started(started)  # (as replay and --resume deal it again)
+    names = {e.card.name for k in range(1, 11) for e in game.flip(0.1 * k) if isinstance(e, rules.Flipped)}
+    assert names and names <= fruit, names
+    for args, said in ((["--variant", "picture", "--deck", "cars"], "choose farm or fruit"),
+                       (["--deck", "fruit"], "add --variant picture")):
+        run = play(["--players", "Alice,Bob", "--engine", "none", *args], b"\x1b", data)
+        assert run.returncode == 2 and said in run.stderr.decode(), run.stderr.decode()

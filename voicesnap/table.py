@@ -1212,7 +1212,11 @@ def play_session(
         # ear knows who goes first, and that a resumed game is the one they left.
         if fresh:
             dealer, first = game.players[game.dealer], game.players[game.active]
-            output([Say(f"Game {session.games + 1}. {dealer} deals; {first} goes first.", PRIORITY_RULING)])
+            own = snap_words(game)
+            # Animal Snap: each player's own noise, said (a player playing by ear has no keys line to read)
+            calls = (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."
+                     if len(set(own.values())) > 1 else "")
+            output([Say(f"Game {session.games + 1}. {dealer} deals; {first} goes first.{calls}", PRIORITY_RULING)])
         elif resumed is not None and game is resumed.game:
             output([Say(f"Resuming game {session.games + 1}. {status_text(game)}", PRIORITY_RULING)])
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,

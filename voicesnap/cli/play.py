@@ -15,7 +15,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UserError
 from ..files import data_dir
@@ -33,6 +33,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     # (the session's options default to None: --resume keeps the session's own, and refuses others)
     parser.add_argument("--variant", default=None, help="classic, picture, speed, double, single-pile, "
                         "slapjack, silent or animal (default classic)")
+    parser.add_argument("--deck", default=None, help="Picture Snap's deck: farm (default) or fruit")
+    parser.add_argument("--animals", default=None, metavar="NAME=NOISE,...",
+                        help="Animal Snap's noises, e.g. Alice=woof,Bob=moo (default: the word each player "
+                        "enrolled, where it is not 'snap', else moo, woof, meow, baa, oink, quack in seat order)")
     parser.add_argument("--session", default=None, help="single, best-of-3, best-of-5 or first-to-N (default single)")
     parser.add_argument("--pace", type=float, default=None,
                         help=f"seconds between flips (default {DEFAULT_PACE}; on --resume, the session's); "
@@ -131,6 +135,53 @@ def parse_channels(text: str | None, players: tuple[str, ...]) -> dict[str, int]
     return out
 
 
+def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, ...], root: Path) -> dict[str, Any]:
+    """The variant's own settings for a new session: Picture Snap's deck; Animal Snap's noises, from
+    --animals, else each player's enrolled word (``voicesnap enroll rex --word woof``). By seat order
+    alone a player who enrolled "woof" was given "moo", and their own call was a wrong one."""
+    from .. import variants
+    from ..rules import RulesError
+
+    if args.deck is not None and variant != "picture":
+        raise UserError(f"--deck chooses Picture Snap's deck; this is {variant}: add --variant picture or drop --deck")
+    if args.animals is not None and variant != "animal":
+        raise UserError(f"--animals gives Animal Snap's noises; this is {variant}: add --variant animal or drop "
+                        "--animals")
+    config: dict[str, Any] = {}
+    if variant == "picture" and args.deck is not None:
+        if args.deck.strip().lower() not in variants.themes():
+            raise UserError(f"--deck {args.deck!r}: there is no such deck; choose {' or '.join(variants.themes())}")
+        config["deck"] = args.deck.strip().lower()
+    if variant == "animal":
+        animals = {}
+        for seat, name in enrolled_names(root, players).items():
+            try:
+                from .. import voices
+
+                word = voices.load_profile(name, str(root)).word
+            except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
+                continue
+            if word.strip().lower() not in ("snap", "snap pool", "slap"):
+                animals[seat] = word.strip().lower()
+        for part in (args.animals or "").split(",") if args.animals else ():
+            name, sep, noise = part.partition("=")
+            seat = next((p for p in players if p.casefold() == name.strip().casefold()), None)
+            if not sep or not noise.strip():
+                raise UserError(f"--animals entry {part!r} should look like Alice=woof (player=noise)")
+            if seat is None:
+                raise UserError(f"--animals names {name.strip()!r}, who is not in --players ({', '.join(players)})")
+            animals[seat] = noise.strip().lower()
+        try:
+            variants.create(variant, players, 0, animals=animals)
+        except RulesError as exc:
+            if args.animals is None:  # the clash is between two enrolled words
+                raise UserError(f"Animal Snap: {exc} (from the words {', '.join(animals)} enrolled: give each "
+                                "player their own with --animals Alice=woof,Bob=moo)") from None
+            raise UserError(f"--animals: {exc}") from None
+        config["animals"] = {p: animals[p] for p in players if p in animals}
+    return config
+
+
 def latest_session(root: Path) -> Path:
     games = root / "games"
     found = sorted((p for p in games.glob("*/log.jsonl")), key=lambda p: p.stat().st_mtime) if games.is_dir() else []
@@ -143,8 +194,12 @@ STRICT = "+strict"  # an engine name's ending: per-player mics with --strict-cal
 
 
 def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tuple[str, ...],
-                  channels: dict[str, int], pool_flag: list[Any], variant: str) -> tuple[Any, str]:
+                  channels: dict[str, int], pool_flag: list[Any], variant: str,
+                  pool_exists: Callable[[], bool] | None = None) -> tuple[Any, str]:
     """The keyword spotter for this table, and the engine's name (or None, "none").
+
+    ``pool_exists``: whether "snap" may yet be "snap pool"; by default the game's open pool claim
+    (``table.PoolClaim`` over ``pool_flag``). ``voicesnap listen`` has no game, and says.
 
     ``engine`` is play's --engine, or a name a session was logged with (replay): "combined+keyword"
     is "combined" with the keyword model required, and a logged "combined" did not use it;
@@ -181,7 +236,8 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
 
     # "snap" is held back for a possible "pool" only while a pool claim is open (not
     # whenever a pool exists): see table.PoolClaim. play_session fills pool_flag.
-    pool_exists = PoolClaim(pool_flag)
+    if pool_exists is None:
+        pool_exists = PoolClaim(pool_flag)
 
     if channels and (model is not None or (keyword is not None and variant != "slapjack")):
         spotter, name = _channel_spotters(model, keyword, channels, pool_exists, variant, args)
@@ -534,6 +590,9 @@ def _keep_session(args: argparse.Namespace, settings: Any) -> None:
     differs("--variant", variants.get(args.variant).variant if args.variant else None, settings.variant, args.variant)
     differs("--session", str(parse_format(args.session)) if args.session else None, settings.format, args.session)
     differs("--seed", args.seed, settings.seed)
+    if args.deck is not None or args.animals is not None:
+        clashes.append(f"{'--deck' if args.deck is not None else '--animals'} (the session's "
+                       f"{'deck' if args.deck is not None else 'noises'} are kept: {settings.config or 'the default'})")
     differs("--tie-window", args.tie_window, settings.tie_window)
     differs("--decision-window", args.decision_window, settings.decision_window)
     differs("--listen-lag", args.listen_lag, settings.lag)
@@ -617,6 +676,7 @@ def run(args: argparse.Namespace) -> int:
             players=players, seed=seed, variant=variant, format=fmt, pace=args.pace,
             decision_window=args.decision_window, tie_window=args.tie_window, engine=args.engine,
             verbosity=args.verbosity, gate=not getattr(args, "no_gate", False),
+            config=variant_config(args, variant, players, root),
         )
     players = settings.players
     _check_speech_options(args)
@@ -643,6 +703,12 @@ def run(args: argparse.Namespace) -> int:
         spotter, engine_name = build_spotter(args.engine, args, root, players, channels, pool_flag, settings.variant)
     n_channels = max(channels.values()) + 1 if channels else 1
     from_file = FileSource(args.input_file, chunk_frames=320) if spotter is not None and args.input_file else None
+    if from_file is not None:
+        from ..audio import narrowband_note
+
+        narrow = narrowband_note(args.input_file, from_file.rate)  # (as listen says it of the same file)
+        if narrow:
+            print(f"warning: {narrow}", file=sys.stderr)
     # the live input as PortAudio opens it (a PulseAudio name is routed once: PULSE_SOURCE stays set)
     routed = route(args.input, "input") if spotter is not None and from_file is None else None
     if channels and spotter is not None:
