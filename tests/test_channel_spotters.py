@@ -142,3 +142,40 @@ def test_a_mapped_channel_the_input_lacks_reads_as_silence_not_as_another_mic() 
     levels.accept(AudioChunk(RATE, 2, 2, 0, np.full((RATE // 10, 2), 1000, dtype=np.int16)))
     mic0, mic3 = levels.span_db(0.0, 0.1)
     assert mic0 == pytest.approx(20 * np.log10(1000 / 32768), abs=0.1) and mic3 < -100
+
+
+def test_listen_names_each_call_by_its_players_own_mic_as_play_hears_them(capsys: pytest.CaptureFixture[str],
+                                                                          tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`listen` on a multichannel mic took only a channel count: no player could be mapped to a mic, so a
+    table with one mic per player could not check its set-up with what play would hear."""
+    from voicesnap.cli import main
+
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+    model = _english_model()
+    wav = str(MC / "mc2.wav")
+    truth = sorted((s for s in json.loads((MC / "mc2.json").read_text())["segments"] if s["kind"] == "call"),
+                   key=lambda s: s["onset"])
+    assert main(["listen", "--input-file", wav, "--channels", "alice=0,Bob=1", "--json", "--model", model]) == 0
+    heard = sorted((json.loads(line) for line in capsys.readouterr().out.splitlines()), key=lambda d: d["onset"])
+    names = {"alice": "alice", "bob": "Bob"}  # (as --channels spelled them)
+    assert [(d["player"], d["channel"]) for d in heard] == [(names[s["speaker"]], s["channel"]) for s in truth], heard
+    for d, s in zip(heard, truth):
+        assert abs(d["onset"] - s["onset"] / RATE) <= 0.03, (d, s)
+    for args, said in ((["--channels", "alice=0,bob=3"], "gives bob channel 3, and"),
+                       (["--channels", "alice=0,bob=1", "--channel", "1"], "drop one of them"),
+                       (["--channels", "alice=0,bob=1", "--engine", "combined"], "the channel names them"),
+                       (["--channels", "alice=0,bob=0"], "the same input channel"),
+                       (["--channels", "two"], "Alice=0,Bob=1")):
+        assert main(["listen", "--file", wav, "--model", model, *args]) == 2
+        assert said in capsys.readouterr().err, args
+
+
+def _english_model() -> str:
+    from voicesnap import models
+
+    try:
+        return str(models.find_model("en", None, None))
+    except models.ModelError:
+        pytest.skip("no English Vosk model: set VOICESNAP_VOSK_MODEL or run 'voicesnap models download' "
+                    "(.ci/run fetches one from Maven Central)")

@@ -28,20 +28,60 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(needs 'voicesnap models download keyword'); combined: Vosk, and the keyword model "
                         "when it is installed, hear the call, the enrollment says who, and two players "
                         "calling at once on one mic are both shown (the engine 'voicesnap play' uses)")
-    parser.add_argument("--file", metavar="WAV", help="listen to this recording instead of the microphone")
+    parser.add_argument("--file", "--input-file", dest="file", metavar="WAV",
+                        help="listen to this recording instead of the microphone (play's --input-file)")
     parser.add_argument("--json", action="store_true", help="one JSON record per line: each detection, "
                         "and each call-like sound judged another word (type \"refusal\", with the reason)")
     parser.add_argument("--model", metavar="PATH", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL, "
                         "else the data dir's models/)")
-    parser.add_argument("--device", help="input device number or name (see 'voicesnap devices')")
-    parser.add_argument("--channels", type=int, default=1,
-                        help="microphone channels to open (one player per channel); default 1")
+    parser.add_argument("--device", "--input", dest="device",
+                        help="input device number or name (see 'voicesnap devices'; play's --input)")
+    parser.add_argument("--channels", default="1", metavar="N|NAME=N,...",
+                        help="microphone channels to open (default 1); or one microphone per player as play "
+                        "takes it, Alice=0,Bob=1: each call is then heard on its player's own channel and "
+                        "named by it, with the spotters play builds for that table")
     parser.add_argument("--channel", type=int, help="listen to this channel only (default: each channel)")
     parser.add_argument("--no-pool", action="store_true",
                         help="there is no pool: 'snap' is final at once instead of waiting for 'pool'")
     parser.add_argument("--realtime", action="store_true", help="with --file: play it at real speed")
     parser.add_argument("--seconds", type=float, help="stop after this much audio")
     parser.add_argument("--record", metavar="WAV", help="also write exactly what was heard to this WAV")
+
+
+def _mapping(text: str) -> tuple[int, dict[str, int]]:
+    """--channels: a count of channels to open, or play's player=channel map (and the channels it needs)."""
+    text = str(text).strip()
+    if text.isdigit():
+        if int(text) < 1:
+            raise UserError("--channels 0: open at least one channel (default 1)")
+        return int(text), {}
+    from .play import parse_channels
+
+    names = tuple(part.partition("=")[0].strip() for part in text.split(","))
+    if not all(names) or "=" not in text:
+        raise UserError(f"--channels {text!r}: give how many channels to open (e.g. 2) or one per player, as "
+                        "play takes it (Alice=0,Bob=1)")
+    mapping = parse_channels(text, names)
+    return max(mapping.values()) + 1, mapping
+
+
+def _mapped_spotters(args: argparse.Namespace, mapping: dict[str, int]) -> tuple[Any, str]:
+    """The spotter ``voicesnap play --channels`` builds for these players (``cli.play.build_spotter``):
+    each mic heard on its own, the channel naming the caller."""
+    from ..files import data_dir
+    from .play import build_spotter
+
+    engine = {"auto": "auto", "vosk": "vosk", "keyword": "keyword"}.get(args.engine)
+    if engine is None:
+        raise UserError(f"--engine {args.engine} names the caller from enrolled voices on one microphone; with "
+                        "one microphone per player (--channels Alice=0,Bob=1) the channel names them: use "
+                        "--engine auto, vosk or keyword")
+    spotter, name = build_spotter(engine, args, data_dir(getattr(args, "data_dir", None)), tuple(mapping), mapping,
+                                  [], "classic", pool_exists=lambda: not args.no_pool)
+    if spotter is None:
+        raise UserError("nothing here can hear per-player microphones: install the Vosk model or the keyword "
+                        "model (voicesnap models download)")
+    return spotter, name
 
 
 def _live_mic(device: int | str | None, channels: int) -> Any:
@@ -217,6 +257,10 @@ def run(args: argparse.Namespace) -> int:
     from ..spotters import Detection, Refusal, take_refusals
 
     profiles = _profiles(args)
+    n_open, mapping = _mapping(args.channels)
+    if mapping and args.channel is not None:
+        raise UserError("--channel hears one channel; --channels Alice=0,Bob=1 already hears each player's "
+                        "own: drop one of them")
     if args.file:
         source: Any = FileSource(args.file, realtime=args.realtime)
         channels = source.channels
@@ -224,7 +268,11 @@ def run(args: argparse.Namespace) -> int:
         narrow = narrowband_note(args.file, source.rate)
         if narrow:
             print(f"warning: {narrow}", file=sys.stderr)
-        if args.channels not in (1, channels):
+        if mapping and n_open > channels:
+            far = max(mapping, key=lambda p: mapping[p])
+            raise UserError(f"--channels gives {far} channel {mapping[far]}, and {args.file} has {channels} "
+                            f"channel(s): {', '.join(map(str, range(channels)))}")
+        if not mapping and n_open not in (1, channels):
             raise UserError(f"--channels is how many microphone channels to open; {args.file} has {channels} "
                             "channel(s) of its own, all heard (one alone: --channel N)")
     else:
@@ -233,24 +281,37 @@ def run(args: argparse.Namespace) -> int:
         from .devices import route
 
         device = route(args.device, "input")  # (a PulseAudio source name too, as play's --input takes it)
-        mic = _live_mic(device, args.channels)
-        channels = args.channels
+        if mapping:
+            from .devices import input_channels
+
+            has = input_channels(device)  # (a sound-server source upmixes: a channel past its own is silence)
+            if has is not None and has < n_open:
+                far = max(mapping, key=lambda p: mapping[p])
+                raise UserError(f"--channels gives {far} channel {mapping[far]}, and the input has {has} "
+                                f"channel(s): {', '.join(map(str, range(has)))}")
+        mic = _live_mic(device, n_open)
+        channels = n_open
         source = mic
     if args.channel is not None and not 0 <= args.channel < channels:
         raise UserError(f"--channel {args.channel} does not exist: the input has {channels} channel(s)")
     wanted = [args.channel] if args.channel is not None else list(range(channels))
 
-    if args.engine == "auto":
-        args.engine = _auto_engine(args, profiles)
-    if args.engine == "enrolled":
-        spotters = _enrolled_spotters(args, profiles)
-    elif args.engine == "combined":
-        spotters = _combined_spotters(args, profiles)
-    elif args.engine == "keyword":
-        spotters = _keyword_spotters(args, wanted)
+    if mapping:
+        spotter, args.engine = _mapped_spotters(args, mapping)
+        spotters = [spotter]
     else:
-        spotters = _vosk_spotters(args, wanted)
-    who = _attributor(profiles, getattr(args, "data_dir", None)) if args.engine in ("vosk", "keyword") else None
+        if args.engine == "auto":
+            args.engine = _auto_engine(args, profiles)
+        if args.engine == "enrolled":
+            spotters = _enrolled_spotters(args, profiles)
+        elif args.engine == "combined":
+            spotters = _combined_spotters(args, profiles)
+        elif args.engine == "keyword":
+            spotters = _keyword_spotters(args, wanted)
+        else:
+            spotters = _vosk_spotters(args, wanted)
+    who = (_attributor(profiles, getattr(args, "data_dir", None))
+           if args.engine in ("vosk", "keyword") and not mapping else None)
     recent = _Recent()
     recorder = RecordingTap(args.record) if args.record else None
 
