@@ -37,6 +37,34 @@ def test_rename_and_forget(capsys):
     assert main(["players", "forget", "robert"]) == 2
 
 
+def test_forget_at_a_terminal_asks_first(tmp_path):
+    """`players forget` deleted a profile (minutes of a player's takes and talk) at once: a slip of the name
+    lost it. At a terminal it now asks; --yes, or a script's piped stdin, does not."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    def forget(name: str, answer: bytes, *extra: str) -> str:
+        master, slave = pty.openpty()
+        run = subprocess.Popen([sys.executable, "-m", "voicesnap", "players", "forget", name, *extra], stdin=slave,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ),
+                               cwd=PLAYERS_DIR.parents[3])
+        os.close(slave)
+        os.write(master, answer)
+        out = run.communicate(timeout=60)[0].decode()
+        os.close(master)
+        return out
+
+    out = forget("bob", b"n\n")
+    assert "Forget bob?" in out and "Kept bob" in out, out
+    assert "bob" in V.list_players()
+    out = forget("bob", b"y\n")
+    assert "Forgot bob" in out and "bob" not in V.list_players(), out
+    out = forget("dev", b"", "--yes")
+    assert "Forget dev?" not in out and "dev" not in V.list_players(), out
+
+
 def test_identify_json(capsys):
     assert main(["players", "identify", "--json", str(PLAYERS_DIR / "enroll" / "dev_snap_6.wav")]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -269,6 +269,13 @@ def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(
     write_wav(phone, pcm[::2], 8000)  # telephone band: heard, with a warning of what it lacks
     assert main(["listen", "--file", str(phone), "--model", str(_english_model_path())]) == 0
     assert "recorded at 8000 Hz, so it holds nothing over 4000 Hz" in capsys.readouterr().err
+    # play says it of the same file (it did not: the game played on, placing calls less well, unsaid)
+    two = tmp_path / "phone2.wav"
+    write_wav(two, np.repeat(pcm[::2], 2, axis=1), 8000)  # one mic each, so that no one needs the keyboard
+    assert main(["--data-dir", str(tmp_path / "data"), "play", "--players", "A,B", "--channels", "A=0,B=1",
+                 "--input-file", str(two), "--quiet", "--text", "--seed", "1", "--no-keyboard",
+                 "--model", str(_english_model_path())]) == 0
+    assert "recorded at 8000 Hz, so it holds nothing over 4000 Hz" in capsys.readouterr().err
 
 
 def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, capsys) -> None:

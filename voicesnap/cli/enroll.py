@@ -75,7 +75,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speech-only", action="store_true",
                         help="add or replace the speech sample of an enrolled player, keeping their takes")
     parser.add_argument("--silent", action="store_true", help="no spoken prompts, text only")
-    parser.add_argument("--device", help="input device (name or index) for live enrollment")
+    parser.add_argument("--device", "--input", dest="device",
+                        help="input device (name or index) for live enrollment (play's --input)")
 
 
 def _phrase_for(path: Path, word: str, pool: str, contrast: tuple[str, ...] = ()) -> str | None:

@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     fgt = sub.add_parser("forget", help="delete a player's voice data",
                          description="Delete an enrolled player's voice data (their profile file).")
     fgt.add_argument("name")
+    fgt.add_argument("--yes", "-y", action="store_true", help="do not ask first (asked only at a terminal)")
     ide = sub.add_parser("identify", help="say which enrolled player a recording sounds like",
                          description="Say which enrolled player (or nobody) a recording of one call sounds like, "
                                      "as the game would judge it: the score of each player and the reason. Give "
@@ -122,6 +123,15 @@ def _forget(args: argparse.Namespace) -> int:
     path = V.profile_path(args.name, args.data_dir)
     if not path.exists():
         raise UserError(f"no player called {args.name!r}; see `voicesnap players list`")
+    if not args.yes and sys.stdin is not None and sys.stdin.isatty():
+        # a profile is minutes of a player's takes and talk: a slip of the name must not lose it
+        try:
+            answer = input(f"Forget {args.name}? Their voice data is deleted and they must enroll again [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print(f"Kept {args.name}.")
+            return 1
     path.unlink()
     print(f"Forgot {args.name}: their voice data ({path}) is deleted.")
     return 0
