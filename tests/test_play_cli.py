@@ -5,6 +5,7 @@ same recording is also re-judged."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -465,3 +466,59 @@ def test_picture_snap_deals_the_deck_named(data: Path, tmp_path: Path) -> None:
                        (["--deck", "fruit"], "add --variant picture")):
         run = play(["--players", "Alice,Bob", "--engine", "none", *args], b"\x1b", data)
         assert run.returncode == 2 and said in run.stderr.decode(), run.stderr.decode()
+
+
+def test_an_animal_snap_players_pool_claim_is_their_snap_pool_and_plain_snap_is_said_to_be_no_call(
+        data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A player enrolled with "woof" was asked for "woof pool", which no variant takes, and the docs said
+    --no-pool: their "snap pool" claims were "voice not known", and so was a plain "snap", which is no
+    call in Animal Snap at all. Enrollment now asks every player for "snap pool"."""
+    from voicefixtures import PLAYERS_DIR
+
+    from voicesnap import voices as V
+
+    for name, noise in (("alice", "woof"), ("bob", "meow")):
+        takes = [str(PLAYERS_DIR / "animal" / f"{name}_{noise}_{k}.wav") for k in range(1, 6)]
+        pools = [str(PLAYERS_DIR / "enroll" / f"{name}_snappool_{k}.wav") for k in range(1, 4)]
+        assert main(["enroll", name, "--word", noise, "--no-speech", "--contrast-takes", "0",
+                     "--from-files", *takes, *pools]) == 0
+        assert sorted(V.load_profile(name).phrases()) == sorted([noise, "snap pool"])
+    try:
+        from voicesnap import models
+
+        models.find_model("en", None, data)
+    except Exception:  # noqa: BLE001
+        pytest.skip("no Vosk English model: the plain 'snap' and 'snap pool' here are heard by Vosk")
+    capsys.readouterr()
+    heldout = PLAYERS_DIR / "heldout" / "alice.wav"  # alice: 'snap' x6 and 'snap pool' x3
+    assert main(["listen", "--file", str(heldout), "--json"]) == 0
+    heard = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    pools = [d for d in heard if d.get("type") == "detection" and d["word"] == "snap pool"]
+    assert len(pools) == 3 and all(d["player"] == "alice" for d in pools), heard
+    assert main(["play", "--players", "alice,bob", "--variant", "animal", "--input-file", str(heldout), "--quiet",
+                 "--text", "--no-keyboard", "--seed", "5", "--record", str(tmp_path / "g")]) == 0
+    out = capsys.readouterr().out
+    assert "'snap' is no call in this game" in out and "voice not known" not in out, out
+
+
+def test_animal_snap_warns_of_a_call_nobody_can_make_and_refuses_per_player_mics(data: Path) -> None:
+    """Players enrolled with "snap" (the README's set-up) were given moo, woof, ... by seat and could make no
+    call all game, unsaid; on per-player mics the engines hear "snap" and "snap pool" only, so no noise at
+    all was heard."""
+    from voicefixtures import enroll_files
+
+    for name in ("alice", "bob"):
+        assert main(["enroll", name, "--no-speech", "--contrast-takes", "0", "--from-files",
+                     *enroll_files(name)]) == 0
+    wav = str(ROOT / "tests" / "fixtures" / "audio" / "corpus" / "clean_alice.wav")
+    run = play(["--players", "alice,bob", "--variant", "animal", "--input-file", wav, "--quiet", "--text",
+                "--no-keyboard", "--seed", "1", "--session", "best-of-1"], b"", data, timeout=180)
+    out = run.stdout.decode()
+    assert "alice's Animal Snap call is 'moo', and alice enrolled 'snap'" in out, (out, run.stderr.decode())
+    assert "voicesnap enroll alice --word moo" in out and "bob's Animal Snap call is 'woof'" in out, out
+    run = play(["--players", "alice,bob", "--variant", "animal", "--input-file", wav, "--quiet", "--text",
+                "--channels", "alice=0,bob=0"], b"", data)
+    assert run.returncode == 2, run.stdout.decode()
+    run = play(["--players", "alice,bob", "--variant", "animal", "--input-file", wav, "--quiet", "--text",
+                "--channels", "alice=0"], b"", data)
+    assert run.returncode == 2 and "play Animal Snap without --channels" in run.stderr.decode(), run.stderr.decode()

@@ -272,6 +272,13 @@ class TableLoop:
         self._commands = _command_names()
 
     # -- helpers -------------------------------------------------------------
+    def _no_call(self, word: str) -> bool:
+        """Whether ``word`` is a call for no seat in this game (Animal Snap's plain "snap")."""
+        game = getattr(self.referee, "game", None)
+        if game is None:
+            return False
+        return all(game.call_kind(seat, word) is None for seat in range(len(game.players)))
+
     def _events(self, produced: Iterable[Any], actions: list[Action], already_said: str | None = None) -> None:
         for ev in produced or ():
             actions.append(Log(ev))
@@ -498,6 +505,14 @@ class TableLoop:
                 if self.stopped is not None:
                     actions.append(self.stopped)
                     return actions
+                continue
+            if det.player is None and self._no_call(det.word):
+                # (Animal Snap's "snap": nobody's call, whoever said it; "voice not known" sent them to enroll)
+                actions.append(Log(TableNote(det.onset, f"'{det.word}' is no call in this game: ignored")))
+                if det.onset >= self._unknown_told + self.UNKNOWN_REPEAT:
+                    self._unknown_told = det.onset
+                    actions.append(Say(f"'{det.word}' is no call in this game: each player calls their own word.",
+                                       PRIORITY_INFO))
                 continue
             if det.player is None:
                 actions.append(Log(TableNote(det.onset, f"'{det.word}' heard from an unknown voice: ignored")))

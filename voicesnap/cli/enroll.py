@@ -62,9 +62,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the player's own microphone channel (0-based) on a multichannel input")
     parser.add_argument("--takes", type=int, default=5, help="takes of the call word (at least 5)")
     parser.add_argument("--pool-takes", type=int, default=3,
-                        help="takes of '<word> pool' (at least 3; 0 with --no-pool)")
+                        help="takes of 'snap pool' (at least 3; 0 with --no-pool)")
     parser.add_argument("--no-pool", action="store_true",
-                        help="do not enroll '<word> pool' (e.g. Animal Snap has no pool call)")
+                        help="do not enroll 'snap pool' (the pool claim, in every variant: Animal Snap's too; "
+                        "without its takes the player's pool claims are not named)")
     parser.add_argument("--contrast-takes", type=int, default=None, metavar="N",
                         help="takes of each word that sounds like the call but is not one ('slap' for 'snap'; "
                              "default 3, 0 skips them)")

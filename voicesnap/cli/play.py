@@ -23,7 +23,7 @@ from ..tablelog import LISTENING_FAILED
 from .devices import route
 
 if TYPE_CHECKING:
-    from ..table import SessionResult
+    from ..table import SessionResult, TableSession
 
 DEFAULT_PACE = 2.0
 
@@ -163,23 +163,49 @@ def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, .
                 continue
             if word.strip().lower() not in ("snap", "snap pool", "slap"):
                 animals[seat] = word.strip().lower()
-        for part in (args.animals or "").split(",") if args.animals else ():
+        for part in args.animals.split(",") if args.animals else ():
             name, sep, noise = part.partition("=")
-            seat = next((p for p in players if p.casefold() == name.strip().casefold()), None)
+            given = next((p for p in players if p.casefold() == name.strip().casefold()), None)
             if not sep or not noise.strip():
                 raise UserError(f"--animals entry {part!r} should look like Alice=woof (player=noise)")
-            if seat is None:
+            if given is None:
                 raise UserError(f"--animals names {name.strip()!r}, who is not in --players ({', '.join(players)})")
-            animals[seat] = noise.strip().lower()
+            animals[given] = noise.strip().lower()
         try:
             variants.create(variant, players, 0, animals=animals)
         except RulesError as exc:
             if args.animals is None:  # the clash is between two enrolled words
-                raise UserError(f"Animal Snap: {exc} (from the words {', '.join(animals)} enrolled: give each "
-                                "player their own with --animals Alice=woof,Bob=moo)") from None
+                said = ", ".join(f"{p} '{w}'" for p, w in animals.items())
+                raise UserError(f"Animal Snap: {exc} (from the words enrolled: {said}): give each player their "
+                                "own with --animals Alice=woof,Bob=moo, or enroll another (voicesnap enroll NAME "
+                                "--word moo)") from None
             raise UserError(f"--animals: {exc}") from None
         config["animals"] = {p: animals[p] for p in players if p in animals}
     return config
+
+
+def unheard_calls(settings: TableSession, root: Path) -> list[str]:
+    """Seats whose call no voice engine can hear: an Animal Snap noise that is not the word the player
+    enrolled (the players who enrolled "snap", given "moo" by seat, could make no call all game)."""
+    if settings.variant != "animal":
+        return []
+    from .. import variants
+
+    game = variants.create(settings.variant, settings.players, 0, **settings.config)
+    out = []
+    for seat, name in enrolled_names(root, settings.players).items():
+        noise = game.call_words(settings.players.index(seat)).get("snap")
+        try:
+            from .. import voices
+
+            word = voices.load_profile(name, str(root)).word
+        except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
+            continue
+        if noise is not None and word != noise:
+            out.append(f"{seat}'s Animal Snap call is '{noise}', and {seat} enrolled '{word}': their calls cannot "
+                       f"be heard. Enroll the noise (voicesnap enroll {shlex.quote(name)} --word {noise}) or give "
+                       f"them the word they enrolled (--animals {seat}={word})")
+    return out
 
 
 def latest_session(root: Path) -> Path:
@@ -239,6 +265,9 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     if pool_exists is None:
         pool_exists = PoolClaim(pool_flag)
 
+    if channels and variant == "animal":
+        raise UserError("Animal Snap's noises are heard from the players' enrollment on one microphone; per-player "
+                        "mics hear 'snap' and 'snap pool' only: play Animal Snap without --channels")
     if channels and (model is not None or (keyword is not None and variant != "slapjack")):
         spotter, name = _channel_spotters(model, keyword, channels, pool_exists, variant, args)
         from ..spotters.channels import with_contrast
@@ -701,6 +730,9 @@ def run(args: argparse.Namespace) -> int:
     spotter, engine_name = (None, "none")
     if listen:
         spotter, engine_name = build_spotter(args.engine, args, root, players, channels, pool_flag, settings.variant)
+    if spotter is not None:
+        for line in unheard_calls(settings, root):
+            print(f"warning: {line}")
     n_channels = max(channels.values()) + 1 if channels else 1
     from_file = FileSource(args.input_file, chunk_frames=320) if spotter is not None and args.input_file else None
     if from_file is not None:

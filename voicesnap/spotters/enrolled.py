@@ -366,10 +366,10 @@ class EnrolledSpotter:
         return bool(value() if callable(value) else value)
 
     def _may_grow(self, d: Detection) -> bool:
-        """A call word whose player also enrolled the pool call: "pool" may follow."""
+        """A call word whose player also enrolled it with "pool" after it: "pool" may follow (an Animal
+        Snap player's "woof" never grows into their "snap pool")."""
         prof = self.voices.profiles.get(d.player or "")
-        return prof is not None and not d.word.endswith(POOL_SUFFIX) and \
-            any(ph.endswith(POOL_SUFFIX) for ph in prof.templates)
+        return prof is not None and not d.word.endswith(POOL_SUFFIX) and f"{d.word}{POOL_SUFFIX}" in prof.templates
 
     def _trim_history(self) -> None:
         for st in self._channels:

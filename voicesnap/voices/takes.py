@@ -21,8 +21,11 @@ MIN_POOL_TAKES = 3
 
 
 def pool_phrase(word: str) -> str:
-    """The pool call for a call word: "snap" -> "snap pool"."""
-    return f"{word}{POOL_SUFFIX}"
+    """The pool call for a call word: "snap pool" whatever the player's own call, as the rules hear it.
+
+    In Animal Snap "snap pool" claims the pool for every player; a player who enrolled "woof" was asked
+    for "woof pool", which no variant takes, so their pool claims were never named."""
+    return f"snap{POOL_SUFFIX}"
 
 
 @dataclass(frozen=True)
