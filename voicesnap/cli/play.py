@@ -255,7 +255,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         raise UserError("Slapjack's call is 'slap', which the keyword model does not hear (it knows 'snap' and "
                         "'snap pool' only): play it with --engine vosk or combined (voicesnap models download), "
                         "or by keyboard (--engine none)")
-    profiles = _profiles(root, players) if engine in ("auto", "enrolled", "keyword", "combined") else []
+    profiles = _profiles(root, players, variant) if engine in ("auto", "enrolled", "keyword", "combined") else []
     keyword = _keyword_model(engine, args, root)
 
     from ..table import PoolClaim
@@ -278,7 +278,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         from ..spotters.channels import OwnWordCheck
         from ..spotters.enrolled import EnrolledSpotter
 
-        profiles = profiles or _profiles(root, players)
+        profiles = profiles or _profiles(root, players, variant)
         missing = [p for p in channels if p not in {prof.name for prof in profiles}]
         if missing:
             raise UserError(f"--strict-calls checks each call against its player's enrollment: enroll "
@@ -294,7 +294,7 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
 
         vosk = _gated(VoskSpotter(model, channel=None, pool_exists=pool_exists, calls=_calls(variant)), None, args)
         heard_by = _keyword_spotter(keyword, pool_exists, variant, args)
-        return (PoolAware(CombinedSpotter(vosk, profiles, keyword=heard_by), pool_exists),
+        return (PoolAware(CombinedSpotter(vosk, profiles, keyword=heard_by, vosk_words=_calls(variant)), pool_exists),
                 "combined" if heard_by is None else "combined+keyword")
     if engine in ("auto", "keyword") and keyword is not None and profiles and variant != "slapjack":
         return PoolAware(CombinedSpotter(_keyword_spotter(keyword, pool_exists, variant, args), profiles),
@@ -400,15 +400,17 @@ def enrolled_names(root: Path, players: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _profiles(root: Path, players: tuple[str, ...]) -> list[Any]:
+def _profiles(root: Path, players: tuple[str, ...], variant: str = "classic") -> list[Any]:
     """The enrolled profiles of this table's players, named as they are seated (a damaged one is a
-    UserError with the fix)."""
+    UserError with the fix). In Slapjack the players' takes of "slap" are a call of theirs, not a
+    contrast word that is no call."""
     try:
         from .. import voices
     except ImportError:
         return []
-    return [dataclasses.replace(voices.load_profile(name, str(root)), name=seat)
-            for seat, name in enrolled_names(root, players).items()]
+    out = [dataclasses.replace(voices.load_profile(name, str(root)), name=seat)
+           for seat, name in enrolled_names(root, players).items()]
+    return [voices.contrast_as_call(p, "slap") for p in out] if variant == "slapjack" else out
 
 
 def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool, speak: bool = False) -> list[str]:

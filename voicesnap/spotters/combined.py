@@ -134,6 +134,9 @@ TIE_VOUCHES = True
 TIE_UNNAMED = True
 
 
+CONTRAST_CALL = "slap"  # the contrast word that is a call in one variant (Slapjack: vosk_words holds it)
+
+
 class CombinedSpotter:
     """Vosk detections with enrolled attribution (see module docstring)."""
 
@@ -144,7 +147,8 @@ class CombinedSpotter:
                  keyword: Spotter | None = None):
         self.vosk = vosk
         self.keyword = keyword
-        self.judges = WhatJudges(vosk, keyword, vosk_words, over=RESCUE_OVER)  # the rules between Vosk and it
+        # the rules between Vosk and the keyword model, over the words that model knows (not Slapjack's "slap")
+        self.judges = WhatJudges(vosk, keyword, [w for w in vosk_words if w in (SNAP, SNAP_POOL)], over=RESCUE_OVER)
         # None: no rescue; needs a Vosk spotter that says what it decoded (VoskSpotter.heard)
         self.rescue_score = rescue_score if callable(getattr(vosk, "heard", None)) else None
         self._rescue: list[Detection] = []  # enrolled calls Vosk did not report, until Vosk's decode is final
@@ -252,8 +256,10 @@ class CombinedSpotter:
                 out += [replace(e, word=d.word, engine=self.name, detected_at=d.detected_at)
                         for e in tie if e.player not in already]
                 continue
-            why = self.enrolled.contrast_span(d.onset, d.end)
-            if why is not None:  # a "slap": the players' own takes of it fit better than their calls
+            why = self.enrolled.contrast_span(d.onset, d.end) if d.word in (SNAP, SNAP_POOL) else None
+            if why is not None and CONTRAST_CALL in self.vosk_words:
+                d = replace(d, word=CONTRAST_CALL)  # Slapjack: the players' own "slap" fits better: it is one
+            elif why is not None:  # a "slap": the players' own takes of it fit better than their calls
                 self._refused.append(Refusal(d.word, d.onset, d.end, "", why, d.channel, self.name))
                 continue
             channel, att, announcer = self.enrolled.attribute_span(d.onset, d.end, d.word)

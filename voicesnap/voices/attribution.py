@@ -194,8 +194,10 @@ class Voices:
                                   for ph, ts in p.templates.items() for t in ts])
         self.channels = {p.channel: p.name for p in profiles if p.channel is not None}
         # the players' call takes and their takes of contrast words, in one bank (``contrast``)
-        calls = [(p.name, ph, t) for p in profiles for ph, ts in p.templates.items() for t in ts]
         words = [(p.name, w, t) for p in profiles for w, ts in profile_contrast(p).items() for t in ts]
+        # (in Slapjack a contrast word is also a call phrase, ``contrast_as_call``: not a call take here)
+        told = {w for _p, w, _t in words}
+        calls = [(p.name, ph, t) for p in profiles for ph, ts in p.templates.items() if ph not in told for t in ts]
         self._contrast = (TemplateBank(calls + words), len(calls)) if words else None
         self._rank_models = self._pooled_voice_models(profiles)
         self.encoder, self._enc_models = self._encoder_models(profiles, every, encoder)

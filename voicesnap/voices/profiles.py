@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -172,6 +173,31 @@ class Profile:
         return prof
 
 
+def phrase_threshold(phrase: str, templates: Sequence[np.ndarray]) -> float:
+    """The DTW distance accepted as this phrase: each take against the others, the worst, with room."""
+    loo = []
+    for i, tpl in enumerate(templates):
+        others = [u for j, u in enumerate(templates) if j != i]
+        bank = TemplateBank([("", phrase, u) for u in others])
+        loo.append(min(h.distance for h in bank.match_log_mel(tpl)))
+    return float(THRESHOLD_FACTOR * max(loo) + THRESHOLD_MARGIN)
+
+
+def contrast_as_call(prof: Profile, word: str) -> Profile:
+    """``prof`` with its takes of the contrast word ``word`` made a call phrase, for a variant where that
+    word is a call (Slapjack's "slap"): as a contrast word it made every "slap" no call, and as nobody's
+    phrase it was named to nobody. Unchanged when the player gave no (or too few) takes of it."""
+    try:
+        takes = profile_contrast(prof).get(word)
+    except ValueError:
+        return prof  # (a malformed contrast entry: the profile as it is; the check says so where it loads)
+    if not takes or len(takes) < 2:
+        return prof
+    # (the contrast entry stays: a "snap" that fits these takes better is then this word, not no call)
+    return dataclasses.replace(prof, templates={**prof.templates, word: takes},
+                               thresholds={**prof.thresholds, word: phrase_threshold(word, takes)})
+
+
 def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | None = None,
                   encoder: E.Encoder | None | str = "auto", speech: np.ndarray | None = None) -> Profile:
     """A profile from checked, trimmed takes (at least 2 per phrase; enroll asks for more).
@@ -191,14 +217,7 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
     if word not in by_phrase or len(by_phrase[word]) < 2:
         raise UserError(f"need at least 2 good takes of '{word}' to enroll {name}")
     templates = {ph: [take_templates(y) for y in ys] for ph, ys in by_phrase.items() if len(ys) >= 2}
-    thresholds = {}
-    for ph, ts in templates.items():
-        loo = []
-        for i, tpl in enumerate(ts):
-            others = [u for j, u in enumerate(ts) if j != i]
-            bank = TemplateBank([("", ph, u) for u in others])
-            loo.append(min(h.distance for h in bank.match_log_mel(tpl)))
-        thresholds[ph] = float(THRESHOLD_FACTOR * max(loo) + THRESHOLD_MARGIN)
+    thresholds = {ph: phrase_threshold(ph, ts) for ph, ts in templates.items()}
     vps = np.stack([voiceprint(t.audio) for t in takes])
     center = vps.mean(axis=0)
     scale = np.maximum(vps.std(axis=0), VOICE_SCALE_FLOOR).astype(np.float32)
