@@ -127,8 +127,10 @@ def test_install_refuses_bad_sources(tmp_path: Path) -> None:
         models.install(tmp_path / "missing.zip")
     junk = tmp_path / "junk.zip"
     junk.write_bytes(b"not a zip")
-    with pytest.raises(models.ModelError, match="not a zip archive"):
+    with pytest.raises(models.ModelError, match="not a zip archive") as info:
         models.install(junk)
+    # a corrupt .zip is a damaged download: "unpack it first" (what it once said) cannot be done to it
+    assert "download it again" in str(info.value) and "unpack it first" not in str(info.value)
     empty = tmp_path / "empty.zip"
     with zipfile.ZipFile(empty, "w") as z:
         z.writestr("README", "nothing here")
@@ -221,3 +223,36 @@ def test_downloading_the_speaker_model_says_first_that_nothing_uses_it(capsys, m
     assert main(["--data-dir", str(tmp_path), "models", "download", "--kind", "spk"]) == 2
     got = capsys.readouterr()
     assert "does not use the Vosk speaker model" in got.out and "could not download" in got.err
+
+
+@pytest.mark.parametrize("kind, needs, not_said", [
+    ("en", "am/final.mdl", "Resemblyzer"),
+    ("spk", "vosk-model-spk-0.4", "vosk-model-en .aar"),
+    ("encoder", "Resemblyzer-0.1.4-py3-none-any.whl", "Vosk"),
+    ("keyword", "openwakeword-0.5.1-py3-none-any.whl", "Vosk"),
+])
+def test_a_folder_with_no_model_names_what_that_kind_needs(
+        kind: str, needs: str, not_said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`models install --kind encoder FOLDER` (and spk) advised a Vosk model folder, .zip or .aar."""
+    folder = tmp_path / "notamodel"
+    folder.mkdir()
+    (folder / "readme.txt").write_text("no\n")
+    assert main(["models", "install", "--kind", kind, str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert str(folder) in err and needs in err and not_said not in err, err
+
+
+def test_a_damaged_wheel_or_weights_file_for_the_encoder_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A corrupt wheel was read as torch weights ("damaged or unexpected weights file (UnpicklingError ...)"),
+    naming neither the file nor what the encoder takes."""
+    wheel = tmp_path / "Resemblyzer-0.1.4-py3-none-any.whl"
+    wheel.write_bytes(b"cut short")
+    assert main(["models", "install", "--kind", "encoder", str(wheel)]) == 2
+    err = capsys.readouterr().err
+    assert str(wheel) in err and "download Resemblyzer's wheel again" in err, err
+    weights = tmp_path / "pretrained.pt"
+    weights.write_bytes(b"not torch")
+    assert main(["models", "install", "--kind", "encoder", str(weights)]) == 2
+    err = capsys.readouterr().err
+    assert str(weights) in err and "Resemblyzer-0.1.4-py3-none-any.whl" in err, err

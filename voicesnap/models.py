@@ -179,8 +179,22 @@ def find_model(
     raise ModelError(f"no {k.what} is installed (looked in {models_dir(data)}); {_fixes(k)}")
 
 
-def _model_root(tree: Path, kind: str) -> Path:
-    """The folder inside an unpacked archive that is the model (AARs nest it in assets/)."""
+# What `models install` takes for each kind, for the message when PATH holds no such model (the
+# Vosk advice alone once answered `--kind encoder`, whose model is no Vosk model at all).
+_INSTALLS_FROM = {
+    "en": "a Vosk English model folder (such as vosk-model-small-en-us-0.15, holding am/final.mdl), "
+          "its .zip, or the com.alphacephei:vosk-model-en .aar from Maven Central",
+    "spk": "Vosk's speaker model folder (vosk-model-spk-0.4, holding final.ext.raw and mfcc.conf) or its .zip",
+    "encoder": "Resemblyzer-0.1.4-py3-none-any.whl from PyPI, its resemblyzer/pretrained.pt, or a folder "
+               "holding the encoder.npz that voicesnap converted them to",
+    "keyword": "openwakeword-0.5.1-py3-none-any.whl from PyPI, or a folder holding melspectrogram.onnx "
+               "and embedding_model.onnx",
+}
+
+
+def _model_root(tree: Path, kind: str, source: Path | None = None) -> Path:
+    """The folder inside an unpacked archive that is the model (AARs nest it in assets/);
+    ``source`` is what the user gave, for the message."""
     if is_model(tree, kind):
         return tree
     marker = _kind(kind).markers[0]
@@ -191,10 +205,8 @@ def _model_root(tree: Path, kind: str) -> Path:
             root = root.parent
         if is_model(root, kind):
             return root
-    raise ModelError(
-        f"no {_kind(kind).what} inside (no {marker} found); give a Vosk model folder, its .zip, "
-        "or the com.alphacephei:vosk-model-en .aar from Maven Central"
-    )
+    where = f"{source}: " if source is not None else ""
+    raise ModelError(f"{where}no {_kind(kind).what} inside (no {marker} found); give {_INSTALLS_FROM[kind]}")
 
 
 def _name_for(src: Path, root: Path, kind: str) -> str:
@@ -247,14 +259,18 @@ def install(
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=dest_root))
     try:
         if src.is_dir():
-            root = _model_root(src, kind)
+            root = _model_root(src, kind, src)
             # (the encoder's folder is found under its own name, not "vosk-model-encoder-...")
             target_name = name or (KINDS[kind].default_name if kind == "encoder" else _name_for(src, root, kind))
             staged = work / "model"
             shutil.copytree(root, staged, symlinks=False)
         else:
             if not zipfile.is_zipfile(src):
-                raise ModelError(f"{src}: not a folder, .zip or .aar (not a zip archive); unpack it first")
+                if src.suffix.lower() in (".zip", ".aar"):  # named as one: a cut-short or damaged download
+                    raise ModelError(f"{src}: damaged or not a zip archive at all (its contents are not a "
+                                     "zip's); download it again")
+                raise ModelError(f"{src}: not a folder, .zip or .aar; unpack it first, or give "
+                                 f"{_INSTALLS_FROM[kind]}")
             unpacked = work / "unpacked"
             with zipfile.ZipFile(src) as archive:
                 for member in archive.namelist():  # refuse paths that escape the folder
@@ -264,7 +280,7 @@ def install(
                     archive.extractall(unpacked)
                 except (zipfile.BadZipFile, OSError) as exc:
                     raise ModelError(f"{src}: damaged archive ({exc}); download it again") from exc
-            root = _model_root(unpacked, kind)
+            root = _model_root(unpacked, kind, src)
             target_name = name or _name_for(src, root, kind)
             staged = root
         target = dest_root / target_name
