@@ -30,14 +30,20 @@ def _fmt(value: float | str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller samples, for a fast look")
-    parser.add_argument("--only", action="append", default=[], help="run only these areas (module suffix)")
+    here = Path(__file__).parent
+    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    areas = [n.removeprefix("bench_") for n in names]
+    parser.add_argument("--only", action="append", default=[], metavar="AREA",
+                        help=f"run only this area (repeatable; any case, so Engine is engine): {', '.join(areas)}")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON to this file")
     args = parser.parse_args(argv)
 
-    here = Path(__file__).parent
-    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
     if args.only:
-        names = [n for n in names if n.removeprefix("bench_") in args.only]
+        only = {a.lower() for a in args.only}
+        unknown = sorted(only.difference(areas))
+        if unknown:  # it once printed an empty table and exited 0
+            parser.error(f"no area {', '.join(unknown)}; the areas: {', '.join(areas)}")
+        names = [n for n in names if n.removeprefix("bench_") in only]
     rows: list[Row] = []
     failed = 0
     for name in names:

@@ -1223,12 +1223,37 @@ def run(quick: bool) -> list[Row]:
             + real_encoder(quick) + real_words_noise(quick) + ties(quick) + loud(quick) + loud_real(quick))
 
 
-if __name__ == "__main__":
-    parts = {"synthetic": synthetic_both, "corpus": corpus_calls, "real-words": real_words, "encoder": real_words_encoder,
-             "real": real, "real-encoder": real_encoder, "noise": real_words_noise, "ties": ties,
-             "loud": loud, "loud-real": loud_real, "draws": real_words_draws}
-    chosen = [a for a in sys.argv[1:] if a in parts]
-    rows = [r for a in chosen for r in parts[a]("--quick" in sys.argv)] if chosen else run("--quick" in sys.argv)
+PARTS = {"synthetic": synthetic_both, "corpus": corpus_calls, "real-words": real_words, "encoder": real_words_encoder,
+         "real": real, "real-encoder": real_encoder, "noise": real_words_noise, "ties": ties,
+         "loud": loud, "loud-real": loud_real, "draws": real_words_draws}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.bench_voices [--quick] [PART ...]``: the rows of the parts named, or of all."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python3 -m bench.bench_voices", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, epilog=(
+            "../shared/speech beside the clone (the project's shared folder) is read by real and\n"
+            "real-encoder (without it, one n/a row each: 'skipped: ... is absent'), encoder and draws\n"
+            "(their speech-sample rows are left out), noise (its babble row is n/a) and loud-real (its\n"
+            "players enroll without the speech sample). The real words' takes are committed\n"
+            "(tests/fixtures/audio/real/words)."))
+    parser.add_argument("parts", nargs="*", metavar="PART",
+                        help=f"run only these parts: {', '.join(PARTS)} (default: every part, as python3 -m bench "
+                        "--only voices)")
+    parser.add_argument("--quick", action="store_true", help="smaller samples, for a fast look")
+    args = parser.parse_args(argv)  # --help and a stray word once ran every part (minutes)
+    unknown = [a for a in args.parts if a not in PARTS]
+    if unknown:
+        parser.error(f"no part {', '.join(unknown)}; the parts: {', '.join(PARTS)}")
+    rows = [r for a in args.parts for r in PARTS[a](args.quick)] if args.parts else run(args.quick)
     for row in rows:
         v = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
         print(f"{row.metric:70} {v:>8} {row.unit:3} {row.target:8} {row.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

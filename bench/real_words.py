@@ -263,7 +263,14 @@ def real_onset_rows(root: Path = SHARED) -> list[Row]:
     return rows
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python3 -m bench.real_words", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Every row reads ../shared/speech beside the clone (the project's shared folder);\n"
+        "without it each row prints n/a, 'skipped: no ... at PATH'.")
+    parser.parse_args(argv)  # no options: --help and a stray word once ran the whole benchmark
     from . import scratch_data_dir
     from .bench_listening import engine_factories
 

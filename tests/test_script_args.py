@@ -1,0 +1,94 @@
+"""The repository's scripts read their arguments: --help prints usage and exits 0, a stray word is an
+error. Each once ignored its arguments, so --help regenerated the committed fixtures (generate_players.py:
+104 WAVs) or ran a benchmark for minutes (bench_voices, real_words); and ``python -m bench --only bogus`` printed an empty table with exit status 0.
+
+Everything is called in-process with argv, so a regression fails here (wrong signature, no exit)
+rather than running the job."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import types
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+AUDIO = ROOT / "tests" / "fixtures" / "audio"
+
+
+def _script(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_script_{path.stem}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bench(name: str) -> Callable[..., Any]:
+    main: Callable[..., Any] = getattr(importlib.import_module(f"bench.{name}"), "main")
+    return main
+
+
+MAINS: dict[str, Callable[[], Callable[..., Any]]] = {
+    "generate_players": lambda: _script(AUDIO / "generate_players.py").main,
+    "bench_voices": lambda: _bench("bench_voices"),
+    "real_words": lambda: _bench("real_words"),
+    "bench": lambda: _bench("__main__"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAINS))
+def test_help_prints_usage_and_does_nothing_else(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    main = MAINS[name]()
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage:")
+
+
+@pytest.mark.parametrize("name", sorted(MAINS))
+def test_an_unknown_option_is_an_error(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    main = MAINS[name]()
+    with pytest.raises(SystemExit) as info:
+        main(["--no-such-option"])
+    assert info.value.code == 2
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
+def test_bench_voices_refuses_a_part_it_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
+    """A misspelt part was dropped and, with no part left, every part ran."""
+    with pytest.raises(SystemExit) as info:
+        _bench("bench_voices")(["tie"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "no part tie" in err and "ties" in err
+
+
+def test_bench_only_an_unknown_area_is_an_error_naming_the_areas(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        _bench("__main__")(["--only", "bogus"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "no area bogus" in err and "engine" in err and "voices" in err
+
+
+def test_bench_only_takes_an_area_in_any_case(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``--only Engine`` runs the engine area (the help says any case works); the area itself is stubbed."""
+    from bench import Row
+
+    ran: list[str] = []
+
+    def fake_import(name: str) -> Any:
+        ran.append(name)
+        return types.SimpleNamespace(run=lambda quick: [Row(name, "m", 1.0)])
+
+    bench_main = importlib.import_module("bench.__main__")
+    monkeypatch.setattr(bench_main.importlib, "import_module", fake_import)
+    assert bench_main.main(["--only", "Engine", "--only", "voices"]) == 0
+    assert ran == ["bench.bench_engine", "bench.bench_voices"]
