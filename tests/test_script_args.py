@@ -1,6 +1,7 @@
 """The repository's scripts read their arguments: --help prints usage and exits 0, a stray word is an
 error. Each once ignored its arguments, so --help regenerated the committed fixtures (generate_players.py:
-104 WAVs) or ran a benchmark for minutes (bench_voices, real_words); and ``python -m bench --only bogus`` printed an empty table with exit status 0.
+104 WAVs), ran a benchmark for minutes (bench_voices, real_words) or asked for a model
+(generate_words.py); and ``python -m bench --only bogus`` printed an empty table with exit status 0.
 
 Everything is called in-process with argv, so a regression fails here (wrong signature, no exit)
 rather than running the job."""
@@ -36,6 +37,7 @@ def _bench(name: str) -> Callable[..., Any]:
 
 MAINS: dict[str, Callable[[], Callable[..., Any]]] = {
     "generate_players": lambda: _script(AUDIO / "generate_players.py").main,
+    "generate_words": lambda: _script(AUDIO / "real" / "generate_words.py").main,
     "bench_voices": lambda: _bench("bench_voices"),
     "real_words": lambda: _bench("real_words"),
     "bench": lambda: _bench("__main__"),
@@ -92,3 +94,47 @@ def test_bench_only_takes_an_area_in_any_case(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(bench_main.importlib, "import_module", fake_import)
     assert bench_main.main(["--only", "Engine", "--only", "voices"]) == 0
     assert ran == ["bench.bench_engine", "bench.bench_voices"]
+
+
+def test_generate_words_keeps_the_old_takes_when_a_run_fails(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """It deleted words/*/* before cutting, so a crash half way left the fixtures gone; now the takes are
+    cut into a temporary folder and swapped in at the end (LICENSE.TXT beside them kept)."""
+    gen = _script(AUDIO / "real" / "generate_words.py")
+    here = tmp_path / "real"
+    out = here / "words"
+    (out / "the").mkdir(parents=True)
+    (out / "the" / "1688_01.flac").write_bytes(b"old take")
+    (out / "LICENSE.TXT").write_text("CC BY 4.0\n")
+    source = tmp_path / "librispeech"
+    (source / "1688").mkdir(parents=True)
+    model = tmp_path / "model"
+    model.mkdir()
+    monkeypatch.setattr(gen, "HERE", here)
+    monkeypatch.setattr(gen, "OUT", out)
+    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", str(model))
+    monkeypatch.setitem(sys.modules, "vosk", types.SimpleNamespace(SetLogLevel=lambda level: None,
+                                                                    Model=lambda path: object()))
+
+    def crash(model: object, name: str, src: Path, dest: Path) -> dict[tuple[str, str], int]:
+        (dest / "the").mkdir(parents=True)
+        (dest / "the" / "1688_01.flac").write_bytes(b"half")
+        raise RuntimeError("Vosk died half way")
+
+    monkeypatch.setattr(gen, "cut_words", crash)
+    with pytest.raises(RuntimeError):
+        gen.main([str(source)])
+    assert (out / "the" / "1688_01.flac").read_bytes() == b"old take"
+    assert sorted(p.name for p in here.iterdir()) == ["words"]  # no temporary folder left
+
+    def cut(model: object, name: str, src: Path, dest: Path) -> dict[tuple[str, str], int]:
+        (dest / "and").mkdir(parents=True)
+        (dest / "and" / "1688_01.flac").write_bytes(b"new take")
+        return {("and", "1688"): 1}
+
+    monkeypatch.setattr(gen, "cut_words", cut)
+    assert gen.main([str(source)]) == 0
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
+        "LICENSE.TXT", "and/1688_01.flac"]
+    assert (out / "LICENSE.TXT").read_text() == "CC BY 4.0\n"
+    assert sorted(p.name for p in here.iterdir()) == ["words"]
