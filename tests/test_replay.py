@@ -349,3 +349,52 @@ def test_a_recording_a_killed_process_left_unfinished_is_read_to_its_end(tmp_pat
         assert samples.shape[0] == 20 * 1600 and samples[-1, 0] == 19
     else:  # FLAC keeps what reached the file: all but the frames still in the encoder
         assert 10 * 1600 <= samples.shape[0] <= 20 * 1600 and samples[0, 0] == 0 and samples[-1, 0] >= 10
+
+
+def test_a_recording_with_fewer_channels_than_the_games_mics_is_not_taken_for_it(recorded, capsys,
+                                                                                  tmp_path: Path) -> None:
+    """A mono audio.wav in a per-player-mic game's folder was re-judged ("1 of 12 agree", every miss blamed
+    on the spotter); audio too short for any ruling said "calls up to -1.174 s"."""
+    folder, data, model, _script = recorded
+    samples, rate = read_wav(folder / "audio.wav")
+    assert samples.shape[1] > 1
+    for name, audio in (("mono", samples[:, :1]), ("short", samples[: rate // 2])):
+        copy = tmp_path / name
+        copy.mkdir()
+        (copy / "log.jsonl").write_bytes((folder / "log.jsonl").read_bytes())
+        write_wav(copy / "audio.wav", audio, rate)
+        if name == "mono":
+            assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 2
+            err = capsys.readouterr().err
+            assert "has 1 channel(s)" in err and "not this game's recording" in err, err
+        else:
+            code, got = rejudge(copy, data, model, capsys)
+            note = next(n for n in got["notes"] if n.startswith("audio.wav ends at 0.500 s"))
+            assert "too soon for any ruling" in note and " -" not in note, note
+
+
+def test_replay_says_when_a_player_was_enrolled_again_since_the_game(tmp_path: Path, capsys) -> None:
+    """Replay hears with today's profiles: a player enrolled again since the game changed the rulings
+    ("0 of 4 rulings agree") with no word of why."""
+    import time
+
+    from voicesnap.corpus import CORPUS_DIR
+
+    from table_script import enroll
+
+    data, folder = tmp_path / "data", tmp_path / "session"
+    enroll(data, ("alice", "bob"))
+    assert main(["--data-dir", str(data), "play", "--players", "alice,bob", "--engine", "enrolled", "--seed", "1",
+                 "--pace", "1", "--input-file", str(CORPUS_DIR / "clean_alice.wav"), "--record", str(folder),
+                 "--text", "--quiet", "--no-keyboard"]) == 0
+    logged = next(r for _n, r in gamelog.read(folder / "log.jsonl") if isinstance(r, TableSession))
+    assert set(logged.voices) == {"alice", "bob"}
+    capsys.readouterr()
+    code, got = rejudge(folder, data, "", capsys)
+    assert not any("enrolled again" in n for n in got["notes"]), got["notes"]
+    time.sleep(1.1)  # (a profile's stamp is to the second)
+    enroll(data, ("alice",))
+    capsys.readouterr()
+    code, got = rejudge(folder, data, "", capsys)
+    note = next(n for n in got["notes"] if n.startswith("enrolled again since the game: alice"))
+    assert "bob" not in note and "today's profile" in note, note

@@ -83,6 +83,9 @@ class TableSession:
     # The speech gate was in front of the recogniser (replay rebuilds the same spotters: gating
     # moves Vosk's chunk boundaries, which can move a call). False in logs from before the gate.
     gate: bool = False
+    # Each enrolled player's profile as the game heard them (its "created" stamp): replay reads today's
+    # profiles, and says so when one was enrolled again since. {} in logs from before it was kept.
+    voices: dict[str, str] = field(default_factory=dict)
 
 
 @event("table-resumed")

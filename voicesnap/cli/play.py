@@ -184,6 +184,20 @@ def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, .
     return config
 
 
+def profile_stamps(root: Path, players: tuple[str, ...]) -> dict[str, str]:
+    """Each enrolled seat's profile stamp (when it was enrolled), logged so that a replay can tell a
+    profile enrolled again since the game (it re-judges with today's, and its rulings may differ)."""
+    out = {}
+    for seat, name in enrolled_names(root, players).items():
+        try:
+            from .. import voices
+
+            out[seat] = voices.load_profile(name, str(root)).created
+        except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
+            continue
+    return out
+
+
 def unheard_calls(settings: TableSession, root: Path) -> list[str]:
     """Seats whose call no voice engine can hear: an Animal Snap noise that is not the word the player
     enrolled (the players who enrolled "snap", given "moo" by seat, could make no call all game)."""
@@ -708,6 +722,7 @@ def run(args: argparse.Namespace) -> int:
             decision_window=args.decision_window, tie_window=args.tie_window, engine=args.engine,
             verbosity=args.verbosity, gate=not getattr(args, "no_gate", False),
             config=variant_config(args, variant, players, root),
+            voices=profile_stamps(root, players),
         )
     players = settings.players
     _check_speech_options(args)

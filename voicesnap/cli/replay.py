@@ -217,6 +217,11 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
 
     again = Memory()
     source = FileSource(audio, chunk_frames=320)
+    if settings.channels and source.channels <= max(settings.channels.values()):
+        far = max(settings.channels, key=lambda p: settings.channels[p])
+        raise UserError(f"{audio} has {source.channels} channel(s), and the game heard {far} on channel "
+                        f"{settings.channels[far]}: it is not this game's recording (one microphone per player, "
+                        f"{len(settings.channels)} channels); put the game's own back")
     result = play_session(settings, again, chunks=source,
                           spotter=_Keys(spotter, keys), lines=lambda _s: None, schedule=flips, stop_at=ends,
                           pool_flag=pool_flag)
@@ -248,6 +253,7 @@ def _without_profiles(name: str, settings: TableSession, root: Path, live: list[
     players = tuple(settings.channels) if strict and settings.channels else settings.players
     known = enrolled_names(root, players)
     missing = [p for p in players if p not in known]
+    _changed_profiles(settings, root, known, notes)
     if not missing:
         return []
     voiced = sorted({c.player for c in _calls(live) if c.engine != "keyboard" and c.player in missing})
@@ -265,6 +271,26 @@ def _without_profiles(name: str, settings: TableSession, root: Path, live: list[
     notes.append(f"{names} {has} no voice profile in {root} now{heard}: the replay cannot tell {whose} calls by "
                  f"voice, so rulings on their calls differ; {fix}")
     return missing
+
+
+def _changed_profiles(settings: TableSession, root: Path, known: dict[str, str], notes: list[str]) -> None:
+    """A note for each player enrolled again since the game (their profile's stamp is not the logged one):
+    the replay hears them with today's profile, so rulings on their calls may differ, unsaid before."""
+    from .. import voices
+
+    changed = []
+    for seat, stamp in settings.voices.items():
+        if seat not in known:
+            continue  # (no profile now: _without_profiles says so)
+        try:
+            now = voices.load_profile(known[seat], str(root)).created
+        except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
+            continue
+        if now != stamp:
+            changed.append(f"{seat} (enrolled {stamp or 'earlier'} for the game, {now} now)")
+    if changed:
+        notes.append(f"enrolled again since the game: {'; '.join(changed)}. The replay hears them with today's "
+                     "profile, so rulings on their calls may differ from the game's")
 
 
 def _ruled_after(record: Any, until: float, window: float) -> bool:
@@ -305,8 +331,13 @@ def _comparable_until(live: list[Any], settings: TableSession, audio_seconds: fl
     log_heard = max(heard, default=0.0)
     if log_heard > audio_seconds + 0.02:  # (a chunk's end is what was heard; the recorder wrote it first)
         until = min(until, audio_seconds - lag)
-        notes.append(f"{audio_name} ends at {audio_seconds:.3f} s, before what the game heard ({log_heard:.3f} s): "
-                     f"only rulings on calls up to {until - window:.3f} s can be re-judged from it, and are compared")
+        if until - window <= 0:  # (it said "up to -1.174 s")
+            notes.append(f"{audio_name} ends at {audio_seconds:.3f} s, before what the game heard "
+                         f"({log_heard:.3f} s), too soon for any ruling to be re-judged from it")
+        else:
+            notes.append(f"{audio_name} ends at {audio_seconds:.3f} s, before what the game heard ({log_heard:.3f} s): "
+                         f"only rulings on calls up to {until - window:.3f} s can be re-judged from it, and are "
+                         "compared")
     return None if until == float("inf") else until
 
 
