@@ -38,7 +38,7 @@ Kind = Literal["call", "command", "nearmiss", "chatter", "announcement", "noise"
 KINDS: tuple[str, ...] = ("call", "command", "nearmiss", "chatter", "announcement", "noise")
 CATEGORIES: tuple[str, ...] = (
     "clean", "noisy", "echo", "nearmiss", "snap_vs_pool", "overlap", "quiet", "clipped",
-    "long_quiet", "commands", "chatter", "multichannel", "enroll", "heldout", "unknown", "nearmiss_noisy",
+    "long_quiet", "commands", "chatter", "multichannel", "enroll", "heldout", "unknown", "nearmiss_noisy", "slam",
 )
 TARGET_KINDS: tuple[str, ...] = ("call", "command")
 
