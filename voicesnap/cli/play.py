@@ -231,6 +231,7 @@ def latest_session(root: Path) -> Path:
 
 
 STRICT = "+strict"  # an engine name's ending: per-player mics with --strict-calls
+SLAMS = "+slam"  # an engine name's ending (or, alone, "slam"): Silent Snap's slams heard on per-player mics
 
 
 def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tuple[str, ...],
@@ -244,10 +245,13 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     ``engine`` is play's --engine, or a name a session was logged with (replay): "combined+keyword"
     is "combined" with the keyword model required, and a logged "combined" did not use it;
     "vosk+keyword" (one mic per player, both judges on each) needs both models, and a logged "vosk"
-    is Vosk alone on each mic.
+    is Vosk alone on each mic. Silent Snap on per-player mics hears slams (``_silent_spotter``): "slam"
+    alone, or "vosk+slam" with Vosk for the voice commands.
     """
     if engine == "none":
         return None, "none"
+    if variant == "silent" and channels:
+        return _silent_spotter(engine, args, root, channels, pool_flag, variant, pool_exists)
     if engine.endswith(STRICT):  # a logged name: the session checked each call against the enrollment
         engine = engine.removesuffix(STRICT)
         args = argparse.Namespace(**{**vars(args), "strict_calls": True})
@@ -330,6 +334,45 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     raise UserError(f"--engine {engine} tells who called from the players' enrolled voices, and none of "
                     f"{', '.join(players)} is enrolled: enroll them (voicesnap enroll NAME), give each a "
                     "microphone (--channels Alice=0,Bob=1), or play by keyboard (voicesnap play --engine none)")
+
+
+def _silent_spotter(engine: str, args: argparse.Namespace, root: Path, channels: dict[str, int],
+                    pool_flag: list[Any], variant: str, pool_exists: Callable[[], bool] | None) -> tuple[Any, str]:
+    """Silent Snap with a microphone per player: a ``SlamSpotter`` on each mic (``spotters.slam``), and the
+    mic that hears a slam loudest names who slammed (``ChannelSpotters``' crosstalk rule, as for words).
+
+    Spoken calls count for nothing here, so neither the keyword model nor the enrollment is used; Vosk
+    runs on each mic only for the voice commands ("dealer pause", ...): with ``engine`` "auto" when its
+    model is installed, always with "vosk" or "combined" and the logged "vosk+slam"; never with "slam".
+    """
+    from .. import models
+    from ..spotters.channels import ChannelSpotters
+    from ..spotters.slam import SlamSpotter, WithSlams
+
+    if getattr(args, "strict_calls", False) or engine.removesuffix(SLAMS).endswith(STRICT):
+        raise UserError("--strict-calls checks spoken calls against the enrollment, and Silent Snap's call is a slam "
+                        "on the table: drop --strict-calls")
+    words_engine = engine.removesuffix(SLAMS) if engine != "slam" else "slam"
+    if words_engine in ("enrolled", "keyword"):
+        raise UserError(f"--engine {words_engine} hears spoken calls, and Silent Snap's call is a slam on the table, "
+                        "heard on each player's microphone: drop --engine (Vosk, when installed, hears the voice "
+                        "commands)")
+    owner = {ch: p for p, ch in channels.items()}
+    slams = ChannelSpotters({ch: SlamSpotter(channel=ch) for ch in sorted(owner)}, owner)
+    slams.name = "slam-channels"
+    model = None
+    if words_engine in ("auto", "vosk", "combined"):
+        try:
+            model = models.find_model("en", args.model, root)
+        except UserError:
+            if words_engine != "auto" or models.named("en", args.model):
+                raise
+    if model is None:
+        return WithSlams(None, slams), "slam"
+    from ..table import PoolClaim
+
+    words, _name = _channel_spotters(model, None, channels, pool_exists or PoolClaim(pool_flag), variant, args)
+    return WithSlams(words, slams), "vosk" + SLAMS
 
 
 def _channel_spotters(model: Any, keyword: Any, channels: dict[str, int], pool_exists: Any, variant: str,
@@ -735,6 +778,16 @@ def run(args: argparse.Namespace) -> int:
                         "only): drop one of them")
     if getattr(args, "strict_calls", False) and args.engine == "none":
         raise UserError("--strict-calls checks calls heard by voice, and --engine none hears none: drop one of them")
+    if settings.variant == "silent" and not channels:
+        # one microphone hears a slam but not whose hand it was: on the keys, said before the game, not guessed
+        if args.no_keyboard:
+            raise UserError("Silent Snap's call is a slam on the table, and one microphone cannot tell whose hand "
+                            "slammed, so slams are keys, and --no-keyboard turns the keys off: give each player a microphone (--channels "
+                            f"{','.join(f'{p}={i}' for i, p in enumerate(players))}) to hear slams, or drop "
+                            "--no-keyboard to slam with the keys")
+        print("Silent Snap on one microphone: a slam on the table cannot say whose hand it was, so slams are the "
+              f"snap keys, printed below{' (voice commands still work)' if args.engine != 'none' else ''}; with a microphone per player (--channels "
+              f"{','.join(f'{p}={i}' for i, p in enumerate(players))}) slams on the table are heard")
     if args.engine != "none" and not channels:
         missing = offer_enrollment(root, players,
                                    ask=not args.input_file and sys.stdin is not None and sys.stdin.isatty(),
