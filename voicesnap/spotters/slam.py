@@ -42,6 +42,7 @@ saying where it began meanwhile, so the table waits for it.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,8 @@ FLOOR_FALL = 0.3  # ... and falls this fraction of the way to any quieter frame
 KEEP_S = 0.6  # s of samples and frame energies kept per channel
 
 
-def _db(power: float | np.ndarray) -> float | np.ndarray:
+def _db(power: Any) -> Any:
+    """dB of a power (or an array of them), 1e-12 keeping digital silence finite."""
     return 10.0 * np.log10(np.asarray(power) + 1e-12)
 
 
