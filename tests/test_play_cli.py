@@ -145,6 +145,7 @@ def test_without_the_vosk_model_play_says_voice_commands_are_not_heard(data: Pat
 
     if load_keyword_model() is None:
         pytest.skip("no keyword model (voicesnap models download keyword; .ci/run installs it)")
+    model = os.environ.get("VOICESNAP_VOSK_MODEL")
     monkeypatch.delenv("VOICESNAP_VOSK_MODEL", raising=False)
     for name in ("alice", "bob"):
         voices.save_profile(voicefixtures.profile(name), str(data))
@@ -153,6 +154,14 @@ def test_without_the_vosk_model_play_says_voice_commands_are_not_heard(data: Pat
                  "--pace", "1", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert "calls by keyword" in out and "voice commands such as 'dealer status'" in out
+    assert "voicesnap models download" in out
+    # with the model installed and another engine chosen, downloading it again was the advice
+    if model:
+        monkeypatch.setenv("VOICESNAP_VOSK_MODEL", model)
+        assert main(["play", "--players", "alice,bob", "--input-file", str(wav), "--quiet", "--text", "--no-keyboard",
+                     "--pace", "1", "--seed", "3", "--engine", "keyword"]) == 0
+        out = capsys.readouterr().out
+        assert "--engine combined" in out and "models download" not in out, out
 
 
 def test_an_input_device_the_player_named_that_cannot_be_opened_stops_play(data: Path,

@@ -906,8 +906,14 @@ def run(args: argparse.Namespace) -> int:
           f"calls by {engine_name if spotter is not None else 'keyboard'}")
     if spotter is not None and not any(k in engine_name for k in ("vosk", "combined")):
         # a player who relies on hearing the game asks for it by voice: say that no one is listening for that
-        print("(voice commands such as 'dealer status' and 'dealer pause' are heard only with the Vosk model: "
-              "voicesnap models download)")
+        from .. import models
+
+        try:  # installed, but this engine does not use it: say how to hear commands, not to download it again
+            models.find_model("en", args.model, root)
+            how = "play with --engine combined (or auto)"
+        except Exception:  # noqa: BLE001 (not installed)
+            how = "voicesnap models download"
+        print(f"(voice commands such as 'dealer status' and 'dealer pause' are heard only with the Vosk model: {how})")
     print(f"log in {folder}")  # (the keys are printed by the table, with each seat's word in this variant)
     stopping = _stop_on_hangup()
     try:

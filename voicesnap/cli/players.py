@@ -77,6 +77,7 @@ def _list(args: argparse.Namespace) -> int:
         if V.missing_contrast(p):
             unlike.append(p.name)
         print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
+    sys.stdout.flush()  # (the notes go to stderr: after the list, not into its last line when both are piped)
     if mute:
         print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
               "taken for them: " + "; ".join(f"voicesnap enroll {shlex.quote(n)} --speech-only" for n in mute), file=sys.stderr)
