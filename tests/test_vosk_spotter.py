@@ -276,6 +276,14 @@ def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(
                  "--input-file", str(two), "--quiet", "--text", "--seed", "1", "--no-keyboard",
                  "--model", str(_english_model_path())]) == 0
     assert "recorded at 8000 Hz, so it holds nothing over 4000 Hz" in capsys.readouterr().err
+    # a stereo recording of one mic is heard as play hears it, one mix: each call once, not once per channel
+    two_ch = tmp_path / "stereo.wav"
+    write_wav(two_ch, np.repeat(pcm, 2, axis=1), 16000)
+    assert main(["listen", "--file", str(CORPUS / "clean_alice.wav"), "--json", "--model", str(_english_model_path())]) == 0
+    mono = [json.loads(line)["onset"] for line in capsys.readouterr().out.splitlines()]
+    assert main(["listen", "--file", str(two_ch), "--json", "--model", str(_english_model_path())]) == 0
+    both = [json.loads(line)["onset"] for line in capsys.readouterr().out.splitlines()]
+    assert mono and len(both) == len(mono), (mono, both)
 
 
 def test_listen_attributes_calls_to_enrolled_players(model, tmp_path: Path, capsys) -> None:

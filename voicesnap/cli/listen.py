@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", "--input", dest="device",
                         help="input device number or name (see 'voicesnap devices'; play's --input)")
     parser.add_argument("--channels", default="1", metavar="N|NAME=N,...",
-                        help="microphone channels to open (default 1); or one microphone per player as play "
+                        help="microphone channels to open (default 1), heard as one mix as play hears a "
+                        "microphone (a file's channels are all heard so); or one microphone per player as play "
                         "takes it, Alice=0,Bob=1: each call is then heard on its player's own channel and "
                         "named by it, with the spotters play builds for that table")
     parser.add_argument("--channel", type=int, help="listen to this channel only (default: each channel)")
@@ -114,7 +115,7 @@ def _profiles(args: argparse.Namespace) -> list[Any]:
         return []
 
 
-def _vosk_spotters(args: argparse.Namespace, channels: Iterable[int]) -> list[Any]:
+def _vosk_spotters(args: argparse.Namespace, channels: Iterable[int | None]) -> list[Any]:
     try:
         import vosk  # noqa: F401
     except ImportError as exc:
@@ -294,7 +295,9 @@ def run(args: argparse.Namespace) -> int:
         source = mic
     if args.channel is not None and not 0 <= args.channel < channels:
         raise UserError(f"--channel {args.channel} does not exist: the input has {channels} channel(s)")
-    wanted = [args.channel] if args.channel is not None else list(range(channels))
+    # every channel heard as one mix, as play hears a microphone without --channels (one spotter per channel
+    # reported each call once per channel of a stereo recording of one mic)
+    wanted: list[int | None] = [args.channel] if args.channel is not None else [None]
 
     if mapping:
         spotter, args.engine = _mapped_spotters(args, mapping)
