@@ -565,3 +565,7 @@ def test_slapjack_on_one_mic_names_each_slap_to_its_player(data: Path, tmp_path:
     calls = [(e.player, e.word) for e in _events(tmp_path / "g") if isinstance(e, TableStep) and e.kind == "call"]
     assert calls == [("bob", "slap"), ("alice", "slap")], (calls, out)
     assert "bob wins 1 card" in out and "Wrong call by alice" in out and "voice not known" not in out, out
+    # listen --variant shows what the game heard (without it: the calls every variant shares, and no slap)
+    assert main(["listen", "--file", str(tmp_path / "slaps.wav"), "--variant", "slapjack", "--json"]) == 0
+    heard = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(d["player"], d["word"]) for d in heard if d["type"] == "detection"] == calls, heard

@@ -141,3 +141,20 @@ def test_silent_snap_on_one_mic_says_slams_are_keys(tmp_path: Path) -> None:
     out = run.stdout.decode()
     assert "a slam on the table cannot say whose hand it was, so slams are the snap keys" in out
     assert "q=slam" in out
+
+
+def test_listen_shows_the_slams_a_silent_snap_game_would_hear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`listen --channels` heard "snap" and "snap pool" only: a Silent Snap table could not check its slams
+    before a game. With --variant silent it builds play's spotter for the variant."""
+    import json
+
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+    wav = str(SLAMS / "two_mic_slams.wav")
+    assert main(["listen", "--file", wav, "--channels", "Alice=0,Bob=1", "--variant", "silent", "--json"]) == 0
+    slams = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    slams = [d for d in slams if d.get("word") == "slam"]
+    assert [(d["player"], d["channel"]) for d in slams] == [("Bob", 1)] and abs(slams[0]["onset"] - 3.35) < 0.01
+    if main(["listen", "--file", wav, "--channels", "Alice=0,Bob=1", "--json"]) == 0:  # (with a Vosk or keyword model)
+        plain = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert not any(d.get("word") == "slam" for d in plain), plain

@@ -42,6 +42,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "takes it, Alice=0,Bob=1: each call is then heard on its player's own channel and "
                         "named by it, with the spotters play builds for that table")
     parser.add_argument("--channel", type=int, help="listen to this channel only (default: each channel)")
+    parser.add_argument("--variant", default=None,
+                        help="hear as 'voicesnap play --variant' does: slapjack (each player's 'slap' a call), "
+                        "silent (slams, with --channels Alice=0,Bob=1), animal (the players' noises), ... "
+                        "(default: the calls every variant shares)")
     parser.add_argument("--no-pool", action="store_true",
                         help="there is no pool: 'snap' is final at once instead of waiting for 'pool'")
     parser.add_argument("--realtime", action="store_true", help="with --file: play it at real speed")
@@ -78,10 +82,34 @@ def _mapped_spotters(args: argparse.Namespace, mapping: dict[str, int]) -> tuple
                         "one microphone per player (--channels Alice=0,Bob=1) the channel names them: use "
                         "--engine auto, vosk or keyword")
     spotter, name = build_spotter(engine, args, data_dir(getattr(args, "data_dir", None)), tuple(mapping), mapping,
-                                  [], "classic", pool_exists=lambda: not args.no_pool)
+                                  [], _variant(args), pool_exists=lambda: not args.no_pool)
     if spotter is None:
         raise UserError("nothing here can hear per-player microphones: install the Vosk model or the keyword "
                         "model (voicesnap models download)")
+    return spotter, name
+
+
+def _variant(args: argparse.Namespace) -> str:
+    from .. import variants
+
+    return variants.get(args.variant).variant if args.variant else "classic"
+
+
+def _variant_spotters(args: argparse.Namespace, profiles: list[Any]) -> tuple[Any, str]:
+    """The spotter ``voicesnap play --variant`` builds on one microphone for the enrolled players: the
+    variant's own calls (Slapjack's "slap", Animal Snap's noises) heard and named as in a game."""
+    from ..files import data_dir
+    from .play import build_spotter
+
+    players = tuple(p.name for p in profiles)
+    if not players:
+        raise UserError(f"--variant {args.variant} hears calls as a game does, naming them from the players' "
+                        "enrolled voices, and no one is enrolled: enroll with 'voicesnap enroll NAME', or give "
+                        "each player a mic (--channels Alice=0,Bob=1)")
+    spotter, name = build_spotter(args.engine, args, data_dir(getattr(args, "data_dir", None)), players, {}, [],
+                                  _variant(args), pool_exists=lambda: not args.no_pool)
+    if spotter is None:
+        raise UserError("nothing here can hear calls: install the Vosk model (voicesnap models download)")
     return spotter, name
 
 
@@ -302,6 +330,9 @@ def run(args: argparse.Namespace) -> int:
     if mapping:
         spotter, args.engine = _mapped_spotters(args, mapping)
         spotters = [spotter]
+    elif args.variant and args.channel is None:
+        spotter, args.engine = _variant_spotters(args, profiles)
+        spotters = [spotter]
     else:
         if args.engine == "auto":
             args.engine = _auto_engine(args, profiles)
@@ -314,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             spotters = _vosk_spotters(args, wanted)
     who = (_attributor(profiles, getattr(args, "data_dir", None))
-           if args.engine in ("vosk", "keyword") and not mapping else None)
+           if args.engine in ("vosk", "keyword") and not mapping and not args.variant else None)
     recent = _Recent()
     recorder = RecordingTap(args.record) if args.record else None
 
