@@ -330,7 +330,8 @@ def run(args: argparse.Namespace) -> int:
     if mapping:
         spotter, args.engine = _mapped_spotters(args, mapping)
         spotters = [spotter]
-    elif args.variant and args.channel is None:
+    elif (args.variant or (args.engine == "auto" and profiles)) and args.channel is None:
+        # what play builds for the enrolled players on one mic (its speech gate too), not a look-alike
         spotter, args.engine = _variant_spotters(args, profiles)
         spotters = [spotter]
     else:
