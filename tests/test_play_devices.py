@@ -548,3 +548,32 @@ def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp
         pytest.skip("no keyword model to hear per-player mics with")
     assert got.returncode == 2, got.stdout + got.stderr
     assert "--channels gives B channel 2, and the input has 2 channel(s): 0, 1" in got.stderr
+
+
+def test_listen_names_each_call_by_its_players_own_channel_on_a_live_two_channel_source(devices: dict,
+                                                                                         tmp_path: Path) -> None:
+    """`listen --channels Alice=0,Bob=1` on a live sound-server source (it took only a count, so a table with a
+    mic per player could not check who each mic names): mc2.wav's calls (alice on channel 0, bob on 1)
+    played into a two-channel virtual mic come back named by their channel."""
+    from virtual_mic import virtual_mic
+
+    mc2 = ROOT / "tests" / "fixtures" / "audio" / "players" / "multichannel" / "mc2.wav"
+    with virtual_mic(TABLE2, channels=2, channel_map="front-left,front-right", env=devices) as monitor:
+        env = {k: v for k, v in devices.items() if k != "PULSE_SOURCE"}
+        listen = subprocess.Popen([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "listen",
+                                   "--input", monitor, "--channels", "alice=0,bob=1", "--no-pool", "--json",
+                                   "--seconds", "12"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(3.0)  # (the models load and the stream opens; audio played before it is lost)
+            subprocess.run(["paplay", f"--device={TABLE2}", str(mc2)], env=devices, timeout=30, check=True)
+            out, err = listen.communicate(timeout=90)
+        finally:
+            if listen.poll() is None:
+                listen.kill()
+    if listen.returncode == 2 and "voicesnap models download" in err:
+        pytest.skip("no Vosk or keyword model to hear per-player mics with")
+    assert listen.returncode == 0, out + err
+    heard = [json.loads(line) for line in out.splitlines() if '"detection"' in line]
+    pairs = {(d["player"], d["channel"]) for d in heard}
+    assert pairs == {("alice", 0), ("bob", 1)}, heard
