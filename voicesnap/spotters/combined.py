@@ -148,7 +148,8 @@ class CombinedSpotter:
         self.vosk = vosk
         self.keyword = keyword
         # the rules between Vosk and the keyword model, over the words that model knows (not Slapjack's "slap")
-        self.judges = WhatJudges(vosk, keyword, [w for w in vosk_words if w in (SNAP, SNAP_POOL)], over=RESCUE_OVER)
+        self.judges = WhatJudges(vosk, keyword, [w for w in vosk_words if w in (SNAP, SNAP_POOL)], over=RESCUE_OVER,
+                                 calls=vosk_words)
         # None: no rescue; needs a Vosk spotter that says what it decoded (VoskSpotter.heard)
         self.rescue_score = rescue_score if callable(getattr(vosk, "heard", None)) else None
         self._rescue: list[Detection] = []  # enrolled calls Vosk did not report, until Vosk's decode is final

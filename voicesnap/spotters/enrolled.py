@@ -31,6 +31,7 @@ from ..audio import AudioChunk, Resampler
 from ..onsets import Envelope
 from ..voices import (ENC_MIN_AROUND, POOL_SUFFIX, R_LIMIT, Attribution, Profile, Tie, Voices, announcer_profile,
                       ratio_to_score, voiceprint)
+from ..voices.attribution import NEAR_MISS_CALLS
 from . import Detection, Refusal
 
 HANGOVER = 15  # frames of quiet that end a stretch (150 ms): bridges "snap ... pool"
@@ -482,8 +483,10 @@ class EnrolledSpotter:
         # not on a player's own mic, where a neighbour's crosstalk over the call's end is what
         # fits badly (bench_voices ties, per-mic calls: 17/18 right -> 15/18 with the check there)
         if att.player is not None and att.phrase is not None:
-            why = None if mapped is not None else (voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel)
-                                                   or self.voices.contrast(log_mel, st.floor_mel))
+            # (the contrast words are near misses of "snap": Slapjack's "slap", a call there, is not put to them)
+            why = None if mapped is not None else (
+                voices.near_miss(att.player, att.phrase, log_mel, st.floor_mel)
+                or (self.voices.contrast(log_mel, st.floor_mel) if att.phrase in NEAR_MISS_CALLS else None))
             if why is None:
                 found.append((att.player, att.phrase, best[(att.player, att.phrase)][1]))
             else:

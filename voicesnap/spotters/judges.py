@@ -90,11 +90,15 @@ class WhatJudges:
     """
 
     def __init__(self, vosk: Any, keyword: Any, words: Sequence[str] = (SNAP, SNAP_POOL),
-                 over: Sequence[str] = ("stop",), veto_echo: float = KEYWORD_VETO_ECHO) -> None:
+                 over: Sequence[str] = ("stop",), veto_echo: float = KEYWORD_VETO_ECHO,
+                 calls: Sequence[str] = ()) -> None:
         self.vosk = vosk
         self.keyword = keyword
         self.veto_echo = veto_echo
         self.words = set(words)
+        # every call word, the keyword model's or not (Slapjack's "slap"): one call reported by both judges
+        # under two words (Vosk's "slap", the keyword model's "snap") is one report (``first_report``)
+        self.calls = self.words | set(calls)
         self.over = tuple(over)
         self._reported: list[Detection] = []  # calls either judge reported in the last 10 s
 
@@ -122,7 +126,7 @@ class WhatJudges:
     def first_report(self, d: Detection) -> bool:
         """Whether ``d`` is the first report of its word by either judge (else the other one reported
         it already: the same call, not a second one). Records ``d`` when it is."""
-        if self.keyword is None or d.word not in self.words:
+        if self.keyword is None or d.word not in self.calls:
             return True
         same = [r for r in self._reported if r.engine != d.engine
                 and (r.onset - SAME_CALL < d.end and d.onset < r.end + SAME_CALL)]

@@ -459,9 +459,16 @@ class VoskSpotter:
         horizon = self._now - 10.0
         self._emitted = [d for d in self._emitted if d.end >= horizon]
 
+    @staticmethod
+    def _family(word: str) -> str:
+        """A word's first token, "snap" for "slap": in Slapjack a partial "slap" that the final result turns
+        into "snap" (or back) is that call again, not a second one (the game ruled one slap twice)."""
+        first = word.split()[0]
+        return "snap" if first == "slap" else first
+
     def _duplicate(self, word: str, onset: float, end: float) -> bool:
         for d in self._emitted:
-            same_family = word.split()[0] == d.word.split()[0]
+            same_family = self._family(word) == self._family(d.word)
             if same_family and d.onset - 0.3 <= onset <= d.end + 0.1 or abs(d.onset - onset) < 0.25 and same_family:
                 return True
         return False
