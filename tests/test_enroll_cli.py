@@ -68,6 +68,10 @@ def test_animal_word_without_pool():
     (["enroll", "x/y", "--from-files", "a.wav"], "not usable"),
     (["enroll", "dev", "--takes", "2", "--from-files", "a.wav"], "at least 5"),
     (["enroll", "dev", "--from-files", "missing.wav"], "no such audio file"),
+    # the game's own calls and command words were enrolled as a player's call, which no game could hear
+    (["enroll", "dev", "--word", "slap", "--from-files", "a.wav"], "'slap' is one of the game's own calls"),
+    (["enroll", "dev", "--word", "Snap Pool", "--from-files", "a.wav"], "'snap pool' is one of the game's own calls"),
+    (["enroll", "dev", "--word", "dealer pause", "--from-files", "a.wav"], "starts like a voice command"),
 ])
 def test_impossible_options(argv, words, capsys):
     assert main(argv) == 2
@@ -81,13 +85,13 @@ def test_slap_takes_are_enrolled_as_a_contrast_word_not_a_call(capsys):
     from voicefixtures import contrast_files
 
     assert main(["enroll", "alice", "--from-files", *files("alice"), *contrast_files("alice")]) == 0
-    assert "Enrolled alice: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (not a call)" in capsys.readouterr().out
+    assert "Enrolled alice: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (no call but in Slapjack)" in capsys.readouterr().out
     prof = V.load_profile("alice")
     assert list(prof.templates) == ["snap", "snap pool"] and prof.extra["takes"] == {"snap": 5, "snap pool": 3}
     assert [len(ts) for ts in V.profile_contrast(prof).values()] == [3]
     assert main(["players"]) == 0
     listed = capsys.readouterr()
-    assert "3x 'slap' (not a call)" in listed.out and "takes of 'slap'" not in listed.err
+    assert "3x 'slap' (no call but in Slapjack)" in listed.out and "takes of 'slap'" not in listed.err
     assert main(["enroll", "alice", "--contrast-takes", "0", "--from-files", *files("alice"),
                  *contrast_files("alice")]) == 0
     assert "a take of 'slap', skipped (--contrast-takes 0)" in capsys.readouterr().out
@@ -121,7 +125,7 @@ def test_contrast_only_adds_slap_takes_to_an_enrolled_player_keeping_the_rest(ca
     assert main(["enroll", "dev", "--contrast-only", "--from-files", files("dev")[0], *contrast_files("dev")]) == 0
     out = capsys.readouterr().out
     assert "dev_snap_1.wav: not a take of 'slap' (by its name), skipped" in out
-    assert "Added 3 of 'slap' (not a call) to dev" in out
+    assert "Added 3 of 'slap' (no call but in Slapjack) to dev" in out
     after = V.load_profile("dev")
     assert [len(ts) for ts in V.profile_contrast(after).values()] == [3]
     kept = json.loads(after.to_json())

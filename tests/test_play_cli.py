@@ -447,14 +447,21 @@ def test_animal_snap_gives_each_player_the_noise_they_enrolled_and_says_it(data:
     run = play([*base, "--animals", "cara=oink,ALICE=quack"], b"\x1b", data)
     assert "Calls: Alice quack, Bob meow, Cara oink." in run.stdout.decode(), run.stdout.decode()
     for bad, said in (("Bob=woof", "two players share an animal noise"), ("Alice=snap", "cannot be an animal noise"),
-                      ("Dan=moo", "'Dan', who is not in --players"), ("Alice", "should look like Alice=woof")):
+                      ("Dan=moo", "'Dan', who is not in --players"), ("Alice", "should look like Alice=woof"),
+                      ("Alice=dealer faster", "starts like a voice command"),  # (it was heard as the command)
+                      ("Alice=moo!,Cara=moo", "two players share an animal noise"),  # (one noise, punctuated)
+                      ("alice=quack,ALICE=baa", "names Alice twice")):
         run = play([*base, "--animals", bad], b"\x1b", data)
         assert run.returncode == 2 and said in run.stderr.decode(), (bad, run.stderr.decode())
     run = play(["--players", "Alice,Bob", "--engine", "none", "--animals", "Alice=moo"], b"\x1b", data)
     assert run.returncode == 2 and "add --variant animal" in run.stderr.decode()
-    # a resumed session keeps its noises
+    # a resumed session keeps its noises, and says them again; the session's own noise given again is no clash
     run = play(["--resume", "--record", str(tmp_path / "g"), "--animals", "Alice=moo"], b"\x1b", data)
-    assert run.returncode == 2 and "--animals" in run.stderr.decode() and "woof" in run.stderr.decode()
+    err = run.stderr.decode()
+    assert run.returncode == 2 and "--animals Alice=moo (the session's: Alice=woof,Bob=meow,Cara=moo)" in err, err
+    run = play(["--resume", "--record", str(tmp_path / "g"), "--animals", "alice=Woof", "--engine", "none", "--text",
+                "--quiet"], b"\x1b", data)
+    assert run.returncode == 0 and "Calls: Alice woof, Bob meow, Cara moo." in run.stdout.decode(), run.stderr.decode()
 
 
 def test_picture_snap_deals_the_deck_named(data: Path, tmp_path: Path) -> None:
@@ -471,6 +478,13 @@ def test_picture_snap_deals_the_deck_named(data: Path, tmp_path: Path) -> None:
     game = variants.from_started(started)  # (as replay and --resume deal it again)
     names = {e.card.name for k in range(1, 11) for e in game.flip(0.1 * k) if isinstance(e, rules.Flipped)}
     assert names and names <= fruit, names
+    # --resume with the session's own deck goes on; another is refused in the player's own terms
+    run = play(["--resume", "--record", str(tmp_path / "g"), "--deck", "Fruit", "--text", "--quiet"], b"\x1b", data)
+    assert run.returncode == 0, run.stderr.decode()
+    run = play(["--resume", "--record", str(tmp_path / "g"), "--deck", "farm", "--players", "Alice,Cara"], b"\x1b", data)
+    err = run.stderr.decode()
+    assert run.returncode == 2 and "--deck farm (the session's: fruit)" in err, err
+    assert "--players Alice,Cara (the session's: Alice,Bob)" in err and "{" not in err and "('" not in err, err
     for args, said in ((["--variant", "picture", "--deck", "cars"], "choose farm or fruit"),
                        (["--deck", "fruit"], "add --variant picture")):
         run = play(["--players", "Alice,Bob", "--engine", "none", *args], b"\x1b", data)
@@ -508,6 +522,15 @@ def test_an_animal_snap_players_pool_claim_is_their_snap_pool_and_plain_snap_is_
                  "--text", "--no-keyboard", "--seed", "5", "--record", str(tmp_path / "g")]) == 0
     out = capsys.readouterr().out
     assert "'snap' is no call in this game" in out and "voice not known" not in out, out
+    # a player enrolled without "snap pool" (--no-pool, or before it was asked for) is told at the start
+    takes = [str(PLAYERS_DIR / "animal" / f"cara_moo_{k}.wav") for k in range(1, 6)]
+    assert main(["enroll", "cara", "--word", "moo", "--no-pool", "--no-speech", "--contrast-takes", "0",
+                 "--from-files", *takes]) == 0
+    capsys.readouterr()
+    assert main(["play", "--players", "alice,bob,cara", "--variant", "animal", "--input-file", str(heldout),
+                 "--quiet", "--text", "--no-keyboard", "--seed", "5", "--record", str(tmp_path / "g2")]) == 0
+    out = capsys.readouterr().out
+    assert "cara enrolled no 'snap pool'" in out and "alice enrolled no" not in out, out
 
 
 def test_animal_snap_warns_of_a_call_nobody_can_make_and_refuses_per_player_mics(data: Path) -> None:

@@ -236,7 +236,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     text = b"".join(output).decode(errors="replace")
     assert game.returncode == 0, text
     assert "take 2, beside the others: refused: that take sounded unlike" in text, text
-    assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (not a call)" in text, text
+    assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (no call but in Slapjack)" in text, text
     if with_encoder:
         assert "s of speech; profile" in text, text
         assert voices.load_profile("finn", str(data)).extra["speech"]["seconds"] >= voices.SPEECH_MIN_SECONDS

@@ -38,6 +38,7 @@ def _bench(name: str) -> Callable[..., Any]:
 MAINS: dict[str, Callable[[], Callable[..., Any]]] = {
     "generate_players": lambda: _script(AUDIO / "generate_players.py").main,
     "generate_words": lambda: _script(AUDIO / "real" / "generate_words.py").main,
+    "generate_slams": lambda: _script(AUDIO / "generate_slams.py").main,
     "bench_voices": lambda: _bench("bench_voices"),
     "real_words": lambda: _bench("real_words"),
     "bench": lambda: _bench("__main__"),

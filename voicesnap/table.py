@@ -1225,15 +1225,15 @@ def play_session(
             loop.stop_at = (ends.pop(0) - offset) if ends else None
         # Said whole before the first card (ruling priority: the card waits), so a player who plays by
         # ear knows who goes first, and that a resumed game is the one they left.
+        own = snap_words(game)
+        # Animal Snap: each player's own noise, said (a player playing by ear has no keys line to read)
+        calls = (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."
+                 if len(set(own.values())) > 1 else "")
         if fresh:
             dealer, first = game.players[game.dealer], game.players[game.active]
-            own = snap_words(game)
-            # Animal Snap: each player's own noise, said (a player playing by ear has no keys line to read)
-            calls = (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."
-                     if len(set(own.values())) > 1 else "")
             output([Say(f"Game {session.games + 1}. {dealer} deals; {first} goes first.{calls}", PRIORITY_RULING)])
         elif resumed is not None and game is resumed.game:
-            output([Say(f"Resuming game {session.games + 1}. {status_text(game)}", PRIORITY_RULING)])
+            output([Say(f"Resuming game {session.games + 1}. {status_text(game)}{calls}", PRIORITY_RULING)])
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,
                       tracker=tracker)
         clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)  # type: ignore[misc]

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from .cards import Card, Rank, deck_themes, picture_deck
 from .errors import UserError
+from .vocabulary import game_word, spoken_word
 from .rules import (
     POOL, SLAM, SLAP, SNAP, WRONG, Flipped, Forfeit, Game, GameStarted, Options, RulesError, View, _WORDS,
 )
@@ -211,12 +212,14 @@ class AnimalSnap(Game):
                 if not spare:
                     raise RulesError("not enough animal noises to go round; give each player one")
                 chosen[name] = spare.pop(0)
-        noises = [chosen[p].strip().lower() for p in players]
+        noises = [spoken_word(chosen[p]) for p in players]
         if len(set(noises)) != len(noises):
             raise RulesError("two players share an animal noise; each player needs their own")
         for noise in noises:
-            if not noise or noise in _WORDS or noise in ("slam", "slap"):
-                raise RulesError(f"{noise!r} cannot be an animal noise; pick a word like 'moo'")
+            why = "it is empty" if not noise else game_word(noise)
+            if why is not None:
+                raise RulesError(f"{chosen[players[noises.index(noise)]]!r} cannot be an animal noise ({why}); "
+                                 "pick a word like 'moo'")
         self.animals = dict(zip(players, noises))
         self._noise_of = noises
         self._seat_of_noise = {noise: s for s, noise in enumerate(noises)}

@@ -8,6 +8,7 @@ trigger them; calls are single short words so they stay fast.
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 # Calls, as the referee knows them (kind -> spoken phrase).
@@ -18,6 +19,22 @@ CALLS: tuple[str, ...] = (SNAP, SNAP_POOL, SLAP)
 
 # The word that makes the next words a command, not a call or table talk.
 COMMAND_PREFIX = "dealer"
+
+
+def spoken_word(text: str) -> str:
+    """A call word as the game compares it: lower case, punctuation dropped, one space between words
+    ("Moo!" and "moo" are one noise; two players given them could not be told apart)."""
+    return " ".join(re.sub(r"[^\w']+", " ", text.lower()).split())
+
+
+def game_word(word: str) -> str | None:
+    """Why ``word`` (spoken_word) cannot be a player's own call, or None: it is already one of the game's
+    own calls, or a voice command (heard as a command, never as the call)."""
+    if word in (*CALLS, "pool", "slam"):
+        return f"'{word}' is one of the game's own calls"
+    if word.split()[:1] == [COMMAND_PREFIX]:
+        return f"'{word}' starts like a voice command ('{COMMAND_PREFIX} ...')"
+    return None
 
 # Command name -> spoken words after the prefix.
 COMMANDS = MappingProxyType(

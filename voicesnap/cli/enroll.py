@@ -469,7 +469,7 @@ def _contrast_only(args: argparse.Namespace, name: str) -> int:
     prof.extra["contrast"] = V.contrast_extra(kept)
     path = V.save_profile(prof, args.data_dir)
     counts = ", ".join(f"{len(ts)} of '{w}'" for w, ts in prof.extra["contrast"].items())
-    print(f"Added {counts} (not a call) to {name}; profile {path}")
+    print(f"Added {counts} (no call but in Slapjack) to {name}; profile {path}")
     return 0
 
 
@@ -490,9 +490,15 @@ def run(args: argparse.Namespace) -> int:
         return _contrast_only(args, name)
     if args.speech_only:
         return _speech_only(args, name)
-    word = " ".join(str(args.word).split()).lower()
+    from ..vocabulary import SNAP, game_word, spoken_word
+
+    word = spoken_word(str(args.word))
     if not word:
         raise UserError("--word must not be empty")
+    why = None if word == SNAP else game_word(word)
+    if why is not None:  # ("slap" is asked for as a contrast take; "snap pool" as the pool call)
+        raise UserError(f"--word {args.word!r}: {why}, not a player's own call; give the word you call "
+                        "(snap, the default, or an Animal Snap noise such as woof)")
     if args.takes < V.MIN_CALL_TAKES:
         raise UserError(f"--takes must be at least {V.MIN_CALL_TAKES} (the thresholds are learnt from them)")
     pool = None if args.no_pool or args.pool_takes == 0 else V.pool_phrase(word)
@@ -546,7 +552,7 @@ def run(args: argparse.Namespace) -> int:
                   "its file name, so that strangers saying the call word are told apart better")
     path = V.save_profile(profile, args.data_dir)
     counts = ", ".join(f"{n} of '{ph}'" for ph, n in profile.extra["takes"].items())
-    counts += "".join(f", {len(ts)} of '{w}' (not a call)" for w, ts in profile.extra.get("contrast", {}).items())
+    counts += "".join(f", {len(ts)} of '{w}' (no call but in Slapjack)" for w, ts in profile.extra.get("contrast", {}).items())
     if "speech" in profile.extra:
         counts += f", {profile.extra['speech']['seconds']:.0f} s of speech"
     print(f"{'Re-enrolled' if existed else 'Enrolled'} {name}: {counts}; profile {path}")

@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "microphone (a file's channels are all heard so); or one microphone per player as play "
                         "takes it, Alice=0,Bob=1: each call is then heard on its player's own channel and "
                         "named by it, with the spotters play builds for that table")
-    parser.add_argument("--channel", type=int, help="listen to this channel only (default: each channel)")
+    parser.add_argument("--channel", type=int, help="listen to this channel only (default: every channel, as one mix)")
     parser.add_argument("--variant", default=None,
                         help="hear as 'voicesnap play --variant' does: slapjack (each player's 'slap' a call), "
                         "silent (slams, with --channels Alice=0,Bob=1), animal (the players' noises), ... "

@@ -141,6 +141,7 @@ def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, .
     alone a player who enrolled "woof" was given "moo", and their own call was a wrong one."""
     from .. import variants
     from ..rules import RulesError
+    from ..vocabulary import game_word, spoken_word
 
     if args.deck is not None and variant != "picture":
         raise UserError(f"--deck chooses Picture Snap's deck; this is {variant}: add --variant picture or drop --deck")
@@ -161,8 +162,9 @@ def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, .
                 word = voices.load_profile(name, str(root)).word
             except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
                 continue
-            if word.strip().lower() not in ("snap", "snap pool", "slap"):
-                animals[seat] = word.strip().lower()
+            if game_word(spoken_word(word)) is None:  # (a player enrolled with "snap" keeps a default noise)
+                animals[seat] = spoken_word(word)
+        named: set[str] = set()
         for part in args.animals.split(",") if args.animals else ():
             name, sep, noise = part.partition("=")
             given = next((p for p in players if p.casefold() == name.strip().casefold()), None)
@@ -170,7 +172,10 @@ def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, .
                 raise UserError(f"--animals entry {part!r} should look like Alice=woof (player=noise)")
             if given is None:
                 raise UserError(f"--animals names {name.strip()!r}, who is not in --players ({', '.join(players)})")
-            animals[given] = noise.strip().lower()
+            if given in named:
+                raise UserError(f"--animals names {given} twice; give each player one noise")
+            named.add(given)
+            animals[given] = spoken_word(noise)
         try:
             variants.create(variant, players, 0, animals=animals)
         except RulesError as exc:
@@ -212,13 +217,17 @@ def unheard_calls(settings: TableSession, root: Path) -> list[str]:
         try:
             from .. import voices
 
-            word = voices.load_profile(name, str(root)).word
+            prof = voices.load_profile(name, str(root))
         except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
             continue
+        word, phrases = prof.word, prof.phrases()
         if noise is not None and word != noise:
             out.append(f"{seat}'s Animal Snap call is '{noise}', and {seat} enrolled '{word}': their calls cannot "
                        f"be heard. Enroll the noise (voicesnap enroll {shlex.quote(name)} --word {noise}) or give "
                        f"them the word they enrolled (--animals {seat}={word})")
+        elif "snap pool" not in phrases:  # (enrolled with --no-pool, or before "woof pool" became "snap pool")
+            out.append(f"{seat} enrolled no 'snap pool', so their Snap pool claims are not named to them: enroll "
+                       f"again with it (voicesnap enroll {shlex.quote(name)} --word {word})")
     return out
 
 
@@ -670,21 +679,42 @@ def _keep_session(args: argparse.Namespace, settings: Any) -> None:
     base = logged.removesuffix(STRICT).split("+")[0]
     clashes = []
 
+    def plain(value: Any) -> str:
+        """A setting as the player would type it (not a Python tuple or dict)."""
+        if isinstance(value, dict):
+            return ",".join(f"{k}={v}" for k, v in value.items()) or "none"
+        if isinstance(value, (tuple, list)):
+            return ",".join(map(str, value))
+        return str(value)
+
     def differs(option: str, given: Any, kept: Any, shown: Any = None) -> None:
         if given is not None and given != kept:
-            clashes.append(f"{option} {shown if shown is not None else given} (the session's: {kept})")
+            clashes.append(f"{option} {shown if shown is not None else plain(given)} (the session's: {plain(kept)})")
 
     differs("--players", parse_players(args.players) if args.players else None, settings.players, args.players)
     differs("--variant", variants.get(args.variant).variant if args.variant else None, settings.variant, args.variant)
     differs("--session", str(parse_format(args.session)) if args.session else None, settings.format, args.session)
     differs("--seed", args.seed, settings.seed)
-    if args.deck is not None or args.animals is not None:
-        clashes.append(f"{'--deck' if args.deck is not None else '--animals'} (the session's "
-                       f"{'deck' if args.deck is not None else 'noises'} are kept: {settings.config or 'the default'})")
+    if args.deck is not None:  # (the session's own deck again is no clash)
+        kept_deck = settings.config.get("deck", "farm") if settings.variant == "picture" else "none: not Picture Snap"
+        differs("--deck", args.deck.strip().lower(), kept_deck, args.deck)
+    if args.animals is not None:
+        from .. import variants
+        from ..vocabulary import spoken_word
+
+        game = variants.create(settings.variant, settings.players, 0, **settings.config)
+        noises = ({p: game.call_words(i)["snap"] for i, p in enumerate(settings.players)}
+                  if settings.variant == "animal" else {})
+        given = {p.partition("=")[0].strip().casefold(): spoken_word(p.partition("=")[2]) for p in args.animals.split(",")}
+        kept = {k.casefold(): v for k, v in noises.items()}
+        if any(kept.get(k) != v for k, v in given.items()):
+            clashes.append(f"--animals {args.animals} (the session's: {plain(noises) if noises else 'none: not Animal Snap'})")
     differs("--tie-window", args.tie_window, settings.tie_window)
     differs("--decision-window", args.decision_window, settings.decision_window)
     differs("--listen-lag", args.listen_lag, settings.lag)
-    differs("--engine", None if args.engine == "auto" else args.engine, base)
+    differs("--engine", None if args.engine == "auto" else args.engine, base, args.engine)
+    if clashes and clashes[-1].startswith("--engine "):
+        clashes[-1] = f"--engine {args.engine} (the session's: {logged})"
     differs("--channels", parse_channels(args.channels, settings.players) if args.channels else None,
             dict(settings.channels), args.channels)
     if args.no_gate and settings.gate:

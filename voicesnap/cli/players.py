@@ -59,8 +59,11 @@ def _list(args: argparse.Namespace) -> int:
         except UserError as exc:
             print(f"{name:16s} DAMAGED: {exc}")
             continue
-        takes = ", ".join(f"{n}x '{ph}'" for ph, n in p.extra.get("takes", {}).items())
-        takes += "".join(f", {len(ts)}x '{w}' (not a call)" for w, ts in V.profile_contrast(p).items())
+        # a pool phrase but "snap pool" (Animal Snap players enrolled before stop 50: "woof pool") no game takes
+        takes = ", ".join(f"{n}x '{ph}'" + (" (no game takes it: enroll again for 'snap pool')"
+                                           if ph.endswith(V.POOL_SUFFIX) and ph != "snap pool" else "")
+                          for ph, n in p.extra.get("takes", {}).items())
+        takes += "".join(f", {len(ts)}x '{w}' (no call but in Slapjack)" for w, ts in V.profile_contrast(p).items())
         chan = f"mic channel {p.channel}" if p.channel is not None else "any mic"
         embs = V.profile_embeddings(p)
         with_enc = enc is not None and embs is not None and embs[0] == enc.fingerprint
