@@ -31,7 +31,9 @@ def test_rename_and_forget(capsys):
     assert V.load_profile("robert").name == "robert"
     assert main(["players", "rename", "robert", "alice"]) == 2
     assert "already exists" in capsys.readouterr().err
-    assert main(["players", "forget", "robert"]) == 0
+    assert main(["players", "rename", "ALICE", "ally"]) == 0  # any case, as play and enroll take names
+    assert main(["players", "rename", "ally", "alice"]) == 0
+    assert main(["players", "forget", "Robert"]) == 0  # ("no player called 'Robert'")
     assert V.list_players() == ["alice", "dev"]
     assert not (V.players_dir() / "robert.json").exists()
     assert main(["players", "forget", "robert"]) == 2

@@ -34,6 +34,11 @@ from .rules import (
 )
 from .session import GameScored, SessionOver, SuddenDeath
 
+# Why a call was wrong, by its kind (a player who plays by ear heard only "wrong call": was nothing
+# showing, or was it another player's noise?)
+_WRONG_WHY = {"snap": ": no match", "pool": ": no pool match", "slap": ": no Jack", "slam": ": nothing to win",
+              "wrong": ": not their call"}
+
 __all__ = [
     "Verbosity", "Priority", "Announcement", "SpeechQueue", "Announcer", "describe", "earcon",
     "EARCONS", "startup_phrases", "open_announcer", "rehearse", "for_table", "TableSpeaker", "Settings", "status_words", "score_words",
@@ -150,7 +155,8 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
     if isinstance(ev, WrongCall):
         moved = ev.from_pile + ev.from_stack
         pool = state.pool if state else ()
-        return (f"Wrong call by {ev.player}. {_cards(moved).capitalize()} to the pool; "
+        why = _WRONG_WHY.get(ev.kind, "")
+        return (f"Wrong call by {ev.player}{why}. {_cards(moved).capitalize()} to the pool; "
                 f"the pool has {_cards(ev.pool)}{_top(pool)}."), Priority.RULING, "wrong_call"
     if isinstance(ev, PoolWon):
         return f"{ev.player} wins the pool, {_cards(ev.cards)}.", Priority.RULING, "snap_won"

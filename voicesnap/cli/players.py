@@ -99,9 +99,20 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _enrolled_as(name: str, data_dir: str | None) -> str:
+    """The enrolled spelling of ``name`` (any case, as play and enroll take it: "CARA" is cara)."""
+    from .. import voices as V
+
+    if V.profile_path(name, data_dir).exists():
+        return name
+    return V.same_player(name, data_dir) or name
+
+
 def _rename(args: argparse.Namespace) -> int:
     from .. import voices as V
 
+    if V.check_name(args.old).casefold() != V.check_name(args.new).casefold():
+        args.old = _enrolled_as(args.old, args.data_dir)  # (a change of case alone renames the one typed)
     old_path = V.profile_path(args.old, args.data_dir)
     new_path = V.profile_path(args.new, args.data_dir)
     if not old_path.exists():
@@ -124,6 +135,7 @@ def _rename(args: argparse.Namespace) -> int:
 def _forget(args: argparse.Namespace) -> int:
     from .. import voices as V
 
+    args.name = _enrolled_as(args.name, args.data_dir)
     path = V.profile_path(args.name, args.data_dir)
     if not path.exists():
         raise UserError(f"no player called {args.name!r}; see `voicesnap players list`")
