@@ -87,9 +87,12 @@ class Keymap:
         players: Sequence[str],
         command_keys: Mapping[str, str] | None = None,
         snap_words: Mapping[str, str] | None = None,
+        calls: Sequence[str] = (SNAP, SNAP_POOL, SLAP),
     ) -> None:
         """``snap_words``: a player's word for the snap key when it is not "snap"
-        (Silent Snap's "slam", Animal Snap's own noise)."""
+        (Silent Snap's "slam", Animal Snap's own noise). ``calls``: which of each seat's three keys
+        the variant has (the slap key only in Slapjack; Silent Snap's slam is the snap key alone):
+        a key the game only ignores was listed, and a player pressed it for nothing."""
         if len(players) > len(SEAT_KEYS):
             raise UserError(f"keyboard play supports at most {len(SEAT_KEYS)} players, got {len(players)}")
         if command_keys is None:
@@ -101,8 +104,9 @@ class Keymap:
         self.keys: dict[str, KeyCall | KeyCommand] = {}
         for seat, name in enumerate(players):
             snap = (snap_words or {}).get(name, SNAP)
-            for key, kind in zip(SEAT_KEYS[seat], (snap, SNAP_POOL, SLAP)):
-                self.keys[key] = KeyCall(name, kind)
+            for key, kind, call in zip(SEAT_KEYS[seat], (snap, SNAP_POOL, SLAP), (SNAP, SNAP_POOL, SLAP)):
+                if call in calls:
+                    self.keys[key] = KeyCall(name, kind)
         for key, command in commands.items():
             if key.lower() in self.keys or key in self.keys:
                 raise ValueError(f"key {key!r} is both a player's call and the {command!r} command")
@@ -128,9 +132,8 @@ class Keymap:
         """One short line per seat and one for the commands (fits 80 columns)."""
         lines = []
         for seat, name in enumerate(self.players):
-            snap, pool, slap = SEAT_KEYS[seat]
-            word = self.keys[snap].kind  # type: ignore[union-attr]
-            lines.append(f"{name}: {snap}={word} {pool}=snap pool {slap}=slap")
+            keys = [f"{k}={self.keys[k].kind}" for k in SEAT_KEYS[seat] if k in self.keys]  # type: ignore[union-attr]
+            lines.append(f"{name}: {' '.join(keys)}")
         shown = {" ": "space", "\x1b": "esc"}
         parts = [f"{shown.get(k, k)}={v.name}" for k, v in self.keys.items() if isinstance(v, KeyCommand)]
         line = ""

@@ -1077,6 +1077,20 @@ def new_session(settings: TableSession) -> Any:
                    **settings.config)
 
 
+def key_calls(game: Any) -> tuple[str, ...]:
+    """The calls a seat's keys make in this variant: "snap" always; "snap pool" where it is a call of its
+    own (Silent Snap's pool is the slam); "slap" in Slapjack only."""
+    from .vocabulary import SLAP, SNAP, SNAP_POOL
+
+    words = game.call_words(0)
+    out = [SNAP]
+    if "pool" in words and words["pool"] != words.get("snap"):
+        out.append(SNAP_POOL)
+    if "slap" in words:
+        out.append(SLAP)
+    return tuple(out)
+
+
 def snap_words(game: Any) -> dict[str, str]:
     """Each player's word for the snap key where it is not "snap" (Silent Snap's slam,
     Animal Snap's noise), asked of the engine's public ``call_words``."""
@@ -1240,7 +1254,7 @@ def play_session(
         if isinstance(chunks, LiveInput):  # device lost/back and overflows reach this game's loop
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))  # type: ignore[misc]
         if keyboard is not None:
-            keymap = Keymap(game.players, snap_words=snap_words(game))
+            keymap = Keymap(game.players, snap_words=snap_words(game), calls=key_calls(game))
             if redraw:  # a screen drawn in place would wipe printed keys: they are listed under the table
                 keys[:] = keymap.help_lines()
             else:  # printed when they change: each seat's own word (Silent Snap's slam, Animal Snap's noise)

@@ -806,6 +806,9 @@ def run(args: argparse.Namespace) -> int:
     if args.input_file and args.engine == "none":  # (it had been heard with the best engine, unsaid)
         raise UserError("--input-file is audio for the game to hear, and --engine none hears nothing (keyboard "
                         "only): drop one of them")
+    if channels and args.engine == "none":  # (they were dropped unsaid)
+        raise UserError("--channels names the players' microphones, and --engine none hears none (keyboard "
+                        "only): drop one of them")
     if getattr(args, "strict_calls", False) and args.engine == "none":
         raise UserError("--strict-calls checks calls heard by voice, and --engine none hears none: drop one of them")
     if settings.variant == "silent" and not channels:
