@@ -155,15 +155,9 @@ def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, .
         config["deck"] = args.deck.strip().lower()
     if variant == "animal":
         animals = {}
-        for seat, name in enrolled_names(root, players).items():
-            try:
-                from .. import voices
-
-                word = voices.load_profile(name, str(root)).word
-            except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
-                continue
-            if game_word(spoken_word(word)) is None:  # (a player enrolled with "snap" keeps a default noise)
-                animals[seat] = spoken_word(word)
+        for seat, prof in seat_profiles(root, players).items():
+            if game_word(spoken_word(prof.word)) is None:  # (a player enrolled with "snap" keeps a default noise)
+                animals[seat] = spoken_word(prof.word)
         named: set[str] = set()
         for part in args.animals.split(",") if args.animals else ():
             name, sep, noise = part.partition("=")
@@ -189,18 +183,24 @@ def variant_config(args: argparse.Namespace, variant: str, players: tuple[str, .
     return config
 
 
-def profile_stamps(root: Path, players: tuple[str, ...]) -> dict[str, str]:
-    """Each enrolled seat's profile stamp (when it was enrolled), logged so that a replay can tell a
-    profile enrolled again since the game (it re-judges with today's, and its rulings may differ)."""
+def seat_profiles(root: Path, players: tuple[str, ...]) -> dict[str, Any]:
+    """Each enrolled seat's profile, for what the session is set up with (its noise, its stamp); a
+    damaged one is left out here and said where the engine loads it."""
+    from .. import voices
+
     out = {}
     for seat, name in enrolled_names(root, players).items():
         try:
-            from .. import voices
-
-            out[seat] = voices.load_profile(name, str(root)).created
-        except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
+            out[seat] = voices.load_profile(name, str(root))
+        except Exception:  # noqa: BLE001 (see above)
             continue
     return out
+
+
+def profile_stamps(root: Path, players: tuple[str, ...]) -> dict[str, str]:
+    """Each enrolled seat's profile stamp (when it was enrolled), logged so that a replay can tell a
+    profile enrolled again since the game (it re-judges with today's, and its rulings may differ)."""
+    return {seat: prof.created for seat, prof in seat_profiles(root, players).items()}
 
 
 def unheard_calls(settings: TableSession, root: Path) -> list[str]:
@@ -212,15 +212,10 @@ def unheard_calls(settings: TableSession, root: Path) -> list[str]:
 
     game = variants.create(settings.variant, settings.players, 0, **settings.config)
     out = []
-    for seat, name in enrolled_names(root, settings.players).items():
+    names = enrolled_names(root, settings.players)
+    for seat, prof in seat_profiles(root, settings.players).items():
         noise = game.call_words(settings.players.index(seat)).get("snap")
-        try:
-            from .. import voices
-
-            prof = voices.load_profile(name, str(root))
-        except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
-            continue
-        word, phrases = prof.word, prof.phrases()
+        name, word, phrases = names[seat], prof.word, prof.phrases()
         if noise is not None and word != noise:
             out.append(f"{seat}'s Animal Snap call is '{noise}', and {seat} enrolled '{word}': their calls cannot "
                        f"be heard. Enroll the noise (voicesnap enroll {shlex.quote(name)} --word {noise}) or give "
@@ -261,6 +256,9 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         return None, "none"
     if variant == "silent" and channels:
         return _silent_spotter(engine, args, root, channels, pool_flag, variant, pool_exists)
+    if variant == "animal" and channels:  # (refused before any model loads)
+        raise UserError("Animal Snap's noises are heard from the players' enrollment on one microphone; per-player "
+                        "mics hear 'snap' and 'snap pool' only: play Animal Snap without --channels")
     if engine.endswith(STRICT):  # a logged name: the session checked each call against the enrollment
         engine = engine.removesuffix(STRICT)
         args = argparse.Namespace(**{**vars(args), "strict_calls": True})
@@ -292,9 +290,6 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     if pool_exists is None:
         pool_exists = PoolClaim(pool_flag)
 
-    if channels and variant == "animal":
-        raise UserError("Animal Snap's noises are heard from the players' enrollment on one microphone; per-player "
-                        "mics hear 'snap' and 'snap pool' only: play Animal Snap without --channels")
     if channels and (model is not None or (keyword is not None and variant != "slapjack")):
         spotter, name = _channel_spotters(model, keyword, channels, pool_exists, variant, args)
         from ..spotters.channels import with_contrast
