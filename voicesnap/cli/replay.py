@@ -253,7 +253,7 @@ def _without_profiles(name: str, settings: TableSession, root: Path, live: list[
     players = tuple(settings.channels) if strict and settings.channels else settings.players
     known = enrolled_names(root, players)
     missing = [p for p in players if p not in known]
-    _changed_profiles(settings, root, known, notes)
+    _changed_profiles(settings, root, notes)
     if not missing:
         return []
     voiced = sorted({c.player for c in _calls(live) if c.engine != "keyboard" and c.player in missing})
@@ -273,21 +273,15 @@ def _without_profiles(name: str, settings: TableSession, root: Path, live: list[
     return missing
 
 
-def _changed_profiles(settings: TableSession, root: Path, known: dict[str, str], notes: list[str]) -> None:
+def _changed_profiles(settings: TableSession, root: Path, notes: list[str]) -> None:
     """A note for each player enrolled again since the game (their profile's stamp is not the logged one):
-    the replay hears them with today's profile, so rulings on their calls may differ, unsaid before."""
-    from .. import voices
+    the replay hears them with today's profile, so rulings on their calls may differ, unsaid before.
+    (A player with no profile now is _without_profiles' to say.)"""
+    from .play import seat_profiles
 
-    changed = []
-    for seat, stamp in settings.voices.items():
-        if seat not in known:
-            continue  # (no profile now: _without_profiles says so)
-        try:
-            now = voices.load_profile(known[seat], str(root)).created
-        except Exception:  # noqa: BLE001 (a damaged profile is said where the engine loads it)
-            continue
-        if now != stamp:
-            changed.append(f"{seat} (enrolled {stamp or 'earlier'} for the game, {now} now)")
+    now = seat_profiles(root, tuple(settings.voices))
+    changed = [f"{seat} (enrolled {stamp or 'earlier'} for the game, {now[seat].created} now)"
+               for seat, stamp in settings.voices.items() if seat in now and now[seat].created != stamp]
     if changed:
         notes.append(f"enrolled again since the game: {'; '.join(changed)}. The replay hears them with today's "
                      "profile, so rulings on their calls may differ from the game's")
