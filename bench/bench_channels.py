@@ -311,7 +311,19 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
     return rows
 
 
-if __name__ == "__main__":
-    for row in run("--quick" in sys.argv):
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.bench_channels [--quick]``: its rows (--help printed nothing but ran the benchmark)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python3 -m bench.bench_channels", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the shorter run that python3 -m bench --quick makes")
+    args = parser.parse_args(argv)
+    for row in run(args.quick):
         v = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
         print(f"{row.metric:75} {v:>12} {row.target:8} {row.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

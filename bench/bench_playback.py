@@ -138,6 +138,18 @@ def run(quick: bool) -> list[Row]:
     return rows
 
 
-if __name__ == "__main__":
-    for row in run("--quick" in sys.argv):
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.bench_playback [--quick]``: its rows (--help printed nothing but ran the benchmark)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python3 -m bench.bench_playback", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the shorter run that python3 -m bench --quick makes")
+    args = parser.parse_args(argv)
+    for row in run(args.quick):
         print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -42,6 +42,8 @@ MAINS: dict[str, Callable[[], Callable[..., Any]]] = {
     "bench_voices": lambda: _bench("bench_voices"),
     "real_words": lambda: _bench("real_words"),
     "bench": lambda: _bench("__main__"),
+    "bench_channels": lambda: _bench("bench_channels"),
+    "bench_playback": lambda: _bench("bench_playback"),
 }
 
 

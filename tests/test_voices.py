@@ -374,3 +374,11 @@ def test_a_profile_keeps_its_contrast_takes_and_refuses_damaged_ones(tmp_data, d
         V.load_profile("dev")
     assert "damaged" in str(err.value) and "voicesnap enroll dev" in str(err.value)
     del prof.extra["contrast"]
+
+
+def test_a_refusal_prints_its_two_figures_apart() -> None:
+    """identify said "voice 0.84 < 0.84": two figures that differ printed alike to 2 decimals."""
+    from voicesnap.voices.attribution import _apart
+
+    assert _apart(0.8396, 0.8404) == ("0.8396", "0.8404")
+    assert _apart(0.80, 0.85) == ("0.80", "0.85")

@@ -450,7 +450,7 @@ class Voices:
         if comb > accept and not strong:
             why.append(f"combined {comb:.2f} > {accept:.2f} (and voice {v:.2f} > {STRONG_VOICE:.2f})")
         if r > r_limit:
-            why.append(f"template {r:.2f} > {r_limit:.2f}")
+            why.append("template {} > {}".format(*_apart(r, r_limit)))
         if v > V_LIMIT:
             why.append(f"voice {v:.2f} > {V_LIMIT:.2f}")
         if why:
@@ -517,11 +517,11 @@ class Voices:
         strong = er[name] <= STRONG_VOICE and comb[name] <= 1.0
         why = []
         if er[name] > 1.0:
-            why.append(f"voice {enc[name]:.2f} < {thr:.2f}")
+            why.append("voice {} < {}".format(*_apart(enc[name], thr)))
         if r > r_limit:
             why.append(f"template {r:.2f} > {r_limit:.2f}")
         if comb[name] > accept and not strong:
-            why.append(f"combined {comb[name]:.2f} > {accept:.2f}")
+            why.append("combined {} > {}".format(*_apart(comb[name], accept)))
         if voice and name in voice and 0.5 * (r + voice[name]) > ENC_WHAT_LIMIT:
             why.append(f"template and voiceprint {0.5 * (r + voice[name]):.2f} > {ENC_WHAT_LIMIT:.2f}")
         if why and by_voiceprint == name and er[name] <= 1.0 and r <= r_limit:
@@ -708,6 +708,15 @@ class Voices:
             return (f"its end fits {player}'s takes {tail_r:.2f}x as badly as they fit each other "
                     f"(over {CODA_LIMIT:.2f}; its start {head_r:.2f}x)")
         return None
+
+
+def _apart(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` to 2 decimals, or to as many more (up to 4) as it takes to print them apart
+    ("voice 0.84 < 0.84" said why a player was refused)."""
+    n = 2
+    while n < 4 and f"{a:.{n}f}" == f"{b:.{n}f}":
+        n += 1
+    return f"{a:.{n}f}", f"{b:.{n}f}"
 
 
 #: The calls the near-miss check was measured on ("snack", "nap", "map" for "snap"). An Animal Snap noise
