@@ -11,7 +11,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -39,3 +39,17 @@ def scratch_data_dir() -> Iterator[str]:
                 os.environ.pop("VOICESNAP_DATA_DIR", None)
             else:
                 os.environ["VOICESNAP_DATA_DIR"] = old
+
+
+def area_main(prog: str, doc: str | None, run: Callable[[bool], list[Row]], show: Callable[[Row], str],
+              argv: list[str] | None = None) -> int:
+    """``python3 -m bench.<area> [--quick]`` for an area module: its rows, one per line (with no parser,
+    --help ran the benchmark)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=f"python3 -m {prog}", description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the shorter run that python3 -m bench --quick makes")
+    for row in run(parser.parse_args(argv).quick):
+        print(show(row))
+    return 0

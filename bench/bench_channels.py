@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from . import Row
+from . import Row, area_main
 
 if TYPE_CHECKING:  # heavy modules are imported where they are used
     from voicesnap.audio import AudioChunk
@@ -311,18 +311,13 @@ def corpus_mic_rows(vosk_model: object, quick: bool) -> list[Row]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python3 -m bench.bench_channels [--quick]``: its rows (--help printed nothing but ran the benchmark)."""
-    import argparse
+def _line(row: Row) -> str:
+    v = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
+    return f"{row.metric:75} {v:>12} {row.target:8} {row.note}"
 
-    parser = argparse.ArgumentParser(prog="python3 -m bench.bench_channels", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="the shorter run that python3 -m bench --quick makes")
-    args = parser.parse_args(argv)
-    for row in run(args.quick):
-        v = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
-        print(f"{row.metric:75} {v:>12} {row.target:8} {row.note}")
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    return area_main("bench.bench_channels", __doc__, run, _line, argv)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from bench import Row
+from bench import Row, area_main
 
 CAP_RATE = 16000
 
@@ -139,16 +139,7 @@ def run(quick: bool) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python3 -m bench.bench_playback [--quick]``: its rows (--help printed nothing but ran the benchmark)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python3 -m bench.bench_playback", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="the shorter run that python3 -m bench --quick makes")
-    args = parser.parse_args(argv)
-    for row in run(args.quick):
-        print(row)
-    return 0
+    return area_main("bench.bench_playback", __doc__, run, str, argv)
 
 
 if __name__ == "__main__":
