@@ -70,22 +70,28 @@ def _mapping(text: str) -> tuple[int, dict[str, int]]:
     return max(mapping.values()) + 1, mapping
 
 
-def _mapped_spotters(args: argparse.Namespace, mapping: dict[str, int]) -> tuple[Any, str]:
-    """The spotter ``voicesnap play --channels`` builds for these players (``cli.play.build_spotter``):
-    each mic heard on its own, the channel naming the caller."""
+def _play_spotter(args: argparse.Namespace, players: tuple[str, ...], mapping: dict[str, int]) -> tuple[Any, str]:
+    """The spotter ``voicesnap play`` builds for these players (``cli.play.build_spotter``) and its engine's
+    name: with ``mapping`` (play's --channels) each mic heard on its own, the channel naming the caller;
+    without, one mic named by the enrolled voices, with ``--variant``'s own calls (Slapjack's "slap",
+    Animal Snap's noises)."""
     from ..files import data_dir
     from .play import build_spotter
 
-    engine = {"auto": "auto", "vosk": "vosk", "keyword": "keyword"}.get(args.engine)
-    if engine is None:
-        raise UserError(f"--engine {args.engine} names the caller from enrolled voices on one microphone; with "
+    engine = args.engine
+    if mapping and engine not in ("auto", "vosk", "keyword"):
+        raise UserError(f"--engine {engine} names the caller from enrolled voices on one microphone; with "
                         "one microphone per player (--channels Alice=0,Bob=1) the channel names them: use "
                         "--engine auto, vosk or keyword")
-    spotter, name = build_spotter(engine, args, data_dir(getattr(args, "data_dir", None)), tuple(mapping), mapping,
-                                  [], _variant(args), pool_exists=lambda: not args.no_pool)
+    if not players:
+        raise UserError(f"--variant {args.variant} hears calls as a game does, naming them from the players' "
+                        "enrolled voices, and no one is enrolled: enroll with 'voicesnap enroll NAME', or give "
+                        "each player a mic (--channels Alice=0,Bob=1)")
+    spotter, name = build_spotter(engine, args, data_dir(getattr(args, "data_dir", None)), players, mapping, [],
+                                  _variant(args), pool_exists=lambda: not args.no_pool)
     if spotter is None:
-        raise UserError("nothing here can hear per-player microphones: install the Vosk model or the keyword "
-                        "model (voicesnap models download)")
+        raise UserError("nothing here can hear " + ("per-player microphones: install the Vosk model or the "
+                        "keyword model" if mapping else "calls: install the Vosk model") + " (voicesnap models download)")
     return spotter, name
 
 
@@ -93,24 +99,6 @@ def _variant(args: argparse.Namespace) -> str:
     from .. import variants
 
     return variants.get(args.variant).variant if args.variant else "classic"
-
-
-def _variant_spotters(args: argparse.Namespace, profiles: list[Any]) -> tuple[Any, str]:
-    """The spotter ``voicesnap play --variant`` builds on one microphone for the enrolled players: the
-    variant's own calls (Slapjack's "slap", Animal Snap's noises) heard and named as in a game."""
-    from ..files import data_dir
-    from .play import build_spotter
-
-    players = tuple(p.name for p in profiles)
-    if not players:
-        raise UserError(f"--variant {args.variant} hears calls as a game does, naming them from the players' "
-                        "enrolled voices, and no one is enrolled: enroll with 'voicesnap enroll NAME', or give "
-                        "each player a mic (--channels Alice=0,Bob=1)")
-    spotter, name = build_spotter(args.engine, args, data_dir(getattr(args, "data_dir", None)), players, {}, [],
-                                  _variant(args), pool_exists=lambda: not args.no_pool)
-    if spotter is None:
-        raise UserError("nothing here can hear calls: install the Vosk model (voicesnap models download)")
-    return spotter, name
 
 
 def _live_mic(device: int | str | None, channels: int) -> Any:
@@ -327,12 +315,9 @@ def run(args: argparse.Namespace) -> int:
     # reported each call once per channel of a stereo recording of one mic)
     wanted: list[int | None] = [args.channel] if args.channel is not None else [None]
 
-    if mapping:
-        spotter, args.engine = _mapped_spotters(args, mapping)
-        spotters = [spotter]
-    elif (args.variant or (args.engine == "auto" and profiles)) and args.channel is None:
-        # what play builds for the enrolled players on one mic (its speech gate too), not a look-alike
-        spotter, args.engine = _variant_spotters(args, profiles)
+    if mapping or ((args.variant or (args.engine == "auto" and profiles)) and args.channel is None):
+        # what play builds (its speech gate too), not a look-alike: for the mics' players, or the enrolled ones
+        spotter, args.engine = _play_spotter(args, tuple(mapping) or tuple(p.name for p in profiles), mapping)
         spotters = [spotter]
     else:
         if args.engine == "auto":
