@@ -138,3 +138,37 @@ def test_generate_words_keeps_the_old_takes_when_a_run_fails(tmp_path: Path,
         "LICENSE.TXT", "and/1688_01.flac"]
     assert (out / "LICENSE.TXT").read_text() == "CC BY 4.0\n"
     assert sorted(p.name for p in here.iterdir()) == ["words"]
+
+
+def test_generate_players_keeps_the_old_fixtures_when_a_run_fails(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """It deleted players/ before writing, so a run that failed half way (espeak-ng missing a voice)
+    left the committed fixtures gone; now they are written beside it and swapped in at the end."""
+    gen = _script(AUDIO / "generate_players.py")
+    out = tmp_path / "players"
+    (out / "enroll").mkdir(parents=True)
+    (out / "enroll" / "alice_snap_1.wav").write_bytes(b"old take")
+    monkeypatch.setattr(gen, "HERE", tmp_path)
+    monkeypatch.setattr(gen, "OUT", out)
+
+    def crash() -> int:
+        (gen.OUT / "enroll").mkdir(parents=True)
+        (gen.OUT / "enroll" / "alice_snap_1.wav").write_bytes(b"half")
+        raise RuntimeError("espeak-ng died half way")
+
+    monkeypatch.setattr(gen, "generate", crash)
+    with pytest.raises(RuntimeError):
+        gen.main([])
+    assert (out / "enroll" / "alice_snap_1.wav").read_bytes() == b"old take"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["players"]  # no temporary folder left
+    assert gen.OUT == out
+
+    def write() -> int:
+        (gen.OUT / "heldout").mkdir(parents=True)
+        (gen.OUT / "heldout" / "alice.wav").write_bytes(b"new")
+        return 1
+
+    monkeypatch.setattr(gen, "generate", write)
+    assert gen.main([]) == 0
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == ["heldout/alice.wav"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["players"]

@@ -11,6 +11,7 @@ never half of one.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -94,6 +95,19 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int = 0o600) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def swap_folder(new: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
+    """Put the finished folder ``new`` where ``target`` is; the old one is deleted only after the
+    rename, so a failure part way leaves the old folder or the new one, never neither or half of one.
+    ``new`` must be on ``target``'s file system (made beside it)."""
+    new, target = Path(new), Path(target)
+    old = new.with_name(f"{new.name}-old")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    shutil.rmtree(old, ignore_errors=True)
+    return target
 
 
 class AtomicSoundFile:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterator, TextIO
 
 from .errors import UserError
-from .files import data_dir
+from .files import data_dir, swap_folder
 
 __all__ = ["ModelError", "ModelKind", "KINDS", "Found", "models_dir", "is_model", "find_model",
            "candidates", "install", "download", "korean_fallback", "fetch_pinned"]
@@ -283,12 +283,7 @@ def install(
             root = _model_root(unpacked, kind, src)
             target_name = name or _name_for(src, root, kind)
             staged = root
-        target = dest_root / target_name
-        if target.exists():
-            old = work / "old"
-            os.replace(target, old)
-        os.replace(staged, target)
-        return target
+        return swap_folder(staged, dest_root / target_name)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
