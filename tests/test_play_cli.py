@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -630,3 +631,38 @@ def test_a_slap_vosk_first_heard_as_slap_then_as_snap_is_one_call(data: Path, tm
     calls = [(d["player"], d["word"]) for d in heard if d["type"] == "detection"]
     assert calls == [(take.split("_")[0], take.split("_")[1]) for take, _t in takes], heard
     assert not any(d["type"] == "refusal" for d in heard), heard
+
+
+def test_with_no_microphone_at_all_play_does_not_offer_to_enroll(data: Path, tmp_path: Path) -> None:
+    """It asked "Enroll now? [Y/n]" (Enter meaning yes) for each player with no profile although no
+    microphone could be opened: the enrollment would have waited on silence. Now the game goes
+    straight to what it does without a microphone: it says so and takes calls by keyboard."""
+    import pty
+    import select
+    import signal
+
+    env = dict(os.environ, VOICESNAP_DATA_DIR=str(data), PULSE_SERVER="unix:/nonexistent/pulse/native",
+               PYTHONUNBUFFERED="1")
+    master, slave = pty.openpty()  # a person at a terminal: the only one play asks
+    game = subprocess.Popen([sys.executable, "-m", "voicesnap", "play", "--players", "A,B", "--text", "--quiet",
+                             "--pace", "0.5", "--seed", "3", "--record", str(tmp_path / "game")],
+                            cwd=ROOT, env=env, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    os.close(slave)
+    out = b""
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and b"Enroll now" not in out and b"Game 1." not in out \
+                and game.poll() is None:
+            ready, _w, _x = select.select([game.stdout], [], [], 0.2)
+            if ready:
+                out += os.read(game.stdout.fileno(), 4096)
+        game.send_signal(signal.SIGINT)
+        rest, _ = game.communicate(timeout=30)
+        out += rest
+    finally:
+        if game.poll() is None:
+            game.kill()
+        os.close(master)
+    text = out.decode(errors="replace")
+    assert "Enroll now" not in text, text
+    assert "no voice profile for A, B: their calls need the keyboard" in text and "Game 1." in text, text

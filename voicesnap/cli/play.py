@@ -500,6 +500,18 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool, speak: boo
     return still
 
 
+def _mic_opens(option: str | None) -> bool:
+    """Whether the microphone play would listen on opens: enrolling at none would wait on silence (the
+    game itself then says why there is no microphone, or plays by keyboard)."""
+    from ..audio import MicSource
+
+    try:
+        MicSource(device=route(option, "input"), channels=1, option="--input").open().close()
+    except UserError:
+        return False
+    return True
+
+
 class PoolAware:
     """Tells a spotter whether a Snap pool exists before each chunk (on the spotter's thread),
     so that with no pool a "snap" is final at once instead of waiting for "pool"."""
@@ -817,9 +829,10 @@ def run(args: argparse.Namespace) -> int:
               f"snap keys, printed below{' (voice commands still work)' if args.engine != 'none' else ''}; with a microphone per player (--channels "
               f"{','.join(f'{p}={i}' for i, p in enumerate(players))}) slams on the table are heard")
     if args.engine != "none" and not channels:
-        missing = offer_enrollment(root, players,
-                                   ask=not args.input_file and sys.stdin is not None and sys.stdin.isatty(),
-                                   speak=not args.quiet)
+        ask = not args.input_file and sys.stdin is not None and sys.stdin.isatty()
+        if ask and len(enrolled_names(root, players)) < len(players):
+            ask = _mic_opens(args.input)  # (opened only when someone would be asked to enroll at it)
+        missing = offer_enrollment(root, players, ask=ask, speak=not args.quiet)
         if missing:
             print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
                   "(or enroll later: " + "; ".join(f"voicesnap enroll {shlex.quote(m)}" for m in missing) + ")")
