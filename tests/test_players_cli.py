@@ -92,6 +92,9 @@ def test_identify_stranger_is_nobody(capsys, tmp_path):
     assert "nobody enrolled" in out
     why = [line for line in out.splitlines() if line.startswith("  why: ")]
     assert len(why) == 1 and len(why[0]) > len("  why: "), out  # the reason, not only the scores
+    # ...in words a player reads: "voice 1.40 > 1.25" alone was jargon (a QA tester's report)
+    glossed = [term for term in ("voice", "template", "combined") if f"{term}: " in out]
+    assert glossed and all(f" {term} " in why[0] for term in glossed), out
     assert main(["players", "identify", "--json", str(tmp_path / "s.wav")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["player"] is None and data["reason"]  # e.g. "closest is bob, but voice 1.40 > 1.25"

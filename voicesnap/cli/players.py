@@ -153,6 +153,15 @@ def _forget(args: argparse.Namespace) -> int:
     return 0
 
 
+# identify's "why" in a player's words (the figures themselves are in _explain's terms)
+_VOICE_TERM = {True: "how alike the voice is to the player's enrolled voice (1 is the same voice)",  # speaker encoder
+               False: "how far the voice is from the player's voiceprint (lower is closer)"}
+_TERMS = {
+    "template": "how far the sound is from their recorded takes (lower is closer)",
+    "combined": "voice and template together (lower is closer)",
+}
+
+
 def _explain(voices: object = None) -> str:
     """How to read identify's ratios and score, with the thresholds in force."""
     from .. import voices as V
@@ -218,6 +227,10 @@ def _identify(args: argparse.Namespace) -> int:
         print(f"{args.file}: nobody enrolled (score {att.score:.2f}; {line})")
     if att.reason and (att.player or att.score < V.ACCEPT_SCORE):  # (said above otherwise)
         print(f"  why: {att.reason}")  # what a player asks when their call was named to nobody
+    terms = dict(_TERMS, voice=_VOICE_TERM[getattr(voices, "encoder", None) is not None])
+    if att.reason and any(term in att.reason for term in terms):
+        print("  " + "; ".join(f"{term}: {gloss}" for term, gloss in terms.items() if term in att.reason)
+              + " (--json adds how each is measured)")
     if note:
         print(f"  note: {note}")
     for name, sc in sorted(att.scores.items(), key=lambda kv: -kv[1]):
