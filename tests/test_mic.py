@@ -163,3 +163,83 @@ def test_listen_live_hears_a_call_through_the_microphone(tmp_path: Path) -> None
     # The word is 0.8 s into the WAV, which started after the stream opened: on the
     # stream's own clock its onset is at least 0.8 s (less the 20 ms onset tolerance).
     assert 0.78 <= onset < 4.0
+
+
+PULSE_ORDER_6 = "front-left,front-right,front-center,lfe,rear-left,rear-right"  # the server's own 5.1 order
+
+
+def _loudest_channels(monitor: str, sink: str, channel_map: str, n: int, columns: tuple[int, ...],
+                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A tone on each of ``columns`` of the sink in turn, heard through play's own way of opening
+    the source (``route``, ``channel_plan``, ``MicSource``): the loudest channel during each."""
+    import soundfile as sf
+
+    from voicesnap.cli.devices import route
+    from voicesnap.pulse import channel_plan
+
+    monkeypatch.delenv("PULSE_SOURCE", raising=False)
+    routed = route(monitor, "input")
+    plan = channel_plan(routed, n)
+    rate, part, gap = 16000, 8000, 4000
+    tone = 0.3 * np.sin(2 * np.pi * 440 * np.arange(part) / rate)
+    clip = np.zeros(((part + gap) * len(columns), len(channel_map.split(","))), np.float32)  # the sink's channels
+    for i, c in enumerate(columns):
+        clip[i * (part + gap): i * (part + gap) + part, c] = tone
+    sf.write(tmp_path / "tones.wav", clip, rate)
+    mic = MicSource(device=routed, channels=n, plan=plan).open()
+    chunks = []
+    try:
+        time.sleep(0.2)
+        subprocess.run(["paplay", f"--device={sink}", f"--channel-map={channel_map}", str(tmp_path / "tones.wav")],
+                       check=True, timeout=20)
+        time.sleep(0.3)
+        end = mic.position  # (the room noise keeps the stream going: read what was captured up to now)
+        while (chunk := mic.read(timeout=0.5)) is not None and chunk.start < end:
+            chunks.append(chunk.samples.astype(np.float64))
+    finally:
+        mic.close()
+    heard = np.concatenate(chunks)
+    loud = np.sqrt(np.mean(heard[: len(heard) // 320 * 320].reshape(-1, 320, n) ** 2, axis=1))  # 20 ms frames
+    frames = np.flatnonzero(loud.max(axis=1) > 1000)
+    runs = np.split(frames, np.flatnonzero(np.diff(frames) > 5) + 1)  # one run of loud frames per tone
+    return [int(np.argmax(loud[r].mean(axis=0))) for r in runs if len(r) > 10]
+
+
+def test_a_six_mic_source_in_the_servers_own_order_reaches_each_mic_on_its_own_channel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through ALSA's pulse device a stream's channels are ALSA's positions: the source's third mic
+    (front-center) arrived as channel 4 and was named to the fifth player (a QA host's 6-mic evening)."""
+    from virtual_mic import virtual_mic
+
+    _mic_sink()
+    with virtual_mic("vs_six_mics", channels=6, channel_map=PULSE_ORDER_6) as monitor:
+        got = _loudest_channels(monitor, "vs_six_mics", PULSE_ORDER_6, 6, (2, 4, 3), tmp_path, monkeypatch)
+    assert got == [2, 4, 3]
+
+
+def test_an_aux_channel_source_is_refused_with_the_copy_that_fixes_it(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multichannel interface's "Pro Audio" profile names its inputs aux0..auxN: through ALSA's pulse
+    device every channel of a stream of 2 or more read silence, and the game heard nobody."""
+    import shlex
+
+    from virtual_mic import virtual_mic
+
+    from voicesnap.errors import UserError
+    from voicesnap.pulse import channel_plan
+
+    _mic_sink()
+    aux = "aux0,aux1,aux2,aux3"
+    with virtual_mic("vs_aux_mics", channels=4, channel_map=aux) as monitor:
+        monkeypatch.setenv("PULSE_SOURCE", monitor)
+        with pytest.raises(UserError) as refused:
+            channel_plan("pulse", 3)
+        text = str(refused.value)
+        assert "aux0,aux1,aux2,aux3" in text and f"--input {monitor}.voicesnap" in text, text
+        command = shlex.split(text.split("`")[1])  # the fix, as given
+        module = subprocess.run(command, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        try:
+            got = _loudest_channels(f"{monitor}.voicesnap", "vs_aux_mics", aux, 3, (1, 2, 0), tmp_path, monkeypatch)
+        finally:
+            subprocess.run(["pactl", "unload-module", module], capture_output=True, timeout=10)
+    assert got == [1, 2, 0]

@@ -582,6 +582,7 @@ class MicSource:
         ring_blocks: int = 512,
         latency: str | float = "low",
         option: str = "--device",
+        plan: Any = None,
     ) -> None:
         self.device = device
         self.option = option  # the command-line option that picks the device, named in errors
@@ -590,7 +591,13 @@ class MicSource:
         self.block_frames = int(block_frames)
         self.ring_blocks = int(ring_blocks)
         self.latency = latency
-        self._ring = np.zeros((self.ring_blocks, self.block_frames, self.channels), dtype=np.int16)
+        # a sound-server source opened as ``pulse.channel_plan`` says: ``plan.open`` channels, of which
+        # column ``plan.order[k]`` is channel k (picked on the reader's side, never in the callback)
+        self._opened = int(plan.open) if plan is not None else self.channels
+        self._order = list(plan.order) if plan is not None else None
+        if self._order is not None and len(self._order) != self.channels:
+            raise ValueError(f"a plan for {len(self._order)} channels, {self.channels} asked for")
+        self._ring = np.zeros((self.ring_blocks, self.block_frames, self._opened), dtype=np.int16)
         self._queue: queue.Queue[tuple[int, int, int]] = queue.Queue(maxsize=self.ring_blocks - 2)  # one slot spare: the one being read
         self._slot = 0
         self._clock = 0  # frames delivered by PortAudio so far: the stream clock
@@ -626,10 +633,10 @@ class MicSource:
                 f"PortAudio is not installed ({exc}); on Debian/Ubuntu: apt-get install libportaudio2"
             ) from exc
         try:
-            sd.check_input_settings(device=self.device, channels=self.channels, dtype="int16", samplerate=self.rate)
+            sd.check_input_settings(device=self.device, channels=self._opened, dtype="int16", samplerate=self.rate)
             self._stream = sd.InputStream(
                 device=self.device,
-                channels=self.channels,
+                channels=self._opened,
                 samplerate=self.rate,
                 dtype="int16",
                 blocksize=self.block_frames,
@@ -665,7 +672,7 @@ class MicSource:
             slot, frames, start = self._queue.get(timeout=timeout)
         except queue.Empty:
             return None
-        block = self._ring[slot, :frames].copy()
+        block = self._ring[slot, :frames].copy() if self._order is None else self._ring[slot, :frames][:, self._order]
         return AudioChunk(self.rate, 2, self.channels, start, block)
 
     def __iter__(self) -> Iterator[AudioChunk]:

@@ -16,9 +16,10 @@ import json
 import os
 import shutil
 import subprocess
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
-__all__ = ["SourceWatch", "pactl_json", "source_watch"]
+__all__ = ["ChannelPlan", "SourceWatch", "channel_plan", "pactl_json", "source_watch"]
 
 Pactl = Callable[[list[str]], str]
 
@@ -134,3 +135,78 @@ def source_watch(routed: object, named: str | None) -> SourceWatch | None:
     if routed is None or routed in ("pulse", "default"):
         return SourceWatch(named if routed == "pulse" else None)
     return None
+
+
+# The channel positions of a stream opened through ALSA's "pulse" device (Debian's PortAudio reaches
+# the server only so), in order: a stream of n channels carries the first n (n = 2, 4, 5, 6 or 8; one
+# channel is "mono", a mix of all). The server maps a source's channels onto them BY POSITION: a
+# six-channel source in the server's own order (front-left, front-right, front-center, lfe, rear-left,
+# rear-right) reached voicesnap with its third mic as channel 4, and a source of aux0..auxN (a
+# multichannel interface's "Pro Audio" profile) as silence on every channel; 3 and 7 channels have no
+# such order and are remixed (measured through PulseAudio 16 with null sinks: docs/table.md).
+ALSA_ORDER = ("front-left", "front-right", "rear-left", "rear-right", "front-center", "lfe", "side-left",
+              "side-right")
+ALSA_COUNTS = (2, 4, 5, 6, 8)
+
+
+@dataclass(frozen=True)
+class ChannelPlan:
+    """How to open a sound-server source so that channel k is the source's own k-th channel (the order
+    ``pactl``, the desktop's sound settings and the interface itself number them in): open ``open``
+    channels and take column ``order[k]`` as channel k."""
+
+    source: str
+    open: int
+    order: tuple[int, ...]
+
+
+def source_channel_map(name: str, pactl: Pactl = pactl_json) -> list[str] | None:
+    """A source's channel positions, in its own order (None: no such source, or no answer)."""
+    try:
+        for s in json.loads(pactl(["list", "sources"]) or "[]"):
+            if s.get("name") == name:
+                return [c for c in str(s.get("channel_map", "")).split(",") if c]
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return None
+
+
+def _default_source(pactl: Pactl) -> str | None:
+    try:
+        return str(json.loads(pactl(["info"]) or "{}").get("default_source_name") or "") or None
+    except (ValueError, AttributeError):
+        return None
+
+
+def channel_plan(routed: object, needed: int, pactl: Pactl = pactl_json) -> ChannelPlan | None:
+    """How to open the input ``routed`` (what ``devices.route`` made of --input) for ``needed`` channels,
+    or None where no plan is needed or none can be known (one channel; a PortAudio device of its own such
+    as hw:1, which no server remaps; no server that answers). A UserError, with the fix, where the
+    source's channels cannot reach voicesnap one mic per channel."""
+    if needed <= 1 or not (routed is None or routed in ("pulse", "default")):
+        return None
+    if shutil.which("pactl") is None:
+        return None
+    source = os.environ.get("PULSE_SOURCE") or _default_source(pactl)
+    positions = source_channel_map(source, pactl) if source else None
+    if not source or not positions:
+        return None
+    if needed > len(positions):
+        return None  # (devices.input_channels refuses it, naming the channels there are)
+    if any(p not in ALSA_ORDER for p in positions) or len(set(positions)) < len(positions):
+        from .errors import UserError
+
+        k = min(len(positions), len(ALSA_ORDER))  # (a copy holds 8 at most: the first 8)
+        raise UserError(
+            f"the sound server's input '{source}' names its channels {','.join(positions)}, and through the "
+            f"server voicesnap can hear only channels named {','.join(ALSA_ORDER)} one by one (the others "
+            "arrive mixed, or silent): make a copy of it with those names, once per session of the server, "
+            f"`pactl load-module module-remap-source master={source} source_name={source}.voicesnap "
+            f"master_channel_map={','.join(positions[:k])} channel_map={','.join(ALSA_ORDER[:k])} remix=no`, "
+            f"and give --input {source}.voicesnap (its channel k is the input's k-th), or pick the interface "
+            "itself from `voicesnap devices` (a hw: device)")
+    # every channel of the source opened (none left to be remixed into the others), in ALSA's order
+    stream = [ALSA_ORDER.index(p) for p in positions]
+    count = max(max(stream) + 1, needed)
+    opened = next(n for n in ALSA_COUNTS if n >= count)
+    return ChannelPlan(source, opened, tuple(stream[:needed]))

@@ -28,7 +28,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
@@ -183,7 +183,8 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
             try:
                 _play(beep)
                 print(f"  recording {SPEECH_SECONDS + SPEECH_SPARE:.0f} s (Ctrl-C skips it) ...", flush=True)
-                rec = _record(SPEECH_SECONDS + SPEECH_SPARE, getattr(args, "input_device", args.device), args.channel)
+                rec = _record(SPEECH_SECONDS + SPEECH_SPARE, getattr(args, "input_device", args.device), args.channel,
+                              getattr(args, "channel_plan", None))
             except sd.PortAudioError as exc:
                 print(f"  the sound device stopped working ({exc}): no speech sample; enrolling with the "
                       f"takes alone. Add one later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
@@ -251,8 +252,13 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
     # what PortAudio opens (a PulseAudio source name too, as play's --input takes it); args.device, as the
     # player typed it, is what messages name
     args.input_device = route(args.device, "input")
+    from ..pulse import channel_plan
+
+    # a sound-server source: the player's channel counted as the source counts its mics, as in play
+    args.channel_plan = channel_plan(args.input_device, _channels(args.channel))
     try:
-        sd.check_input_settings(device=args.input_device, samplerate=16000, channels=_channels(args.channel))
+        sd.check_input_settings(device=args.input_device, samplerate=16000,
+                                channels=_channels(args.channel, args.channel_plan))
     except Exception as exc:
         if args.channel is not None:
             raise UserError(f"cannot record channel {args.channel} from the microphone ({exc}): it may have "
@@ -287,19 +293,22 @@ def _play(sound: np.ndarray) -> None:
     _finish(len(sound) / 16000)
 
 
-def _channels(channel: int | None) -> int:
-    """Input channels to open: up to the player's own (``channel``), or 1 for the device's mono mix."""
-    return 1 if channel is None else channel + 1
+def _channels(channel: int | None, plan: Any = None) -> int:
+    """Input channels to open: up to the player's own (``channel``), or 1 for the device's mono mix; as
+    many as ``plan`` (``pulse.channel_plan``) says for a sound-server source."""
+    return 1 if channel is None else plan.open if plan is not None else channel + 1
 
 
-def _record(seconds: float, device: int | str | None, channel: int | None = None) -> np.ndarray:
+def _record(seconds: float, device: int | str | None, channel: int | None = None, plan: Any = None) -> np.ndarray:
     """``seconds`` of 16 kHz int16 from ``device``, as (frames, 1): only ``channel`` when given (the
     player's own mic: a 1-channel recording of a multichannel input is a mix of every mic at the table)."""
     import sounddevice as sd
 
-    rec = np.zeros((int(seconds * 16000), _channels(channel)), np.int16)  # sd.rec's own is np.empty: a stream
-    sd.rec(out=rec, samplerate=16000, device=device)  # that dies early would leave stale memory to be judged
+    rec = np.zeros((int(seconds * 16000), _channels(channel, plan)), np.int16)  # sd.rec's own is np.empty: a
+    sd.rec(out=rec, samplerate=16000, device=device)  # stream that dies early would leave stale memory judged
     _finish(seconds)
+    if channel is not None and plan is not None:
+        return rec[:, plan.order[channel]: plan.order[channel] + 1]
     return rec[:, -1:]  # (the last channel opened is the player's)
 
 
@@ -330,7 +339,7 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
         while got < count:
             try:
                 _play(beep)
-                rec = _record(RECORD_SECONDS, args.input_device, args.channel)
+                rec = _record(RECORD_SECONDS, args.input_device, args.channel, getattr(args, "channel_plan", None))
             except sd.PortAudioError as exc:
                 raise _device_failed(exc, args, len(takes)) from exc
             y, problems = V.check_take(rec[:, 0], phrase=phrase)

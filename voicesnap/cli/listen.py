@@ -107,8 +107,12 @@ def _live_mic(device: int | str | None, channels: int) -> Any:
     from ..audio import MicSource
     from ..live import LiveInput
 
+    from ..pulse import channel_plan
+
+    plan = channel_plan(device, channels)  # a sound-server source: its own k-th mic as channel k, as in play
+
     def open_mic() -> MicSource:
-        return MicSource(device=device, rate=16000, channels=channels).open()
+        return MicSource(device=device, rate=16000, channels=channels, plan=plan).open()
 
     def report(text: str) -> None:
         print(f"voicesnap listen: {text}", file=sys.stderr, flush=True)

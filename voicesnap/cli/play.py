@@ -872,9 +872,14 @@ def run(args: argparse.Namespace) -> int:
         if unheard:
             print(f"no microphone for {', '.join(unheard)} in --channels: their calls need the keyboard "
                   f"(or give each a channel: {','.join(f'{p}=N' for p in unheard)})")
+    plan = None
+    if channels and spotter is not None and from_file is None:
+        from ..pulse import channel_plan
+
+        plan = channel_plan(routed, n_channels)  # a sound-server source: its own k-th mic as channel k
     if spotter is not None and not args.input_file:
         try:  # fail now, with the fix, rather than inside the listening thread
-            MicSource(device=routed, channels=n_channels, option="--input").open().close()
+            MicSource(device=routed, channels=n_channels, option="--input", plan=plan).open().close()
         except UserError as exc:
             if (args.engine != "auto" and not args.resume) or args.input is not None:
                 # a device or engine the player named: theirs to fix (a resumed game goes on as auto's would)
@@ -913,7 +918,7 @@ def run(args: argparse.Namespace) -> int:
             from ..pulse import source_watch
 
             def open_mic() -> Any:
-                return MicSource(device=routed, channels=n_channels, option="--input").open()
+                return MicSource(device=routed, channels=n_channels, option="--input", plan=plan).open()
 
             live = LiveInput(open_mic, lambda text: None,
                              watch=source_watch(routed, args.input if routed == "pulse" else None))
