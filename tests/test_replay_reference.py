@@ -342,3 +342,31 @@ def test_replay_as_its_own_process_reads_a_log_with_speech_times(game) -> None:
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "with the recorded reference" in done.stdout and "1 of 1 rulings agree" in done.stdout
+
+
+def test_a_pull_that_spans_the_stall_lays_what_played_after_it_where_it_played() -> None:
+    """A CI run (the machine loaded) had the e2e game's first announcement 1.9 s early in the
+    reference: the output stream stalled at the game's start, and the spotter's thread, busy, pulled
+    the frames from before the stall and the announcement after it in one stretch, laid on from the
+    first frame's place. Each side of the jump is now laid where the playback maps it."""
+    from types import SimpleNamespace
+
+    from voicesnap.playback import ClockMap, DevicePlayback
+
+    pb = DevicePlayback(rate=16000, clock_map=ClockMap(offset=-100.0))
+    ref = PlaybackReference(pb)
+    buf = np.zeros((160, 1), np.int16)
+    dac = 100.0
+    for _ in range(10):  # 0.1 s, then the stall: the next buffer plays 1.9 s later
+        pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
+        dac += 0.01
+    dac += 1.9
+    pb.play(1, "a tone", np.full(1600, 5000, np.int16))
+    for _ in range(30):
+        pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
+        dac += 0.01
+    got = ref.read(0, 3 * RATE)  # the first pull: before the stall and after it in one stretch
+    start = next(e.t for e in pb.poll() if e.__class__.__name__ == "SpeechStarted")
+    assert start == pytest.approx(2.0)
+    assert np.flatnonzero(got)[0] == int(round(start * RATE))
+    assert np.flatnonzero(got)[-1] == int(round(start * RATE)) + 1599  # the whole tone, in one place

@@ -220,6 +220,36 @@ class PlaybackReference:
             self._out_rate = rate
             self._resampler = None if rate == RATE else _StreamResampler(rate, RATE)
             self._write_at = None
+        for at, part in self._stretches(first, samples, rate):
+            self._lay(at, part)
+
+    def _stretches(self, first: int, samples: np.ndarray, rate: int) -> list[tuple[int, np.ndarray]]:
+        """``samples`` (output frames from ``first``) cut where the playback's mapping jumps by more
+        than JUMP: a pull can hold frames from both sides of a stall of the output stream (the
+        spotter's thread busy, or the clock mapping not yet known, while it stalled), and laid on
+        from the first frame's place, what played after the stall lay that much early (CI, the
+        machine loaded: the game's first announcement 1.9 s early in the reference)."""
+        out = []
+        while len(samples) > 1:
+            clock = float(self.playback.frame_to_clock(first))
+            last = len(samples) - 1
+            if abs(float(self.playback.frame_to_clock(first + last)) - clock - last / rate) <= self.JUMP:
+                break
+            lo, hi = 0, last  # the mapping holds at lo and has jumped by hi: the first frame after the jump
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if abs(float(self.playback.frame_to_clock(first + mid)) - clock - mid / rate) <= self.JUMP:
+                    lo = mid
+                else:
+                    hi = mid
+            out.append((first, samples[:hi]))
+            first, samples = first + hi, samples[hi:]
+        out.append((first, samples))
+        return out
+
+    def _lay(self, first: int, samples: np.ndarray) -> None:
+        """Put output frames ``first``... on the track: on from what was laid before, unless they
+        are not its continuation or the playback's mapping says they play elsewhere."""
         clock = float(self.playback.frame_to_clock(first))  # input-clock seconds of its first frame
         if self._write_at is None or self._next_frame != first:  # start, or a gap in what was kept
             self._place(clock)
