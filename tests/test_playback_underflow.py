@@ -218,3 +218,101 @@ def test_a_tone_reaches_the_virtual_speaker_whole(monkeypatch) -> None:
     assert got["finished"], f"the tone never finished playing: {figures}"
     assert got["heard"] == pytest.approx(seconds, abs=0.03), figures
     assert got["gaps"] <= 0.01, f"gaps in the tone in every run: {figures}"
+
+
+class _StallingStream:
+    """A fake output stream on a simulated clock, as ALSA's pulse plugin opens one on the virtual
+    speaker (measured): PREFILL buffers at once, then nothing for ``stall`` s, then one buffer per
+    buffer's length; ``underflow_after`` flags the buffer that long after the stall as an underflow.
+    ``sleep`` advances the clock and calls the callback for every buffer due meanwhile."""
+
+    PREFILL = 5
+
+    def __init__(self, pb: DevicePlayback, stall: float, block: int = 160, underflow_after: float | None = None):
+        self.pb, self.stall, self.block, self.underflow_after = pb, stall, block, underflow_after
+        self.now = 0.0
+        self.opened = 0.0
+        self.calls = 0
+        self.active = True
+
+    def open(self, at: float) -> None:
+        self.opened, self.calls, self.active = at, 0, True
+
+    def _due(self, k: int) -> float:
+        if k < self.PREFILL:
+            return self.opened
+        return self.opened + self.stall + (k - self.PREFILL) * self.block / self.pb.rate
+
+    def sleep(self, dt: float) -> None:
+        self.now += dt
+        while self.active and self._due(self.calls) <= self.now:
+            due = self._due(self.calls)
+            flag = (self.underflow_after is not None and self.calls >= self.PREFILL
+                    and due >= self.opened + self.stall + self.underflow_after)
+            if flag:
+                self.underflow_after = None  # once
+            self.pb._callback(np.zeros((self.block, 1), np.int16), self.block,
+                              SimpleNamespace(outputBufferDacTime=max(due, self.opened) + 0.01), _flags(0x4 if flag else 0))
+            self.calls += 1
+
+
+def _stalling(stall: float, underflow_after: float | None = None) -> tuple[DevicePlayback, _StallingStream]:
+    from voicesnap.playback import ClockMap
+
+    pb = DevicePlayback(rate=16000, clock_map=ClockMap(offset=0.0))
+    fake = _StallingStream(pb, stall, underflow_after=underflow_after)
+    pb._stream = fake
+
+    def start(sd, rate) -> None:  # the fallback's reopen: a new stream, which stalls again
+        fake.open(fake.now)
+        pb._stream = fake
+
+    pb._start = start  # type: ignore[method-assign]
+    pb.close = lambda: setattr(fake, "active", False)  # type: ignore[method-assign]
+    return pb, fake
+
+
+def test_the_first_announcement_waits_for_the_speaker_to_run_and_plays_whole() -> None:
+    """Measured on the virtual speaker: a new output stream takes a few buffers and then stalls 0.6-1.9 s.
+    An announcement given to it at once was cut by the stall (heard with a gap, its echo reference
+    laid apart from it). warm_up() waits until WARM_S has played at real-time pace: the announcement
+    then plays on without a jump in its DAC times, and the wait is the stall and WARM_PACE of WARM_S."""
+    pb, fake = _stalling(1.5)
+    assert pb.warm_up(clock=lambda: fake.now, sleep=fake.sleep) is None
+    assert pb.warmed == pytest.approx(1.5 + pb.WARM_PACE * pb.WARM_S, abs=0.02)
+    pb.play(1, "Seven of Hearts", np.full(8000, 3000, np.int16))
+    fake.sleep(1.0)
+    (started, ended) = pb.poll()
+    assert ended.completed and ended.t - started.t == pytest.approx(0.5, abs=0.011)  # 0.5 s of audio: no gap
+
+
+def test_a_stream_that_underflows_while_warming_is_reopened_then_and_warmed_again() -> None:
+    """The stall's underflow (a busy machine) reopened the stream at "high" when the announcer next
+    polled, i.e. during the first announcement, and the new stream stalled 1.9 s in it. While
+    warming up, it is reopened at once and the new stream is waited for too."""
+    pb, fake = _stalling(0.8, underflow_after=0.1)
+    assert pb.warm_up(clock=lambda: fake.now, sleep=fake.sleep) is None
+    assert pb.latency == "high"
+    assert pb.warmed == pytest.approx(0.8 + 0.1 + 0.8 + pb.WARM_PACE * pb.WARM_S, abs=0.02)
+    assert pb.underflow_notice(now=100.0) is None  # dealt with: not reopened again at the first poll
+
+
+def test_a_speaker_that_never_runs_is_told_and_the_wait_is_bounded() -> None:
+    pb, fake = _stalling(60.0)
+    told = pb.warm_up(limit=2.0, clock=lambda: fake.now, sleep=fake.sleep)
+    assert told is not None and "slow to start" in told and "--output" in told
+    assert pb.warmed == pytest.approx(2.0, abs=0.02)
+
+
+def test_the_announcer_warms_the_speaker_before_its_first_words(monkeypatch, tmp_path) -> None:
+    from voicesnap import announcer, speech
+
+    calls: list[str] = []
+    monkeypatch.setattr(DevicePlayback, "open", lambda self: self)
+    monkeypatch.setattr(DevicePlayback, "warm_up", lambda self: calls.append("warm") or "the speaker is slow to start")
+    monkeypatch.setattr(announcer.Announcer, "prepare", lambda self: calls.append("prepare") or 0.0)
+    monkeypatch.setattr(speech, "check_voice", lambda voice: None)
+    notices: list[str] = []
+    ann = announcer.open_announcer(tmp_path, notice=notices.append)
+    assert calls == ["prepare", "warm"] and ann.playback is not None
+    assert notices == ["the speaker is slow to start"]

@@ -566,7 +566,10 @@ def open_announcer(data_dir: Any, voice: Any = None, settings: Settings | None =
         return ann
     ann.speech = SpeechCache.in_data_dir(data_dir, voice, rate=playback.rate)
     ann.playback = playback
-    ann.prepare()
+    ann.prepare()  # (while the speaker's new stream gets going)
+    slow = playback.warm_up()  # the first announcement on a stream that runs: DevicePlayback.WARM_S
+    if slow:
+        ann.notice(slow)
     return ann
 
 

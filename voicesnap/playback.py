@@ -412,6 +412,7 @@ class DevicePlayback(_Shell):
         self._moved_at: tuple[int, float] | None = None  # (callbacks, when that count was first seen)
         self._retry_at = 0.0
         self._pulse_at_open = False  # a PulseAudio server answered when the stream opened
+        self.warmed: float | None = None  # seconds warm_up() waited for the stream to run steadily
         super().__init__(Mixer(rate or 48000))
 
     @property
@@ -472,6 +473,67 @@ class DevicePlayback(_Shell):
                 pass
             finally:
                 self._stream = None
+
+    # The stream is warm once it has played WARM_S of audio at real-time pace (WARM_PACE of it at least)
+    # with DAC times that follow its frames (within WARM_DAC) and no underflow. Why: measured through
+    # ALSA's pulse plugin on the virtual speaker, a new output stream takes its first few buffers at once
+    # and then stalls 0.6-1.9 s; the stall's underflow (a busy machine) reopened it at "high", which
+    # stalled 1.9 s again, in the middle of the game's first announcement, and the echo reference of an
+    # announcement laid across a stall was 1.9 s early (a CI run of the e2e game). WARM_LIMIT_S: two
+    # such stalls and their 0.3 s each, with room to spare.
+    WARM_S = 0.3
+    WARM_PACE = 0.7
+    WARM_DAC = 0.05
+    WARM_LIMIT_S = 6.0
+
+    def warm_up(self, limit: float | None = None, clock: Any = None, sleep: Any = None) -> str | None:
+        """Wait until the output stream really runs (control thread, before the first announcement):
+        ``WARM_S`` of audio played at real-time pace on a steady DAC clock. An underflow meanwhile
+        reopens it at ``fallback_latency`` now, while nothing is being said (reopened mid-game, the
+        stream stalls again, in an announcement). At most ``limit`` seconds (``WARM_LIMIT_S``); returns
+        what to tell the players if it was not steady by then (the game goes on), else None.
+        ``warmed`` is the seconds it took."""
+        import time
+
+        clock = clock or time.monotonic
+        sleep = sleep or time.sleep
+        limit = self.WARM_LIMIT_S if limit is None else limit
+        began = clock()
+        seen: collections.deque[tuple[float, int]] = collections.deque()  # (when, mixer frames by then)
+        while self._stream is not None:
+            now = clock()
+            if self.underflows > self._underflows_told:
+                self._underflows_told = self.underflows
+                if self._reopen_with_fallback():
+                    seen.clear()
+                    continue
+            seen.append((now, self.mixer.frame))
+            while len(seen) > 1 and seen[1][0] <= now - self.WARM_S:
+                seen.popleft()
+            if self._steady(seen, now):
+                self.warmed = now - began
+                return None
+            if now - began >= limit:
+                self.warmed = now - began
+                played = (seen[-1][1] - seen[0][1]) / self.rate
+                return (f"the speaker is slow to start (it played {played:.2f} s of sound in the last "
+                        f"{now - seen[0][0]:.2f} s, {limit:g} s after it opened): the first announcements may be "
+                        "late or cut; if it goes on, close other programs or pick another output "
+                        f"(voicesnap devices, then {self.option})")
+            sleep(0.01)
+        return None
+
+    def _steady(self, seen: collections.deque[tuple[float, int]], now: float) -> bool:
+        """Over the last WARM_S (``seen``: polls of the mixer's frame count) the stream played at
+        real-time pace and its DAC times followed its frames."""
+        since, frame = seen[0]
+        if now - since < self.WARM_S or self.mixer.frame - frame < self.WARM_PACE * (now - since) * self.rate:
+            return False
+        anchors = [(f, d) for f, d in list(self._dac) if f >= frame]
+        if len(anchors) < 2:
+            return False
+        (f0, d0), (f1, d1) = anchors[0], anchors[-1]
+        return abs((d1 - d0) - (f1 - f0) / self.rate) <= self.WARM_DAC
 
     LOST_S = 2.0  # s without an output buffer asked for: the speaker is gone (server restarted, unplugged)
     RETRY_S = 2.0  # s between tries to reopen it
