@@ -479,9 +479,11 @@ class DevicePlayback(_Shell):
     # ALSA's pulse plugin on the virtual speaker, a new output stream takes its first few buffers at once
     # and then stalls 0.6-1.9 s; the stall's underflow (a busy machine) reopened it at "high", which
     # stalled 1.9 s again, in the middle of the game's first announcement, and the echo reference of an
-    # announcement laid across a stall was 1.9 s early (a CI run of the e2e game). WARM_LIMIT_S: two
-    # such stalls and their 0.3 s each, with room to spare.
-    WARM_S = 0.3
+    # announcement laid across a stall was 1.9 s early (a CI run of the e2e game). WARM_S: with two cores
+    # busy the stall's underflow came 0-0.25 s after it ended (9 instrumented e2e games), and a stream
+    # called warm after 0.3 s had the first announcement reopened under it once in four. WARM_LIMIT_S:
+    # two such stalls and their WARM_S each, with room to spare.
+    WARM_S = 0.5
     WARM_PACE = 0.7
     WARM_DAC = 0.05
     WARM_LIMIT_S = 6.0
