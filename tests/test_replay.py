@@ -67,6 +67,7 @@ def test_the_recorded_audio_gives_the_same_rulings_again(recorded, capsys) -> No
     folder, data, model, script = recorded
     code, got = rejudge(folder, data, model, capsys)
     assert code == 0 and got["total"] == got["agree"] == 5
+    assert set(got) == {"rulings", "agree", "total", "notes"}  # a game never resumed: one stretch, as ever
     assert {r["ruling"] for r in got["rulings"]} == {"snap-won", "tie-to-pool", "wrong-call", "pool-won"}
     assert all(r["live"] == r["replay"] for r in got["rulings"])
 
@@ -170,19 +171,111 @@ def test_a_keyboard_only_session_says_there_is_no_audio_to_rejudge(tmp_path: Pat
     assert "was played by keyboard only, so there is no audio to re-judge" in err and "--record" not in err, err
 
 
-def test_replay_says_it_rejudges_only_the_stretch_before_a_resume(recorded, capsys, tmp_path: Path) -> None:
-    from voicesnap import events
-    from voicesnap.table import TableResumed
+@pytest.fixture(scope="module")
+def resumed(recorded, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The recorded session stopped when its input ended, then `play --resume --record` on the same scripted
+    track: a second stretch with calls of its own, in audio-resumed-1.wav, on a clock that starts again at 0."""
+    import shutil
 
     folder, data, model, script = recorded
-    copy = tmp_path / "resumed"
-    copy.mkdir()
-    (copy / "audio.wav").write_bytes((folder / "audio.wav").read_bytes())
-    (copy / "log.jsonl").write_text((folder / "log.jsonl").read_text()
-                                    + events.dumps(TableResumed(999.0, "audio-resumed-1.wav")) + "\n")
-    code, got = rejudge(copy, data, model, capsys)
-    assert code == 0 and got["total"] == got["agree"] == 5  # the stretch before the resume, as before
-    assert any("resumed 1 time(s): only its first stretch" in note for note in got["notes"])
+    copy = tmp_path_factory.mktemp("resumed") / "session"
+    shutil.copytree(folder, copy)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["--data-dir", str(data), "play", "--resume", "--record", str(copy), "--input-file",
+                     str(folder.parent / f"{folder.name}-mic.wav"), "--model", model, "--quiet", "--text",
+                     "--no-keyboard"])
+    assert code == 0 and "stopped (the input file ended)" in printed.getvalue()
+    records = [r for _, r in gamelog.read(copy / "log.jsonl")]
+    cut = next(i for i, r in enumerate(records) if r.EVENT_TYPE == "table-resumed")
+    assert records[cut].audio == "audio-resumed-1.wav" and (copy / "audio-resumed-1.wav").is_file()
+    assert sum(isinstance(r, rules.RULINGS) for r in records[cut:]) == 5  # the stretch after the resume rules too
+    return copy
+
+
+def test_every_stretch_of_a_resumed_game_is_rejudged_from_its_own_recording(recorded, resumed, capsys) -> None:
+    """Replay re-judged only the stretch before the first resume ("only its first stretch ... is re-judged"):
+    for a host who stopped and resumed, most of the evening was never checked."""
+    folder, data, model, script = recorded
+    code, got = rejudge(resumed, data, model, capsys)
+    assert code == 0 and got["total"] == got["agree"] == 10, got
+    assert [(s["stretch"], s["audio"], s["agree"], s["total"], s["error"]) for s in got["stretches"]] == [
+        (1, "audio.wav", 5, 5, ""), (2, "audio-resumed-1.wav", 5, 5, "")]
+    second = [r for r in got["rulings"] if r["stretch"] == 2]
+    # on its own recording's clock: the same track's calls, at the same times, ruled on the game as it stood
+    assert [(r["ruling"], r["t"]) for r in second] == [
+        ("snap-won", pytest.approx(3.1, abs=0.01)), ("tie-to-pool", pytest.approx(7.6, abs=0.01)),
+        ("wrong-call", pytest.approx(9.1, abs=0.01)), ("wrong-call", pytest.approx(13.6, abs=0.01)),
+        ("snap-won", pytest.approx(18.1, abs=0.01))]
+    assert any(n.startswith("the game was resumed once, so it has 2 stretches") for n in got["notes"]), got["notes"]
+    assert not any("time(s)" in n or "not yet replayed" in n for n in got["notes"]), got["notes"]
+
+    assert main(["--data-dir", str(data), "replay", str(resumed), "--model", model]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert f"replay of {resumed}, stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
+    assert f"replay of {resumed}, stretch 2 of 2 (audio-resumed-1.wav): 5 of 5 rulings agree" in text, text
+    assert text[-1] == f"replay of {resumed}, the whole game: 10 of 10 rulings agree", text
+    assert sum(line == "(speech gate: on, as in the game)" for line in text) == 1, text  # said once
+
+
+def test_a_call_missing_from_a_resumed_stretchs_audio_is_explained_on_its_clock(recorded, resumed, capsys,
+                                                                                tmp_path: Path) -> None:
+    """The second stretch is really heard again: bob's snap cut from audio-resumed-1.wav is a difference,
+    placed on that recording's clock, and the first stretch still agrees."""
+    import shutil
+
+    folder, data, model, script = recorded
+    copy = tmp_path / "edited"
+    shutil.copytree(resumed, copy)
+    samples, rate = read_wav(copy / "audio-resumed-1.wav")
+    bob = script.players.index("bob")
+    shout = next(s for s in script.shouts if s.player == "bob" and s.word == "snap")
+    a = int(shout.onset * rate) - 1600
+    samples = samples.copy()
+    samples[a: a + rate, bob] = 0
+    write_wav(copy / "audio-resumed-1.wav", samples, rate)
+    assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 1
+    text = capsys.readouterr().out.splitlines()
+    assert f"replay of {copy}, stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
+    assert f"replay of {copy}, stretch 2 of 2 (audio-resumed-1.wav): 3 of 5 rulings agree" in text, text
+    diff = next(i for i, line in enumerate(text) if "DIFF" in line)
+    assert "wrong-call" in text[diff] and "bob" in text[diff] and f"{shout.onset:.3f} s" in text[diff], text
+    assert f"why: replay heard no call from bob near {shout.onset:.3f} s" in text[diff + 1], text
+    # his wrong call's cards never went to the pool, so his next snap won a different number of them
+    assert "DIFF" in text[diff + 2] and "snap-won" in text[diff + 2] and "same call, different outcome" in text[diff + 3]
+    assert text[-1] == f"replay of {copy}, the whole game: 8 of 10 rulings agree", text
+
+
+def test_a_stretch_whose_recording_is_missing_or_damaged_is_named_and_the_others_are_rejudged(
+        recorded, resumed, capsys, tmp_path: Path) -> None:
+    import shutil
+
+    folder, data, model, script = recorded
+    gone = tmp_path / "gone"
+    shutil.copytree(resumed, gone)
+    (gone / "audio-resumed-1.wav").unlink()
+    code, got = rejudge(gone, data, model, capsys)
+    assert code == 1 and got["total"] == got["agree"] == 5, got  # the first stretch, whole
+    second = got["stretches"][1]
+    assert second["total"] == 0 and f"{gone / 'audio-resumed-1.wav'} is missing" in second["error"], second
+    assert any(n.startswith("stretch 2 of 2 (audio-resumed-1.wav) was not re-judged") for n in got["notes"])
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(resumed, damaged)
+    (damaged / "audio.wav").write_bytes(b"RIFF" + bytes(40))
+    assert main(["--data-dir", str(data), "replay", str(damaged), "--model", model]) == 1
+    text = capsys.readouterr().out.splitlines()
+    assert any(line.startswith(f"replay of {damaged}, stretch 1 of 2 (audio.wav): not re-judged, because "
+                               f"{damaged / 'audio.wav'}") for line in text), text
+    assert f"replay of {damaged}, stretch 2 of 2 (audio-resumed-1.wav): 5 of 5 rulings agree" in text, text
+    assert text[-1] == (f"replay of {damaged}, the whole game: 5 of 5 rulings agree in the 1 of 2 stretches "
+                        "re-judged; not re-judged: stretch 1 of 2"), text
+
+    # none left to re-judge: the reason, as before resumes were replayed
+    (damaged / "audio-resumed-1.wav").unlink()
+    assert main(["--data-dir", str(data), "replay", str(damaged), "--model", model]) == 2
+    err = capsys.readouterr().err
+    assert "no stretch of the game could be re-judged" in err and "audio-resumed-1.wav is missing" in err, err
 
 
 def test_a_resumed_game_hears_as_the_session_did_and_logs_each_stretchs_own_recording(
@@ -398,3 +491,14 @@ def test_replay_says_when_a_player_was_enrolled_again_since_the_game(tmp_path: P
     code, got = rejudge(folder, data, "", capsys)
     note = next(n for n in got["notes"] if n.startswith("enrolled again since the game: alice"))
     assert "bob" not in note and "today's profile" in note, note
+
+
+def test_replay_help_names_the_folders_it_takes(capsys) -> None:
+    """`replay --help` named only the --record folder; a game played without --record is kept in the data
+    folder's games/ too, and replay reads it (and says it kept no audio)."""
+    with pytest.raises(SystemExit) as done:
+        main(["replay", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "voicesnap play --record" in text and "the data folder's games/" in text, text
+    assert "stretch by stretch" in text, text

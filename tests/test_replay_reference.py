@@ -62,12 +62,49 @@ def _room(ref: np.ndarray, gain: float, seed: int) -> np.ndarray:
     return gain * np.convolve(ref.astype(np.float64), h)[: len(ref)]
 
 
+def _play_live(folder: Path, data: Path, model: str, mic_path: Path, played: np.ndarray,
+               players: tuple[str, ...]) -> None:
+    """The live side, as play wires it: the announcer through a mixer, the canceller on what it played,
+    the microphone and the reference recorded. A folder that holds a log already is resumed, as
+    ``play --resume --record`` does: a stretch with a recording of its own (audio-resumed-N.wav)."""
+    from voicesnap.cli.play import _resumed_audio_name, build_spotter, record_reference, with_echo_cancel
+    from voicesnap.echo_record import reference_name
+    from voicesnap.table import TableSession, play_session, rebuild, voice_lags
+
+    resumed = None
+    if (folder / "log.jsonl").exists():
+        resumed = rebuild([r for _, r in gamelog.read(folder / "log.jsonl")])
+    audio = "audio.wav" if resumed is None else _resumed_audio_name(folder)
+    speaker = VirtualPlayback(rate=RATE, start=0.0)
+    speaker.mixer = Mixer(RATE, keep=len(played) / RATE + 2.0)  # the whole game: it is played ahead here
+    speaker.play(1, "the announcer", played)
+    speaker.advance_to(len(played) / RATE)
+    channels = {p: i for i, p in enumerate(players)}
+    pool_flag: list = []
+    spotter, name = build_spotter("vosk", argparse.Namespace(model=model), data, players, channels, pool_flag,
+                                  "classic")
+    spotter = with_echo_cancel(spotter, speaker)
+    recorder = RecordingTap(folder / audio)
+    keeper = record_reference(spotter, recorder, folder / reference_name(audio))
+    assert keeper is not None
+    lag, pool_lag = voice_lags(0.1, 0.5)
+    settings = TableSession(players=players, seed=SEED, variant="classic", format="single", pace=PACE,
+                            decision_window=0.5, tie_window=0.1, engine=name, verbosity="names")
+    settings = dataclasses.replace(settings, lag=lag, pool_lag=pool_lag, channels=channels, audio=audio)
+    log = gamelog.GameLog(folder / "log.jsonl")
+    try:
+        play_session(settings, log, chunks=FileSource(mic_path, chunk_frames=320), spotter=spotter,
+                     tap=recorder.write, lines=lambda _s: None, pool_flag=pool_flag,
+                     hook=lambda: list(speaker.poll()), resumed=resumed)
+    finally:
+        recorder.close()
+        keeper.close(until=recorder.frames_written)
+        log.close()
+
+
 @pytest.fixture(scope="module")
 def game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, object]:
     """A game played with the canceller and recorded: (folder, data dir, model, script)."""
-    from voicesnap.cli.play import build_spotter, record_reference, with_echo_cancel
-    from voicesnap.table import TableSession, play_session
-
     model = model_or_skip()
     base = tmp_path_factory.mktemp("replayref")
     data, folder = base / "data", base / "session"
@@ -83,35 +120,22 @@ def game(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, obj
         mic[:, ch] += _room(played, 0.5, seed=ch)
     write_wav(mic_path, np.clip(np.round(mic), -32768, 32767).astype(np.int16), rate)
 
-    # the live side, as play wires it: the announcer through a mixer, the canceller on what it played
-    speaker = VirtualPlayback(rate=RATE, start=0.0)
-    speaker.mixer = Mixer(RATE, keep=len(played) / RATE + 2.0)  # the whole game: it is played ahead here
-    speaker.play(1, "the announcer", played)
-    speaker.advance_to(len(played) / RATE)
-    channels = {p: i for i, p in enumerate(players)}
-    pool_flag: list = []
-    spotter, name = build_spotter("vosk", argparse.Namespace(model=model), data, players, channels, pool_flag,
-                                  "classic")
-    spotter = with_echo_cancel(spotter, speaker)
-    recorder = RecordingTap(folder / "audio.wav")
-    keeper = record_reference(spotter, recorder, folder / REFERENCE_NAME)
-    assert keeper is not None
-    from voicesnap.table import voice_lags
-
-    lag, pool_lag = voice_lags(0.1, 0.5)
-    settings = TableSession(players=players, seed=SEED, variant="classic", format="single", pace=PACE,
-                            decision_window=0.5, tie_window=0.1, engine=name, verbosity="names")
-    settings = dataclasses.replace(settings, lag=lag, pool_lag=pool_lag, channels=channels, audio="audio.wav")
-    log = gamelog.GameLog(folder / "log.jsonl")
-    try:
-        play_session(settings, log, chunks=FileSource(mic_path, chunk_frames=320), spotter=spotter,
-                     tap=recorder.write, lines=lambda _s: None, pool_flag=pool_flag,
-                     hook=lambda: list(speaker.poll()))
-    finally:
-        recorder.close()
-        keeper.close(until=recorder.frames_written)
-        log.close()
+    np.save(base / "played.npy", played)  # (for a resumed stretch: the announcer again)
+    _play_live(folder, data, model, mic_path, played, players)
     return folder, data, model, script
+
+
+@pytest.fixture(scope="module")
+def resumed_game(game, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The game resumed once over the same microphones and announcer: its second stretch recorded
+    audio-resumed-1.wav and its own reference, reference-resumed-1.flac."""
+    folder, data, model, script = game
+    copy = tmp_path_factory.mktemp("replayref-resumed") / "session"
+    shutil.copytree(folder, copy)
+    played = np.load(folder.parent / "played.npy")
+    _play_live(copy, data, model, folder.parent / "calls.wav", played, ("alice", "bob"))
+    assert (copy / "audio-resumed-1.wav").is_file() and (copy / "reference-resumed-1.flac").is_file()
+    return copy
 
 
 def _replay(folder: Path, data: Path, model: str, capsys) -> tuple[int, dict]:
@@ -142,6 +166,31 @@ def test_replay_with_the_recorded_reference_gives_the_games_rulings(game, capsys
     code, got = _replay(folder, data, model, capsys)
     assert code == 0 and got["agree"] == got["total"] >= 1, got
     assert any("with the recorded reference" in n for n in got["notes"])
+
+
+@pytest.mark.vosk_model
+def test_each_resumed_stretch_is_replayed_with_its_own_recorded_reference(game, resumed_game, capsys,
+                                                                           tmp_path: Path) -> None:
+    """Replay re-judged only the first stretch of a resumed game; each stretch's echo was cancelled with
+    its own reference (reference-resumed-1.flac beside audio-resumed-1.wav), and without it that stretch
+    alone hears the announcer differently."""
+    _folder, data, model, _script = game
+    code, got = _replay(resumed_game, data, model, capsys)
+    assert code == 0 and got["agree"] == got["total"], got
+    assert [(s["stretch"], s["audio"], s["error"]) for s in got["stretches"]] == [
+        (1, "audio.wav", ""), (2, "audio-resumed-1.wav", "")]
+    assert all(s["total"] >= 1 for s in got["stretches"]), got["stretches"]
+    assert any("with the recorded reference (reference.flac)" in n for n in got["stretches"][0]["notes"])
+    assert any("with the recorded reference (reference-resumed-1.flac)" in n for n in got["stretches"][1]["notes"])
+
+    old = tmp_path / "old"
+    shutil.copytree(resumed_game, old)
+    (old / "reference-resumed-1.flac").unlink()
+    code, got = _replay(old, data, model, capsys)
+    first, second = got["stretches"]
+    assert first["agree"] == first["total"] >= 1, first  # its own reference is still there
+    assert any("echo cancellation: off" in n and "reference-resumed-1.flac" in n for n in second["notes"]), second
+    assert code == 1 and second["agree"] < second["total"], second
 
 
 @pytest.mark.vosk_model

@@ -32,10 +32,16 @@ import numpy as np
 from .errors import UserError
 from .files import AtomicSoundFile
 
-__all__ = ["REFERENCE_NAME", "RATE", "ReferenceRecorder", "load_reference"]
+__all__ = ["REFERENCE_NAME", "RATE", "ReferenceRecorder", "load_reference", "reference_name"]
 
 REFERENCE_NAME = "reference.flac"
 RATE = 16000  # voicesnap.echo.RATE (not imported: this module stays free of the canceller)
+
+
+def reference_name(audio: str) -> str:
+    """The echo reference kept beside the microphone recording ``audio``: reference.flac beside
+    audio.wav, reference-resumed-N.flac beside a resumed stretch's audio-resumed-N.wav."""
+    return audio.replace("audio", "reference", 1).replace(".wav", ".flac")
 
 
 class ReferenceRecorder:

@@ -926,8 +926,9 @@ def run(args: argparse.Namespace) -> int:
         if args.record and chunks is not None:
             name = "audio.wav" if not args.resume else _resumed_audio_name(folder)
             recorder = RecordingTap(folder / name)
-            reference_recorder = record_reference(spotter, recorder, folder / name.replace(
-                "audio", "reference", 1).replace(".wav", ".flac"))
+            from ..echo_record import reference_name
+
+            reference_recorder = record_reference(spotter, recorder, folder / reference_name(name))
     if args.resume:  # the stretch's table-resumed record names its own recording (it named audio.wav)
         settings = dataclasses.replace(settings, audio=recorder.path.name if recorder is not None else "")
     keyboard_on = not args.no_keyboard and sys.stdin is not None and not sys.stdin.closed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -20,7 +21,10 @@ CLOSE = 0.002  # s: rulings this close in time (and alike otherwise) are the sam
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", help="the session folder given to voicesnap play --record")
+    parser.add_argument("dir", help="the session's folder: the one given to voicesnap play --record, or, for a game "
+                        "played without it, its folder in the data folder's games/ (named by the date and time it "
+                        "began; such a game kept no audio, so replay says so). A resumed session is re-judged "
+                        "stretch by stretch, each from its own recording")
     parser.add_argument("--engine", choices=("same", "vosk", "enrolled", "keyword", "combined"), default="same",
                         help="re-judge with this engine (default: the one used live)")
     parser.add_argument("--model", help="Vosk model folder (default: $VOICESNAP_VOSK_MODEL or the data dir)")
@@ -38,7 +42,8 @@ class Ruling:
         return self.kind, self.who
 
 
-def _rulings(records: list[Any]) -> list[Ruling]:
+def _rulings(records: list[Any], offset: float = 0.0) -> list[Ruling]:
+    """Each ruling in ``records``, its time on the stretch's own clock (the referee's less ``offset``)."""
     from ..rules import RULINGS
 
     out = []
@@ -46,7 +51,7 @@ def _rulings(records: list[Any]) -> list[Ruling]:
         if isinstance(r, RULINGS):
             who = ",".join(getattr(r, "players", ())) or getattr(r, "player", "")
             detail = getattr(r, "reason", "") or str(getattr(r, "cards", getattr(r, "pool", "")))
-            out.append(Ruling(round(r.t, 4), getattr(r, "EVENT_TYPE"), who, detail))  # set by @event
+            out.append(Ruling(round(r.t - offset, 4), getattr(r, "EVENT_TYPE"), who, detail))  # set by @event
     return out
 
 
@@ -56,10 +61,12 @@ def _calls(records: list[Any]) -> list[Any]:
     return [r for r in records if isinstance(r, TableStep) and r.kind == "call"]
 
 
-def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = ()) -> list[dict[str, Any]]:
+def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
+            offset: float = 0.0) -> list[dict[str, Any]]:
     """Pair live and re-judged rulings; explain each one that has no partner (``unprofiled``: players the
-    replay cannot tell by voice, having no profile in the data folder now)."""
-    a, b = _rulings(live), _rulings(again)
+    replay cannot tell by voice, having no profile in the data folder now). Times are on the stretch's own
+    clock, its recording's (``offset``: a resumed stretch's, referee time less its audio clock)."""
+    a, b = _rulings(live, offset), _rulings(again, offset)
     used: set[int] = set()
     rows: list[dict[str, Any]] = []
     for r in a:
@@ -76,11 +83,11 @@ def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = ())
                          "agree": same, "why": "" if same else _why_shift(r, q)})
         else:
             rows.append({"t": r.t, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": None,
-                         "agree": False, "why": _why_missing(r, live, again, "live", "replay", unprofiled)})
+                         "agree": False, "why": _why_missing(r, live, again, "live", "replay", unprofiled, offset)})
     for j, q in enumerate(b):
         if j not in used:
             rows.append({"t": q.t, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
-                         "agree": False, "why": _why_missing(q, again, live, "replay", "live")})
+                         "agree": False, "why": _why_missing(q, again, live, "replay", "live", (), offset)})
     rows.sort(key=lambda row: row["t"])
     return rows
 
@@ -93,7 +100,7 @@ def _why_shift(r: Ruling, q: Ruling) -> str:
 
 
 def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: str,
-                 unprofiled: Collection[str] = ()) -> str:
+                 unprofiled: Collection[str] = (), offset: float = 0.0) -> str:
     players = set(r.who.split(","))
     near = [c for c in _calls(other) if c.player in players and abs((c.onset or 0) - r.t) <= 0.5]
     own = [c for c in _calls(mine) if c.player in players and abs((c.onset or 0) - r.t) <= 0.01]
@@ -107,7 +114,7 @@ def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: st
                 f"{what!r} there ({me} heard it{' from the keyboard' if own and own[0].engine == 'keyboard' else ''})")
     c = near[0]
     dt = ((c.onset or 0) - r.t) * 1000
-    if r.kind == "tie-to-pool" or any(q.kind == "tie-to-pool" for q in _rulings(other) if abs(q.t - r.t) < 0.2):
+    if r.kind == "tie-to-pool" or any(q.kind == "tie-to-pool" for q in _rulings(other, offset) if abs(q.t - r.t) < 0.2):
         return (f"{them} heard {c.player} {c.word!r} {dt:+.0f} ms from here, which changes who was within "
                 "the tie window")
     return f"{them} heard {c.player} {c.word!r} at {c.onset:.3f} s ({dt:+.0f} ms), which the referee ruled otherwise"
@@ -154,17 +161,46 @@ class _Keys:
         return out
 
 
-def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = None,
-            notes: list[str] | None = None, unprofiled: list[str] | None = None) -> tuple[list[Any], list[Any]]:
-    """(live records, re-judged records) for a recorded session folder; what the player should
-    know about how it was re-judged (the echo reference) is appended to ``notes``, and the players
-    it cannot tell by voice (no profile in ``root`` now) to ``unprofiled``."""
+@dataclass
+class Stretch:
+    """One stretch of a session, re-judged on its own: the game as first played (number 1), or what
+    followed a ``play --resume``, heard from a recording of its own (``audio``) on a clock of its own
+    that starts at 0 with that recording. The log's steps (flips, calls, key presses) are on that
+    clock; its rulings and game ends on the referee's, which is it plus ``offset``."""
+
+    number: int
+    of: int  # how many stretches the session has
+    audio: str  # its recording's file name in the session folder ("" where none was made)
+    offset: float
+    records: list[Any]  # its own part of the log
+    before: list[Any]  # the log before it: what play --resume dealt the game again from
+
+    @property
+    def name(self) -> str:
+        return f"stretch {self.number} of {self.of}"
+
+
+def stretches(live: list[Any], settings: TableSession) -> list[Stretch]:
+    """The session's stretches: one, or one more after each resume (its table-resumed record names
+    its recording and offset)."""
+    from ..tablelog import TableResumed
+
+    cuts = [i for i, r in enumerate(live) if isinstance(r, TableResumed)]
+    bounds = [0, *cuts, len(live)]
+    out = []
+    for k in range(len(bounds) - 1):
+        a, b = bounds[k], bounds[k + 1]
+        head = live[a] if k else None
+        out.append(Stretch(k + 1, len(bounds) - 1, head.audio if isinstance(head, TableResumed) else settings.audio,
+                           head.offset if isinstance(head, TableResumed) else 0.0, live[a:b], live[:a]))
+    return out
+
+
+def read_session(folder: Path) -> tuple[TableSession, list[Any]]:
+    """The session's settings and its whole log (a killed game's recordings moved into place first)."""
     from .. import gamelog
-    from ..audio import FileSource
-    from ..table import TableEnd, TableResumed, TableSession, TableStep, play_session
-    from ..tablelog import LISTENING_FAILED, TableNote
     from ..files import recover_sound_files
-    from .play import build_spotter
+    from ..tablelog import TableSession
 
     log_path = folder / "log.jsonl"
     # a game killed mid-recording left it under a temporary name
@@ -173,24 +209,55 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
     settings = next((r for r in live if isinstance(r, TableSession)), None)
     if settings is None:
         raise UserError(f"{log_path} is not a voicesnap play log (no table-session record)")
-    if any(isinstance(r, TableResumed) for r in live):
-        cut = next(i for i, r in enumerate(live) if isinstance(r, TableResumed))
-        resumed = sum(isinstance(r, TableResumed) for r in live)
-        live = live[:cut]  # only the first recording's stretch can be re-judged from it
-        if notes is not None:
-            notes.append(f"the game was resumed {resumed} time(s): only its first stretch, up to the first resume, "
-                         "is re-judged (each resumed stretch has a recording of its own, not yet replayed)")
-    audio = folder / (settings.audio or "audio.wav")
-    if not settings.audio:  # play records audio only for a game heard through a microphone
+    return settings, live
+
+
+def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = None,
+            notes: list[str] | None = None, unprofiled: list[str] | None = None) -> tuple[list[Any], list[Any]]:
+    """(live records, re-judged records) for a recorded session folder that was never resumed (its first
+    stretch otherwise; ``rejudge_stretch`` re-judges each)."""
+    settings, live = read_session(folder)
+    return rejudge_stretch(folder, root, settings, stretches(live, settings)[0], engine, model, notes, unprofiled)
+
+
+def rejudge_stretch(folder: Path, root: Path, settings: TableSession, stretch: Stretch, engine: str = "same",
+                    model: str | None = None, notes: list[str] | None = None,
+                    unprofiled: list[str] | None = None) -> tuple[list[Any], list[Any]]:
+    """(live records, re-judged records) for one stretch of a recorded session, from its own recording;
+    what the player should know about how it was re-judged (the echo reference) is appended to ``notes``,
+    and the players it cannot tell by voice (no profile in ``root`` now) to ``unprofiled``. A UserError
+    says why it cannot be re-judged."""
+    from ..audio import FileSource
+    from ..table import TableEnd, TableStep, play_session, rebuild
+    from ..tablelog import LISTENING_FAILED, TableNote
+    from .play import build_spotter
+
+    log_path = folder / "log.jsonl"
+    live = stretch.records
+    offset = stretch.offset
+    resumed = None
+    if stretch.number > 1:
+        # dealt again from the log before it, as play --resume did, on the clock the resume logged
+        # (play's offset is the rebuilt last time + 1 s; x - 1 + 1 is x exactly for x >= 1)
+        resumed = dataclasses.replace(rebuild(stretch.before), last_t=offset - 1.0)
+    audio = folder / (stretch.audio or "audio.wav")
+    if not stretch.audio:  # play records audio only for a game heard through a microphone
         if settings.engine in ("none", "keyboard"):
             raise UserError(f"{folder} was played by keyboard only, so there is no audio to re-judge: its rulings "
                             f"came from the key presses in {log_path.name}")
+        if stretch.number > 1:
+            raise UserError(f"{stretch.name} has no recording (it was resumed without --record {folder}, or with no "
+                            "microphone): its rulings came from the key presses alone")
         raise UserError(f"{folder} holds no recorded audio; record a session with "
                         "voicesnap play --record DIR to be able to replay it")
+    if stretch.number > 1 and stretch.audio == settings.audio:
+        raise UserError(f"{stretch.name}'s record names {stretch.audio}, the first stretch's recording (a "
+                        "voicesnap from before 2026-12-07 named no resumed stretch's own recording), so its "
+                        "own cannot be told apart")
     if not audio.is_file():
         raise UserError(f"{audio} is missing: the game's log names it as its recording; put the file back in "
                         f"{folder} to replay the game")
-    flips = [r.now for r in live if isinstance(r, TableStep) and r.kind == "flip"]
+    flips = [r.now + offset for r in live if isinstance(r, TableStep) and r.kind == "flip"]  # on the referee's clock
     ends = [r.now for r in live if isinstance(r, TableEnd)]
     keys = [r for r in live if isinstance(r, TableStep) and r.engine == "keyboard" and r.kind in ("call", "command")]
     pool_flag: list[Any] = []
@@ -209,7 +276,7 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
                                    settings.variant)
 
     if spotter is not None:
-        spotter = _with_reference(spotter, folder, live, notes if notes is not None else [])
+        spotter = _with_reference(spotter, folder, live, notes if notes is not None else [], stretch.audio)
 
     class Memory(list):
         def write(self, *records: Any) -> None:
@@ -224,18 +291,19 @@ def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = 
                         f"{len(settings.channels)} channels); put the game's own back")
     result = play_session(settings, again, chunks=source,
                           spotter=_Keys(spotter, keys), lines=lambda _s: None, schedule=flips, stop_at=ends,
-                          pool_flag=pool_flag)
+                          pool_flag=pool_flag, resumed=resumed)
     if result.reason == "interrupted":  # (the table turns Ctrl-C into a stop): half a replay is no verdict
         raise KeyboardInterrupt
     if result.reason == LISTENING_FAILED:
         why = next((r.text for r in again if isinstance(r, TableNote) and r.text.startswith(LISTENING_FAILED)), "")
         raise UserError(f"{why or LISTENING_FAILED} part way through {audio}; no rulings compared")
-    until = _comparable_until(live, settings, source.duration, audio.name, notes if notes is not None else [])
+    until = _comparable_until(live, settings, source.duration, audio.name, notes if notes is not None else [],
+                              offset)
     if until is None:
         return live, list(again)
     window = settings.decision_window
-    return ([r for r in live if not _ruled_after(r, until, window)],
-            [r for r in again if not _ruled_after(r, until, window)])
+    return ([r for r in live if not _ruled_after(r, until, window, offset)],
+            [r for r in again if not _ruled_after(r, until, window, offset)])
 
 
 def _without_profiles(name: str, settings: TableSession, root: Path, live: list[Any], folder: Path,
@@ -287,16 +355,18 @@ def _changed_profiles(settings: TableSession, root: Path, notes: list[str]) -> N
                      "profile, so rulings on their calls may differ from the game's")
 
 
-def _ruled_after(record: Any, until: float, window: float) -> bool:
-    """A ruling the referee made past ``until``: it rules a call once it reaches onset + decision window."""
+def _ruled_after(record: Any, until: float, window: float, offset: float = 0.0) -> bool:
+    """A ruling the referee made past ``until`` (the stretch's own clock: the referee's less ``offset``): it
+    rules a call once it reaches onset + decision window."""
     from ..rules import RULINGS
 
-    return isinstance(record, RULINGS) and record.t + window > until + 1e-9
+    return isinstance(record, RULINGS) and record.t - offset + window > until + 1e-9
 
 
 def _comparable_until(live: list[Any], settings: TableSession, audio_seconds: float, audio_name: str,
-                      notes: list[str]) -> float | None:
-    """How far (referee clock) both the live game and the replay surely ruled, or None for the whole game.
+                      notes: list[str], offset: float = 0.0) -> float | None:
+    """How far (the stretch's own clock: its recording's, the referee's less ``offset``) both the live game
+    and the replay surely ruled, or None for the whole stretch.
 
     A game killed mid-play logged no end: its referee surely got as far as its last logged advance, or its
     last flip less the lag (it rules up to there before turning a card), and the replay, which goes on to
@@ -315,13 +385,14 @@ def _comparable_until(live: list[Any], settings: TableSession, audio_seconds: fl
     if any(isinstance(r, (TableStep, GameStarted, *RULINGS)) for r in after_end):  # its end not logged
         reached = [r.now for r in live if isinstance(r, TableStep) and r.kind == "advance"]
         reached += [r.now - lag for r in live if isinstance(r, TableStep) and r.kind == "flip"]
-        reached += [r.now for r in live if isinstance(r, TableEnd)]
+        reached += [r.now - offset for r in live if isinstance(r, TableEnd)]  # (a game's end is on the referee's)
         until = max(reached, default=0.0)
-        last = max((r.now for r in live if isinstance(r, (TableStep, TableEnd))), default=0.0)
+        last = max((r.now - offset if isinstance(r, TableEnd) else r.now
+                    for r in live if isinstance(r, (TableStep, TableEnd))), default=0.0)
         notes.append(f"the log stops at {last:.3f} s without the game's end (the game was cut off): only rulings on "
                      f"calls up to {until - window:.3f} s, which the live referee had surely reached, are compared")
     heard = [r.heard for r in live if isinstance(r, TableStep) and r.heard is not None]
-    heard += [r.now for r in live if isinstance(r, TableEnd)]
+    heard += [r.now - offset for r in live if isinstance(r, TableEnd)]
     log_heard = max(heard, default=0.0)
     if log_heard > audio_seconds + 0.02:  # (a chunk's end is what was heard; the recorder wrote it first)
         until = min(until, audio_seconds - lag)
@@ -335,23 +406,24 @@ def _comparable_until(live: list[Any], settings: TableSession, audio_seconds: fl
     return None if until == float("inf") else until
 
 
-def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str]) -> Any:
-    """The spotter behind the echo canceller fed with the recorded reference, as in the game;
-    without one, the spotter alone, with a note when the announcer spoke during the game."""
-    from ..echo_record import REFERENCE_NAME, load_reference
+def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str], audio: str = "audio.wav") -> Any:
+    """The spotter behind the echo canceller fed with the reference recorded beside ``audio``, as in the
+    game; without one, the spotter alone, with a note when the announcer spoke during the game."""
+    from ..echo_record import load_reference, reference_name
     from ..playback import SpeechStarted
 
-    path = folder / REFERENCE_NAME
+    name = reference_name(audio)
+    path = folder / name
     if path.is_file():
         from ..echo import ArrayReference, EchoCancelled
 
-        notes.append(f"echo cancellation: on, with the recorded reference ({REFERENCE_NAME}), as in the game")
+        notes.append(f"echo cancellation: on, with the recorded reference ({name}), as in the game")
         return EchoCancelled(spotter, ArrayReference(load_reference(path)))
     if any(isinstance(r, SpeechStarted) for r in live):
-        cut = any(folder.glob(f".{REFERENCE_NAME}.*.tmp.*"))  # a crash left it unreadable (recover_sound_files)
+        cut = any(folder.glob(f".{name}.*.tmp.*"))  # a crash left it unreadable (recover_sound_files)
         why = ("its recording was cut off by a crash and cannot be read" if cut
                else "recorded with --no-echo-cancel or by an older voicesnap")
-        notes.append(f"echo cancellation: off: {folder} has no {REFERENCE_NAME} ({why}), so calls made over the "
+        notes.append(f"echo cancellation: off: {folder} has no {name} ({why}), so calls made over the "
                      "announcer may be heard differently than in the game")
     return spotter
 
@@ -359,15 +431,23 @@ def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str
 def run(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not (folder / "log.jsonl").is_file():
-        raise UserError(f"{folder} has no log.jsonl; give the folder you passed to voicesnap play --record")
+        raise UserError(f"{folder} has no log.jsonl; give the folder you passed to voicesnap play --record, or a "
+                        f"game's folder in the data folder's games/")
     root = data_dir(args.data_dir)
-    notes: list[str] = []
-    unprofiled: list[str] = []
     try:
-        live, again = rejudge(folder, root, args.engine, args.model, notes, unprofiled)
+        settings, live = read_session(folder)
+        parts = stretches(live, settings)
+        if len(parts) == 1:
+            notes: list[str] = []
+            unprofiled: list[str] = []
+            live, again = rejudge_stretch(folder, root, settings, parts[0], args.engine, args.model, notes, unprofiled)
+        else:
+            done = _rejudge_stretches(folder, root, settings, parts, args.engine, args.model)
     except KeyboardInterrupt:
         print(f"voicesnap replay: stopped before the end of {folder}'s audio; no rulings compared", file=sys.stderr)
         return 130
+    if len(parts) > 1:
+        return _report_stretches(folder, done, args.json)
     rows = compare(live, again, unprofiled)
     agree = sum(1 for r in rows if r["agree"])
     if args.json:
@@ -376,12 +456,95 @@ def run(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"({note})")
         print(f"replay of {folder}: {agree} of {len(rows)} rulings agree")
-        for r in rows:
-            mark = "same" if r["agree"] else "DIFF"
-            line = f"  {mark} {r['t']:8.3f} s  {r['ruling']:<13} {r['who']:<16}"
-            if r["live"] != r["replay"]:
-                line += f" live: {r['live']}  replay: {r['replay']}"
-            print(line.rstrip())
-            if r["why"]:
-                print(f"         why: {r['why']}")
+        _print_rows(rows)
     return 0 if agree == len(rows) else 1
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
+    for r in rows:
+        mark = "same" if r["agree"] else "DIFF"
+        line = f"  {mark} {r['t']:8.3f} s  {r['ruling']:<13} {r['who']:<16}"
+        if r["live"] != r["replay"]:
+            line += f" live: {r['live']}  replay: {r['replay']}"
+        print(line.rstrip())
+        if r["why"]:
+            print(f"         why: {r['why']}")
+
+
+@dataclass
+class _Done:
+    """A stretch re-judged (its compared rulings), or why it could not be (``error``)."""
+
+    stretch: Stretch
+    rows: list[dict[str, Any]]
+    notes: list[str]
+    error: str = ""
+
+
+def _rejudge_stretches(folder: Path, root: Path, settings: TableSession, parts: list[Stretch], engine: str,
+                       model: str | None) -> list[_Done]:
+    """Every stretch of a resumed session, each from its own recording; one that cannot be re-judged (its
+    recording missing or damaged) is said and the others go on. None can: the reason, as a UserError."""
+    done = []
+    for part in parts:
+        notes: list[str] = []
+        unprofiled: list[str] = []
+        try:
+            live, again = rejudge_stretch(folder, root, settings, part, engine, model, notes, unprofiled)
+        except UserError as exc:
+            done.append(_Done(part, [], notes, str(exc)))
+            continue
+        rows = compare(live, again, unprofiled, part.offset)
+        done.append(_Done(part, [{**row, "stretch": part.number} for row in rows], notes))
+    if all(d.error for d in done):
+        reasons = list(dict.fromkeys(d.error for d in done))
+        if len(reasons) == 1:
+            raise UserError(reasons[0])
+        raise UserError("no stretch of the game could be re-judged: "
+                        + "; ".join(f"{d.stretch.name}: {d.error}" for d in done))
+    return done
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else "twice" if n == 2 else f"{n} times"
+
+
+def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
+    """Each stretch's rulings and agreement, then the whole game's; exit 0 only when every stretch was
+    re-judged and every ruling agrees."""
+    n = len(done)
+    about = (f"the game was resumed {_times(n - 1)}, so it has {n} stretches, each with its own recording: each "
+             "is re-judged from its own, and its times are counted from the start of that recording")
+    rows = [row for d in done for row in d.rows]
+    agree = sum(1 for r in rows if r["agree"])
+    failed = [d for d in done if d.error]
+    notes = [about]
+    for d in done:  # (a note every stretch gives, such as the speech gate, is said once)
+        notes.extend(note for note in d.notes if note not in notes)
+        if d.error:
+            notes.append(f"{d.stretch.name} ({d.stretch.audio or 'no recording'}) was not re-judged: {d.error}")
+    if as_json:
+        print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows), "notes": notes, "stretches": [
+            {"stretch": d.stretch.number, "audio": d.stretch.audio, "agree": sum(1 for r in d.rows if r["agree"]),
+             "total": len(d.rows), "notes": d.notes, "error": d.error} for d in done]}, indent=2))
+    else:
+        print(f"({about})")
+        said: list[str] = [about]
+        for d in done:
+            for note in d.notes:
+                if note not in said:
+                    said.append(note)
+                    print(f"({note})")
+            if d.error:
+                print(f"replay of {folder}, {d.stretch.name} ({d.stretch.audio or 'no recording'}): not re-judged, "
+                      f"because {d.error}")
+                continue
+            own = sum(1 for r in d.rows if r["agree"])
+            print(f"replay of {folder}, {d.stretch.name} ({d.stretch.audio}): {own} of {len(d.rows)} rulings agree")
+            _print_rows(d.rows)
+        whole = f"replay of {folder}, the whole game: {agree} of {len(rows)} rulings agree"
+        if failed:
+            names = ", ".join(d.stretch.name for d in failed)
+            whole += f" in the {n - len(failed)} of {n} stretches re-judged; not re-judged: {names}"
+        print(whole)
+    return 0 if agree == len(rows) and not failed else 1
