@@ -54,7 +54,10 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
                   b"", data, timeout=120)
     assert second.returncode == 0, second.stderr.decode()
     assert f"resuming {folder}: game 1, before its first flip (Alice 25, Bob 26, pool 1 cards)" in second.stdout.decode()
-    assert "wins the session" in second.stdout.decode()
+    said = second.stdout.decode()
+    # once (it was printed again as "Alice wins the session (1 game(s))."), in words with no "(s)"
+    assert said.count("wins the session") == 1 and "wins the session after 1 game. Scores: " in said, said
+    assert "(s)" not in said
     records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
     over = [r for r in records if isinstance(r, rules.GameOver)]
     assert len(over) == 1 and sum(over[0].cards) + 0 <= 52
@@ -281,6 +284,9 @@ def test_a_best_of_three_session_plays_to_a_winner_and_the_winner_deals(data: Pa
     for prev, nxt in zip(scored, started[1:]):  # the winner of a game deals the next
         assert nxt.players[nxt.dealer] == prev.winner
     assert f"{over[0].winner} wins the session" in run.stdout.decode()
+    # printed once, in the announcer's words (the display lists no session's end of its own)
+    assert run.stdout.decode().count("wins the session") == 1
+    assert f"{over[0].winner} wins the session after {over[0].games} games. Scores: " in run.stdout.decode()
     lines = run.stdout.decode().splitlines()
     header = max(i for i, line in enumerate(lines) if line.split()[:1] == ["player"])
     rows = {}

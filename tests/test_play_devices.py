@@ -194,7 +194,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     data = tmp_path / "data"
     enroll(data, ("dev",))  # dev has a profile already; finn has none
     # finn's second 'snap' take is a 'snap pool': checked only at the end, one odd take threw the whole
-    # enrollment away ("only 4 good take(s) ... run the enrollment again"); it is asked for again at once
+    # enrollment away ("only 4 good takes ... run the enrollment again"); it is asked for again at once
     takes = ([PLAYERS_DIR / "enroll" / "finn_snap_1.wav", PLAYERS_DIR / "enroll" / "finn_snappool_1.wav"]
              + [PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav" for k in range(2, 6)]
              + [PLAYERS_DIR / "enroll" / f"finn_snappool_{k}.wav" for k in range(1, 4)]
@@ -547,7 +547,7 @@ def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp
     if "keyword model" in got.stderr and "voicesnap models download keyword" in got.stderr:
         pytest.skip("no keyword model to hear per-player mics with")
     assert got.returncode == 2, got.stdout + got.stderr
-    assert "--channels gives B channel 2, and the input has 2 channel(s): 0, 1" in got.stderr
+    assert "--channels gives B channel 2, and the input has 2 channels: 0, 1" in got.stderr
 
 
 def test_listen_names_each_call_by_its_players_own_channel_on_a_live_two_channel_source(devices: dict,

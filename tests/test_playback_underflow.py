@@ -45,12 +45,12 @@ def test_underflows_are_told_once_per_burst_with_what_to_do() -> None:
     assert pb.underflow_notice(now=0.0) is None  # none yet
     pb.underflows = 3
     first = pb.underflow_notice(now=10.0)
-    assert first is not None and "3 time(s)" in first and "gaps" in first and "--output" in first
+    assert first is not None and "3 times (" in first and "gaps" in first and "--output" in first
     pb.underflows = 5
     assert pb.underflow_notice(now=12.0) is None  # the same burst
     assert pb.underflow_notice(now=30.0) is None  # nothing new
     pb.underflows = 6
-    assert "1 time(s)" in (pb.underflow_notice(now=30.0) or "")  # 18 s since the last: a new burst
+    assert "1 time (" in (pb.underflow_notice(now=30.0) or "")  # 18 s since the last: a new burst
 
 
 def test_the_announcer_passes_the_notice_on() -> None:

@@ -459,7 +459,7 @@ def test_a_recording_with_fewer_channels_than_the_games_mics_is_not_taken_for_it
         if name == "mono":
             assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 2
             err = capsys.readouterr().err
-            assert "has 1 channel(s)" in err and "not this game's recording" in err, err
+            assert "has 1 channel," in err and "not this game's recording" in err, err
         else:
             code, got = rejudge(copy, data, model, capsys)
             note = next(n for n in got["notes"] if n.startswith("audio.wav ends at 0.500 s"))

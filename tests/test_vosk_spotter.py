@@ -260,10 +260,10 @@ def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(
     monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path))
     assert main(["listen", "--file", str(CORPUS / "long_quiet_room.wav"), "--model", str(_english_model_path())]) == 0
     out = capsys.readouterr()
-    assert out.out == "" and "0 call(s) and command(s) heard in 60.0 s" in out.err
+    assert out.out == "" and "0 calls and commands heard in 60.0 s" in out.err
     assert out.err.rstrip().endswith("(vosk)"), out.err  # no one enrolled: no voice to name, Vosk alone
     assert main(["listen", "--file", str(CORPUS / "clean_alice.wav"), "--channels", "3"]) == 2
-    assert "has 1 channel(s) of its own" in capsys.readouterr().err
+    assert "has 1 channel of its own" in capsys.readouterr().err
     pcm, _ = read_wav(CORPUS / "clean_alice.wav")
     phone = tmp_path / "phone.wav"
     write_wav(phone, pcm[::2], 8000)  # telephone band: heard, with a warning of what it lacks

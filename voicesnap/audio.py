@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .errors import UserError
+from .text import counted
 from .events import event
 from .files import AtomicSoundFile
 
@@ -230,7 +231,7 @@ def read_wav(
         raise AudioFileError(f"{p}: sample rate is {rate} Hz, {expect_rate} Hz is needed; {_CONVERT_HINT}")
     if expect_channels is not None and data.shape[1] != expect_channels:
         raise AudioFileError(
-            f"{p}: has {data.shape[1]} channel(s), {expect_channels} needed; {_CONVERT_HINT}"
+            f"{p}: has {counted(data.shape[1], 'channel')}, {expect_channels} needed; {_CONVERT_HINT}"
         )
     return np.ascontiguousarray(data), int(rate)
 

@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import UserError
+from .text import counted
 from .files import AtomicSoundFile
 
 __all__ = ["REFERENCE_NAME", "RATE", "ReferenceRecorder", "load_reference", "reference_name"]
@@ -141,6 +142,6 @@ def load_reference(path: str | os.PathLike[str]) -> np.ndarray:
     except (RuntimeError, sf.LibsndfileError) as exc:
         raise UserError(f"{path} cannot be read ({exc}); delete it to replay without echo cancellation") from exc
     if rate != RATE or data.shape[1] != 1:
-        raise UserError(f"{path} is {rate} Hz with {data.shape[1]} channel(s), not the 16 kHz mono reference "
+        raise UserError(f"{path} is {rate} Hz with {counted(data.shape[1], 'channel')}, not the 16 kHz mono reference "
                         "voicesnap play records; delete it to replay without echo cancellation")
     return data[:, 0].astype(np.float32)

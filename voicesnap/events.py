@@ -160,7 +160,7 @@ def _build(cls: type[T], data: dict[str, Any], where: str) -> T:
     known = {f.name for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
     unknown = set(data) - known
     if unknown:
-        raise EventError(f"{where}: unknown field(s) {sorted(unknown)} for {cls.__name__}")
+        raise EventError(f"{where}: unknown {'field' if len(unknown) == 1 else 'fields'} {sorted(unknown)} for {cls.__name__}")
     kwargs = {k: _coerce(hints.get(k, Any), v, f"{where}.{k}") for k, v in data.items()}
     try:
         return cls(**kwargs)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .audio import AudioChunk
+from .text import counted
 
 
 
@@ -152,7 +153,7 @@ class LiveInput:
         if over > 0 or dropped > 0:
             self._seen = {"overflows": stats.get("overflows", 0), "dropped_frames": stats.get("dropped_frames", 0)}
             self.report(f"audio input overflow: {dropped / self.rate * 1000:.0f} ms of sound lost "
-                        f"({over} overflow(s)); the computer is too busy, so calls in that gap were not heard")
+                        f"({counted(over, 'overflow')}); the computer is too busy, so calls in that gap were not heard")
 
     def _moved(self) -> str | None:
         """What to tell the players when the server moved the stream off the microphone they chose

@@ -33,6 +33,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .errors import UserError
+from .text import counted
 from .events import event
 
 __all__ = [
@@ -623,12 +624,12 @@ class DevicePlayback(_Shell):
         quiet = self._last_underflow is None or now - self._last_underflow > self.UNDERFLOW_BURST
         self._last_underflow = now
         if reopened:
-            return (f"the speaker ran out of sound {new} time(s) (PortAudio output underflow): the announcer's "
+            return (f"the speaker ran out of sound {counted(new, 'time')} (PortAudio output underflow): the announcer's "
                     f"speech had gaps, so the speaker now uses a longer buffer (latency {self.latency!r}; "
                     "announcements start about 30 ms later, still on time for the referee)")
         if not quiet:
             return None
-        return (f"the speaker ran out of sound {new} time(s) (PortAudio output underflow): the announcer's "
+        return (f"the speaker ran out of sound {counted(new, 'time')} (PortAudio output underflow): the announcer's "
                 "speech has gaps. The computer is too busy: close other programs; if it goes on, "
                 "try another output (voicesnap devices, then --output)")
 

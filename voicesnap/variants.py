@@ -290,7 +290,7 @@ def create(name: str, players: Sequence[str], seed: int, options: Options | None
         return cls(players, seed, options, dealer, t, **config)
     except TypeError as exc:
         if config:
-            raise RulesError(f"variant {cls.variant!r} takes no setting(s) {sorted(config)}") from exc
+            raise RulesError(f"variant {cls.variant!r} takes no {'setting' if len(config) == 1 else 'settings'} {sorted(config)}") from exc
         raise
 
 

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Callable
 
 from ..files import data_dir
+from ..text import counted
 
 VOSK_ENV = "VOICESNAP_VOSK_MODEL"
 
@@ -231,7 +232,7 @@ def check_profiles(root: Path) -> Check:
             unlike.append(name)
     if bad:
         first = bad[0].split(" ")[0]
-        return Check("profiles", False, "unreadable profile(s): " + "; ".join(bad),
+        return Check("profiles", False, f"unreadable {'profile' if len(bad) == 1 else 'profiles'}: " + "; ".join(bad),
                      f"re-enroll: voicesnap enroll {shlex.quote(first)}   (or forget it: voicesnap players forget {shlex.quote(first)})",
                      needed=False)
     if not names:
@@ -269,12 +270,12 @@ def check_devices() -> list[Check]:
               "libasound2-plugins); then check: voicesnap devices")
     out = []
     if inputs:
-        out.append(Check("microphone", True, f"{len(inputs)} input(s), e.g. {inputs[0]['name']}"))
+        out.append(Check("microphone", True, f"{counted(len(inputs), 'input')}, e.g. {inputs[0]['name']}"))
     else:
         out.append(Check("microphone", False, "no audio input device is visible", "plug in a microphone, or " + server + "; keyboard play "
                          "still works: voicesnap play --players A,B --text"))
     if outputs:
-        out.append(Check("speaker", True, f"{len(outputs)} output(s), e.g. {outputs[0]['name']}", needed=False))
+        out.append(Check("speaker", True, f"{counted(len(outputs), 'output')}, e.g. {outputs[0]['name']}", needed=False))
     else:
         out.append(Check("speaker", False, "no audio output device is visible",
                          "plug in speakers or headphones, or " + server + "; the game still runs with --text", needed=False))
@@ -344,6 +345,6 @@ def run(args: argparse.Namespace) -> int:
             if not c.ok and c.fix:
                 print(f"     fix: {c.fix}")
         bad = [c for c in checks if not c.ok and c.needed]
-        print("ready to play" if not bad else f"{len(bad)} problem(s) stop voice play; keyboard play "
+        print("ready to play" if not bad else f"{counted(len(bad), 'problem stops', 'problems stop')} voice play; keyboard play "
               "(--text) may still work")
     return 1 if any(not c.ok and c.needed for c in checks) else 0

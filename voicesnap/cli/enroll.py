@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 import numpy as np
 
 from ..errors import UserError
+from ..text import counted
 
 if TYPE_CHECKING:  # heavy modules are imported where they are used
     from ..encoder import Encoder
@@ -315,8 +316,8 @@ def _record(seconds: float, device: int | str | None, channel: int | None = None
 def _device_failed(exc: Exception, args: argparse.Namespace, kept: int) -> UserError:
     """A microphone or speaker that stops mid-enrollment (unplugged, the sound server gone): what to do."""
     device = f" ({args.device})" if args.device is not None else ""
-    return UserError(f"the sound device{device} stopped working during enrollment ({exc}); the {kept} take(s) "
-                     "recorded so far are not saved. Check it with 'voicesnap devices' and enroll again")
+    return UserError(f"the sound device{device} stopped working during enrollment ({exc}); the {counted(kept, 'take')} "
+                     f"recorded so far {'is' if kept == 1 else 'are'} not saved. Check it with 'voicesnap devices' and enroll again")
 
 
 def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...],
@@ -472,7 +473,7 @@ def _contrast_only(args: argparse.Namespace, name: str) -> int:
     for w in words:
         have = sum(1 for t in kept if t.phrase == w)
         if have < 2:
-            raise UserError(f"only {have} good take(s) of '{w}', 2 or more needed; "
+            raise UserError(f"only {counted(have, 'good take')} of '{w}', 2 or more needed; "
                             + (f"give recordings with '{w}' in their file name" if args.from_files
                                else "run it again"))
     prof.extra["contrast"] = V.contrast_extra(kept)
@@ -538,7 +539,7 @@ def run(args: argparse.Namespace) -> int:
         if have < count:
             hint = ("give more recordings with --from-files" if args.from_files
                     else "run the enrollment again")
-            raise UserError(f"only {have} good take(s) of '{phrase}', {count} needed; {hint}")
+            raise UserError(f"only {counted(have, 'good take')} of '{phrase}', {count} needed; {hint}")
     existed = V.profile_path(name, args.data_dir).exists()
     others = [t for t in kept if t.phrase in contrast]
     profile = V.build_profile(name, word, [t for t in kept if t.phrase not in contrast], channel=args.channel)

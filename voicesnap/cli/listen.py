@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..errors import UserError
+from ..text import counted
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -291,11 +292,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {narrow}", file=sys.stderr)
         if mapping and n_open > channels:
             far = max(mapping, key=lambda p: mapping[p])
-            raise UserError(f"--channels gives {far} channel {mapping[far]}, and {args.file} has {channels} "
-                            f"channel(s): {', '.join(map(str, range(channels)))}")
+            raise UserError(f"--channels gives {far} channel {mapping[far]}, and {args.file} has "
+                            f"{counted(channels, 'channel')}: {', '.join(map(str, range(channels)))}")
         if not mapping and n_open not in (1, channels):
-            raise UserError(f"--channels is how many microphone channels to open; {args.file} has {channels} "
-                            "channel(s) of its own, all heard (one alone: --channel N)")
+            raise UserError(f"--channels is how many microphone channels to open; {args.file} has "
+                            f"{counted(channels, 'channel')} of its own, all heard (one alone: --channel N)")
     else:
         if args.realtime:
             raise UserError("--realtime only applies to --file (the microphone is always real time)")
@@ -308,13 +309,13 @@ def run(args: argparse.Namespace) -> int:
             has = input_channels(device)  # (a sound-server source upmixes: a channel past its own is silence)
             if has is not None and has < n_open:
                 far = max(mapping, key=lambda p: mapping[p])
-                raise UserError(f"--channels gives {far} channel {mapping[far]}, and the input has {has} "
-                                f"channel(s): {', '.join(map(str, range(has)))}")
+                raise UserError(f"--channels gives {far} channel {mapping[far]}, and the input has "
+                                f"{counted(has, 'channel')}: {', '.join(map(str, range(has)))}")
         mic = _live_mic(device, n_open)
         channels = n_open
         source = mic
     if args.channel is not None and not 0 <= args.channel < channels:
-        raise UserError(f"--channel {args.channel} does not exist: the input has {channels} channel(s)")
+        raise UserError(f"--channel {args.channel} does not exist: the input has {counted(channels, 'channel')}")
     # every channel heard as one mix, as play hears a microphone without --channels (one spotter per channel
     # reported each call once per channel of a stereo recording of one mic)
     wanted: list[int | None] = [args.channel] if args.channel is not None else [None]
@@ -366,7 +367,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for chunk in chunks:
             if mic is not None and not heard and not args.json:
-                print(f"listening on the microphone ({channels} channel(s), {args.engine}); Ctrl-C to stop",
+                print(f"listening on the microphone ({counted(channels, 'channel')}, {args.engine}); Ctrl-C to stop",
                       file=sys.stderr, flush=True)
             if recorder is not None:
                 recorder.write(chunk)
@@ -394,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
         except BrokenPipeError:
             sys.stdout = None  # nothing left to print to
         if args.file and not args.json:  # a file with no call must not look like a listener that never ran
-            print(f"{shown[0]} call(s) and command(s) heard in {heard:.1f} s of {args.file} ({args.engine})",
+            print(f"{counted(shown[0], 'call or command', 'calls and commands')} heard in {heard:.1f} s of {args.file} ({args.engine})",
                   file=sys.stderr)
         if recorder is not None:
             saved = recorder.close()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import UserError
 from ..files import data_dir
 from ..tablelog import LISTENING_FAILED
+from ..text import counted
 from .devices import route
 
 if TYPE_CHECKING:
@@ -863,7 +864,7 @@ def run(args: argparse.Namespace) -> int:
         if has is not None and has < n_channels:
             raise UserError(f"{'the session' if args.resume else '--channels'} gives "
                             f"{max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, and "
-                            f"{args.input_file or 'the input'} has {has} channel(s): {', '.join(map(str, range(has)))}")
+                            f"{args.input_file or 'the input'} has {counted(has, 'channel')}: {', '.join(map(str, range(has)))}")
         unheard = [p for p in players if p not in channels]
         if unheard and args.no_keyboard:  # (they were told to use the keyboard, which was off: never heard)
             raise UserError(f"no microphone for {', '.join(unheard)} in --channels and --no-keyboard: they could "
@@ -977,7 +978,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             except KeyboardInterrupt:  # between two games of a session (in one, the table stops it)
                 result = SessionResult("interrupted", None, 0, [])
-            _print_end(result, folder, args.record)  # at once: the last words below take seconds
+            _print_end(result, folder, args.record, printed=args.text)  # at once: the last words below take seconds
             farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
             if result.reason == "interrupted":  # the players stopped it: what was still to be said is stale
                 _hush(say)
@@ -1011,10 +1012,15 @@ def _resumed_audio_name(folder: Path) -> str:
     return f"audio-resumed-{n}.wav"
 
 
-def _print_end(result: SessionResult, folder: Path, record: Any) -> None:
-    """The session's winner, or how to continue a stopped game."""
+def _print_end(result: SessionResult, folder: Path, record: Any, printed: bool = False) -> None:
+    """The session's winner, or how to continue a stopped game. ``printed``: every announcement was
+    printed as it came (--text), the winner's among them: it is not printed a second time."""
     if result.winner:
-        print(f"{result.winner} wins the session ({result.games} game(s)).")
+        if not printed:  # the table display lists rulings, not the session's end: the announcer's words
+            from ..session import SessionOver
+
+            print(next((text for text, ev in result.said if isinstance(ev, SessionOver)),
+                       f"{result.winner} wins the session."))
         print(f"log in {folder}")
     elif result.reason in ("interrupted", "ended", "audio ended", LISTENING_FAILED):
         said = {"audio ended": "the input file ended", LISTENING_FAILED: "listening stopped with the error above"}

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..text import counted
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -202,7 +203,7 @@ def _identify(args: argparse.Namespace) -> int:
         print(f"warning: {narrow}", file=sys.stderr)
     if args.channel is not None:
         if not 0 <= args.channel < samples.shape[1]:
-            raise UserError(f"{args.file}: has {samples.shape[1]} channel(s); --channel counts from 0")
+            raise UserError(f"{args.file}: has {counted(samples.shape[1], 'channel')}; --channel counts from 0")
         mono = samples[:, args.channel]
     else:
         mono = samples.mean(axis=1).astype("int16") if samples.shape[1] > 1 else samples[:, 0]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection
 
 from ..errors import UserError
+from ..text import counted
 from ..files import data_dir
 
 if TYPE_CHECKING:
@@ -286,7 +287,7 @@ def rejudge_stretch(folder: Path, root: Path, settings: TableSession, stretch: S
     source = FileSource(audio, chunk_frames=320)
     if settings.channels and source.channels <= max(settings.channels.values()):
         far = max(settings.channels, key=lambda p: settings.channels[p])
-        raise UserError(f"{audio} has {source.channels} channel(s), and the game heard {far} on channel "
+        raise UserError(f"{audio} has {counted(source.channels, 'channel')}, and the game heard {far} on channel "
                         f"{settings.channels[far]}: it is not this game's recording (one microphone per player, "
                         f"{len(settings.channels)} channels); put the game's own back")
     result = play_session(settings, again, chunks=source,

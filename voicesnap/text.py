@@ -1,0 +1,12 @@
+"""Small wording helpers for messages a player reads or hears (a screen reader reads "time(s)" as
+"time open bracket s close bracket")."""
+
+from __future__ import annotations
+
+__all__ = ["counted"]
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun in the number it needs: "1 time", "2 times", "0 channels"; ``plural`` for a
+    noun that does not just add "s" ("1 match", "2 matches")."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
