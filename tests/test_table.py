@@ -180,7 +180,9 @@ def test_end_game_stops_and_status_and_repeat_answer() -> None:
     cmd = lambda word, t: Detection(f"dealer {word}", t, t, 1.0, engine="keyboard")  # noqa: E731
     acts = loop.step(2.2, [cmd("status", 2.15)])
     said = [a.text for a in acts if isinstance(a, Say)]
-    assert said and all(p in said[0] for p in PLAYERS) and said[0].endswith("Pool empty.")
+    assert said and all(p in said[0] for p in PLAYERS)
+    # whose turn it is, which no command said before
+    assert said[0].endswith(f"Pool empty. {game.players[game.state.active]}'s turn."), said
     acts = loop.step(2.3, [cmd("repeat", 2.25)])
     assert [a.text for a in acts if isinstance(a, Say)] == [said[0]]
     acts = loop.step(2.4, [cmd("end game", 2.35)])
@@ -697,8 +699,8 @@ def test_status_command_answers_in_the_announcers_words_for_single_pile_too() ->
     for t in range(1, 6):
         game.flip(float(t))
     text = status_text(game)
-    assert text == announcer.status_words(game.state)
-    assert "Centre pile 5 cards" in text and "showing" not in text
+    assert text == announcer.status_words(game.state, "Ann")  # (Ann flips next: her turn, said last)
+    assert "Centre pile 5 cards" in text and "showing" not in text and text.endswith("Ann's turn.")
 
 
 def _replay_mic(samples: np.ndarray):  # noqa: ANN202
@@ -849,6 +851,125 @@ def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None
     keys.voice = False
     keyed = Detection("dealer pause", 1.0, 1.0, 1.0, engine="keyboard")
     assert said(keys.step(1.1, [keyed])) == ["paused: to go on, press o"]
+
+
+def _help_of(loop: TableLoop, t: float) -> str:
+    """The loop's answer to the help command given at ``t``."""
+    acts = loop.step(t + 0.05, [Detection("dealer help", t, t, 1.0, engine="keyboard")])
+    return next(a.text for a in acts if isinstance(a, Say) and a.answer)
+
+
+def test_help_says_how_to_call_and_command_in_the_ways_this_game_hears() -> None:
+    """Help said "Call snap, or snap pool. You can say pause, ... each after the word dealer" in a keyboard
+    game with nothing listening, and never named the seats' call keys (printed once, at the start)."""
+    seats = Keymap(PLAYERS, calls=("snap", "snap pool")).call_keys()  # (the classic game's: play_session's key_calls)
+    assert seats == "Alice q snap, a snap pool; Bob w snap, s snap pool; Cara e snap, d snap pool"
+    keys_only, _ = new_loop(7, pace=1.0)
+    keys_only.voice, keys_only.call_words, keys_only.call_keys = False, "", seats
+    said = _help_of(keys_only, 0.5)
+    assert said.startswith(f"Call keys: {seats}. Command keys: p pause, l repeat, i status, k score, minus slower, ")
+    assert said.endswith("question mark help, Escape end game, space flip.") and "o resume" not in said
+    assert "dealer" not in said and "say" not in said
+    keys_only.step(0.7, [Detection("dealer pause", 0.6, 0.6, 1.0, engine="keyboard")])
+    paused = _help_of(keys_only, 0.8)
+    assert "o resume" in paused and "p pause" not in paused and "space flip" not in paused
+    both, _ = new_loop(7, pace=1.0)  # voice (Vosk) and keys: both, in one list
+    both.call_keys = seats
+    said = _help_of(both, 0.5)
+    assert said.startswith(f"Call snap or snap pool. Call keys: {seats}. Commands, said after the word dealer "
+                           "or by key: p pause, l repeat,"), said
+    voice_only, _ = new_loop(7, pace=1.0)
+    voice_only.keys = False
+    assert _help_of(voice_only, 0.5) == ("Call snap or snap pool. You can say pause, repeat, status, score, slower, "
+                                         "faster, louder, quieter, help, end game or flip, each after the word dealer.")
+
+
+def test_help_and_the_pause_notice_in_a_game_whose_engine_hears_no_commands_name_keys(tmp_path: Path) -> None:
+    """With --engine keyword or enrolled (no Vosk) calls are heard but commands are keys only: help and
+    the pause notice told the players to say them."""
+    from voicesnap.keyboard import RawKeyboard
+    from voicesnap.table import call_words_text, hears_commands
+
+    assert [hears_commands(e) for e in ("keyword", "enrolled", "slam", "none", "keyboard")] == [False] * 5
+    assert all(hears_commands(e) for e in ("combined", "combined+keyword", "vosk+keyword", "vosk+slam",
+                                           "vosk+keyword+strict"))
+    assert call_words_text(rules.Game(PLAYERS, 1)) == "Call snap or snap pool."
+
+    class Deaf:  # calls by voice, none made (the microphone hears silence)
+        def accept(self, chunk: object) -> list:
+            return []
+
+        def flush(self) -> list:
+            return []
+
+    said = {}
+    for engine in ("keyword", "combined"):
+        rate = 16000
+        audio = ArraySource(np.zeros(int(rate * 2.5), dtype=np.int16), rate, chunk_frames=320, realtime=True)
+        settings = TableSession(players=PLAYERS, seed=7, pace=1.0, engine=engine)
+        out: list[str] = []
+        with gamelog.GameLog(tmp_path / f"{engine}.jsonl") as log, \
+                _keys_later([(0.8, b"?"), (1.2, b"p")]) as pipe, RawKeyboard(pipe) as keys:
+            play_session(settings, log, chunks=audio, spotter=Deaf(), keyboard=keys, lines=out.append, text=True,
+                         first_flip_delay=1.0)
+        said[engine] = out
+    helped = next(line for line in said["keyword"] if line.startswith("Call snap or snap pool. Call keys: Alice q"))
+    assert "Command keys: p pause" in helped and "dealer" not in helped
+    assert "paused: to go on, press o" in said["keyword"]
+    helped = next(line for line in said["combined"] if line.startswith("Call snap or snap pool. Call keys: Alice q"))
+    assert "Commands, said after the word dealer or by key: p pause" in helped
+    assert "paused: to go on, say resume after dealer or press o" in said["combined"]
+
+
+def test_the_screen_shows_the_answers_to_commands_until_the_next_answer_or_notice(tmp_path: Path) -> None:
+    """Without --text the answers to status, score, help and repeat were spoken only, and the screen was not
+    even redrawn: with --quiet, or speech gone, they were lost."""
+    from voicesnap.keyboard import RawKeyboard
+
+    settings = TableSession(players=PLAYERS, seed=7, pace=5.0)
+    frames: list[str] = []
+    with gamelog.GameLog(tmp_path / "log.jsonl") as log, \
+            _keys_later([(0.8, b"i"), (1.2, b"k"), (1.6, b"?"), (2.0, b"p"), (2.4, b"\x1b")]) as pipe, \
+            RawKeyboard(pipe) as keys:
+        play_session(settings, log, keyboard=keys, lines=frames.append, text=False, redraw=True,
+                     first_flip_delay=0.5)
+    drawn = [f.split("\x1b[H\x1b[2J")[-1] for f in frames if f.startswith("\x1b[H\x1b[2J")]
+
+    def answers(frame: str) -> str:  # the answer's lines under the table, joined again
+        lines = frame.splitlines()
+        at = [i for i, line in enumerate(lines) if line.startswith("   > ")]
+        if not at:
+            return ""
+        tail = [lines[at[0]][5:]]
+        for line in lines[at[0] + 1:]:
+            if not line.startswith("     ") or not line.strip():
+                break
+            tail.append(line.strip())
+        return " ".join(tail)
+
+    shown = [answers(f) for f in drawn]
+    assert all(len(line) <= 80 for f in drawn for line in f.splitlines())
+    status = next(a for a in shown if a.startswith("Alice "))
+    assert "Pool empty." in status and status.endswith("'s turn."), status  # whole, wrapped, not cut
+    assert "Games won: Alice 0, Bob 0, Cara 0." in shown
+    assert any(a.startswith("Call keys: Alice q snap") and a.endswith("space flip.") for a in shown), shown
+    assert shown[-1] == "" and "!! paused: to go on, press o" in drawn[-1]  # the notice takes the answer's place
+    # each answer was drawn when it came: the frame after it holds it (before, nothing redrew)
+    assert shown.index("Games won: Alice 0, Bob 0, Cara 0.") > shown.index(status)
+
+
+def test_score_names_the_target_where_a_session_has_one() -> None:
+    from voicesnap.session import Session
+    from voicesnap.table import score_text
+
+    assert score_text(Session(PLAYERS[:2], "best-of-3")) == (
+        "Games won: Alice 0, Bob 0. Best of 3: first to 2 wins the session.")
+    assert score_text(Session(PLAYERS[:2], "first-to-1")).endswith(" First to 1 game wins the session.")
+    assert score_text(Session(PLAYERS[:2], "first-to-4")).endswith(" First to 4 games wins the session.")
+    assert score_text(Session(PLAYERS[:2], "single")) == "Games won: Alice 0, Bob 0."  # one game: no target
+    session = Session(PLAYERS, "best-of-3", seed=2)
+    session.sudden_death = True  # (as Session.record sets it when the leaders are level after 3 games)
+    assert score_text(session).endswith(" Sudden death: the next game's winner wins the session.")
 
 
 def test_the_display_drops_a_notice_once_the_game_is_back_to_normal() -> None:

@@ -182,6 +182,39 @@ def test_animal_snap_each_player_calls_with_their_own_noise() -> None:
     assert out[4] == SnapWon(2.3, "Ben", "snap", (0, 1), (1, 1), 2, 2)
 
 
+def test_every_wrong_call_the_referee_rules_says_why_in_each_variant() -> None:
+    """A wrong call's event carries the word said ("moo", "snap pool"), and the announcer looked its
+    reason up by rule kind: Animal Snap's noises and every "snap pool" were announced with no why."""
+    from voicesnap.table import describe, ruling_line
+
+    def said(game: Game, out: list) -> list[str]:
+        """The first sentence of each wrong call's ruling, as said (and printed), and as the display lists it."""
+        wrong = [e for e in out if isinstance(e, WrongCall)]
+        assert wrong, out
+        lines = [describe(e, "names", game.state, game.players, game)[0].split(".")[0] for e in wrong]
+        assert [(ruling_line(e, game) or "").split(".")[0] for e in wrong] == lines
+        return lines
+
+    animal = rig(["7H 2C", "8S 3C", "9D 4C"], cls=variants.AnimalSnap)
+    assert animal.animals == {"Ann": "moo", "Ben": "woof", "Cat": "meow"}
+    # Ann's own noise with no match; Cat says Ben's noise; Ben claims a pool when none matches it
+    out = play(animal, 1.0, Call("Ann", "moo", 1.3), ("advance", 2.0), 2.0, Call("Cat", "woof", 2.3),
+               ("advance", 3.0), 3.0, Call("Ben", "snap pool", 3.3))
+    assert [e.kind for e in out if isinstance(e, WrongCall)] == ["moo", "woof", "snap pool"]  # the words said
+    assert said(animal, out) == ["Wrong call by Ann: no match", "Wrong call by Cat: not their call",
+                                 "Wrong call by Ben: no pool match"]
+    classic = rig(["7H 2C", "7S 3C", "9D 4C"], pool="5C")
+    # a pool claim with no pool match showing, and a snap with no match
+    out = play(classic, 1.0, 2.0, 3.0, Call("Cat", "snap pool", 3.3), ("advance", 4.0), 4.0, Call("Ann", "snap", 4.2))
+    assert said(classic, out) == ["Wrong call by Cat: no pool match", "Wrong call by Ann: no match"]
+    silent = rig(["7H 2C", "8S 3C", "9D 4C"], cls=variants.SilentSnap)
+    out = play(silent, 1.0, 2.0, Call("Ben", "slam", 2.3))
+    assert said(silent, out) == ["Wrong call by Ben: nothing to win"]
+    slapjack = rig(["7H 2C", "8S 3C", "9D 4C"], cls=variants.SlapjackSnap)
+    out = play(slapjack, 1.0, Call("Cat", "slap", 1.3))
+    assert said(slapjack, out) == ["Wrong call by Cat: no Jack"]
+
+
 def test_animal_snap_chosen_noises_survive_the_log() -> None:
     game = variants.create("animal", NAMES[:3], 4, animals={"Ben": "baa"})
     assert game.animals == {"Ann": "moo", "Ben": "baa", "Cat": "woof"}

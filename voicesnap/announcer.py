@@ -29,15 +29,16 @@ import numpy as np
 from .cards import Card, Rank, Suit
 from .events import event
 from .rules import (
-    CallIgnored, Dealt, Eliminated, Flipped, Forfeit, GameOver, GameStarted, PoolTied, PoolWon,
-    Refreshed, SnapWon, TableState, TieToPool, WrongCall,
+    POOL, SLAM, SLAP, SNAP, WRONG, CallIgnored, Dealt, Eliminated, Flipped, Forfeit, Game, GameOver, GameStarted,
+    PoolTied, PoolWon, Refreshed, SnapWon, TableState, TieToPool, WrongCall,
 )
 from .session import GameScored, SessionOver, SuddenDeath
 
 # Why a call was wrong, by its kind (a player who plays by ear heard only "wrong call": was nothing
-# showing, or was it another player's noise?)
-_WRONG_WHY = {"snap": ": no match", "pool": ": no pool match", "slap": ": no Jack", "slam": ": nothing to win",
-              "wrong": ": not their call"}
+# showing, or was it another player's noise?). The event carries the word said ("snap pool", "moo"):
+# ``describe``'s ``kind_of`` asks the variant which kind that word is (rules.Game.call_kind).
+_WRONG_WHY = {SNAP: ": no match", POOL: ": no pool match", SLAP: ": no Jack", SLAM: ": nothing to win",
+              WRONG: ": not their call"}
 
 __all__ = [
     "Verbosity", "Priority", "Announcement", "SpeechQueue", "Announcer", "describe", "earcon",
@@ -126,10 +127,13 @@ def _game_over(ev: GameOver, players: Sequence[str]) -> str:
 
 
 def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
-             players: Sequence[str] = ()) -> tuple[str, Priority, str | None] | None:
+             players: Sequence[str] = (),
+             kind_of: Callable[[str, str], str | None] | None = None) -> tuple[str, Priority, str | None] | None:
     """(text, priority, earcon) for one event, or None when this verbosity skips it.
 
-    ``state`` is the table after the event (for the pool's top card).
+    ``state`` is the table after the event (for the pool's top card). ``kind_of(player, word)``: the
+    kind of call a word is for that player in this game (``rules.Game.call_kind``), for why a call was
+    wrong; without it only the classic words are known ("snap", "snap pool").
     """
     all_ = verbosity is Verbosity.ALL
     if isinstance(ev, Flipped):
@@ -155,7 +159,8 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
     if isinstance(ev, WrongCall):
         moved = ev.from_pile + ev.from_stack
         pool = state.pool if state else ()
-        why = _WRONG_WHY.get(ev.kind, "")
+        kind = kind_of(ev.player, ev.kind) if kind_of is not None else Game.words.get(ev.kind, ev.kind)
+        why = _WRONG_WHY.get(kind or "", "")
         return (f"Wrong call by {ev.player}{why}. {_cards(moved).capitalize()} to the pool; "
                 f"the pool has {_cards(ev.pool)}{_top(pool)}."), Priority.RULING, "wrong_call"
     if isinstance(ev, PoolWon):
@@ -192,8 +197,9 @@ def score_words(players: Sequence[str], scores: Sequence[int]) -> str:
     return "Scores: " + ", ".join(f"{p} {s}" for p, s in zip(players, scores)) + "."
 
 
-def status_words(state: TableState) -> str:
-    """Every player's card count and showing card, then the pool (the status command).
+def status_words(state: TableState, turn: str | None = None) -> str:
+    """Every player's card count and showing card, then the pool, then whose turn it is (``turn``,
+    where one player flips next; the status command).
 
     In games with one shared face-up pile (Single Pile Snap) no player "shows"
     a card: the counts are of face-down cards and the centre pile is said once.
@@ -215,7 +221,7 @@ def status_words(state: TableState) -> str:
         centre = state.piles[0] if state.piles else ()
         parts.append(f"Centre pile {_cards(len(centre))}{_top(centre)}" if centre else "Centre pile empty")
     pool = f"Pool {_cards(len(state.pool))}{_top(state.pool)}." if state.pool else "Pool empty."
-    return ". ".join(parts) + ". " + pool
+    return ". ".join(parts) + ". " + pool + (f" {turn}'s turn." if turn else "")
 
 
 def startup_phrases(players: Sequence[str], verbosity: Verbosity, deck: Iterable[Card] | None = None) -> list[str]:

@@ -71,7 +71,9 @@ KEYMAP: Mapping[str, str] = {
     "end": "\x1b",
 }
 
-KEY_NAMES = {" ": "space", "\x1b": "Escape"}
+# Keys by name, as a screen reader would read them out and a player can find them.
+KEY_NAMES = {" ": "space", "\x1b": "Escape", "-": "minus", "+": "plus", ">": "greater-than", "<": "less-than",
+             "?": "question mark"}
 
 DESCRIPTIONS: Mapping[str, str] = {
     "flip": "turn the next card",
@@ -121,17 +123,19 @@ def allowed(name: str, paused: bool) -> bool:
     return True
 
 
-def help_text(paused: bool, keys: bool = False) -> str:
-    """What you can say now. The prefix is named *after* the list, so the
+def help_text(paused: bool, keys: bool = False, voice: bool = True) -> str:
+    """The commands that make sense now, as the players can give them: ``voice`` (heard after the
+    prefix word), ``keys`` (pressed), or both. The prefix is named *after* the list, so the
     announcer never says "dealer <command>" itself (layer 2)."""
-    words = [COMMANDS[n] for n in COMMANDS if allowed(n, paused)]
-    said = ", ".join(words[:-1]) + " or " + words[-1]
-    text = f"You can say {said}, each after the word {COMMAND_PREFIX}."
+    names = [n for n in COMMANDS if allowed(n, paused)]
+    keyed = ", ".join(f"{KEY_NAMES.get(KEYMAP[n], KEYMAP[n])} {COMMANDS[n]}" for n in names if n in KEYMAP)
+    if keys and voice:
+        return f"Commands, said after the word {COMMAND_PREFIX} or by key: {keyed}."
     if keys:
-        text += " Keys: " + ", ".join(
-            f"{KEY_NAMES.get(KEYMAP[n], KEYMAP[n])} {COMMANDS[n]}" for n in COMMANDS if n in KEYMAP
-        ) + "."
-    return text
+        return f"Command keys: {keyed}."
+    words = [COMMANDS[n] for n in names]
+    said = ", ".join(words[:-1]) + " or " + words[-1]
+    return f"You can say {said}, each after the word {COMMAND_PREFIX}."
 
 
 @dataclass

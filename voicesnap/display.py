@@ -48,6 +48,7 @@ class TableView:
     notice: str = ""  # paused, device lost, overflow: shown prominently
     matches: tuple[str, ...] = field(default_factory=tuple)  # names whose piles match now
     keys: tuple[str, ...] = ()  # the keys, under the table (the redrawn screen wiped their first listing)
+    answer: str = ""  # the last answer to a command (status, score, help, repeat): until the next, or a notice
 
 
 def card_text(card: object, ascii_only: bool = False) -> str:
@@ -149,6 +150,11 @@ def render(view: TableView, width: int = 80, ascii_only: bool = False) -> list[s
     lines.append(fit(f"   pool: {view.pool} card{'s' if view.pool != 1 else ''}, top {pool_top}"))
     for ruling in view.rulings[-4:]:
         lines.append(fit(f"   - {ruling}"))
+    if view.answer:  # wrapped, not cut: a status or help answer is longer than a line, and all of it matters
+        import textwrap
+
+        wrapped = textwrap.wrap(view.answer, width - 5, break_on_hyphens=False)
+        lines += [fit(("   > " if i == 0 else "     ") + part) for i, part in enumerate(wrapped)]
     if view.keys:
         lines.append("")
         lines += [fit(f"  {k}") for k in view.keys]

@@ -128,6 +128,14 @@ class Keymap:
         return Detection(f"{COMMAND_PREFIX} {COMMANDS[meaning.name]}", onset, onset, 1.0,
                          engine="keyboard", detected_at=onset)
 
+    def call_keys(self) -> str:
+        """Each seat's call keys in words, for help said aloud: "Alice q snap, a snap pool; Bob w snap, ..."."""
+        parts = []
+        for seat, name in enumerate(self.players):
+            keys = [f"{k} {self.keys[k].kind}" for k in SEAT_KEYS[seat] if k in self.keys]  # type: ignore[union-attr]
+            parts.append(f"{name} {', '.join(keys)}")
+        return "; ".join(parts)
+
     def help_lines(self) -> list[str]:
         """One short line per seat and one for the commands (fits 80 columns)."""
         lines = []

@@ -49,7 +49,7 @@ __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",
     "TableStep", "TableStart", "TableNote", "TableSession", "TableResumed", "TableEnd", "LISTENING_FAILED",
     "TableLoop", "Heard", "Table", "WallClock",
-    "HEARD_LAG", "PoolClaim", "snap_words", "voice_lags",
+    "HEARD_LAG", "PoolClaim", "snap_words", "voice_lags", "hears_commands", "call_words_text", "score_text",
 ]
 
 # The listen-lag: the referee is advanced ``lag`` seconds behind what the
@@ -136,6 +136,7 @@ class Say:
     text: str
     priority: int = PRIORITY_INFO
     source: Any = None  # the engine event, if any (announcer may render it itself)
+    answer: bool = False  # the answer to a command (status, score, help, ...): shown on the display too
 
 
 @dataclass(frozen=True)
@@ -245,8 +246,13 @@ class TableLoop:
         self.busy = busy  # a ruling is still being spoken: the next flip waits for it
         self._waited = False
         self._held_for_call = False  # the next card waits for a call (or command) made before it
-        self.voice = True  # voice commands are heard (play_session: a spotter on an input)
+        self.voice = True  # voice commands are heard (play_session: a spotter with Vosk on an input)
         self.keys = True  # keys are read (play_session: a keyboard)
+        # For help: how calls are made by voice (a sentence; "" where no call is heard by voice) and each
+        # seat's call keys in words (Keymap.call_keys; printed once at the start, and a player who missed
+        # them can ask again)
+        self.call_words = "Call snap or snap pool."
+        self.call_keys = ""
         self._command_from: float | None = None  # where a command the spotter is deciding began
         self._lag = lag
         self.players = tuple(players)
@@ -299,7 +305,7 @@ class TableLoop:
     def _reply(self, text: str, actions: list[Action], remember: bool = True) -> None:
         """An answer the players asked for, heard whole: at ruling priority the next card waits for it
         (at information priority the next card cut "status" after 0.3 s and "help" after 0.3 s)."""
-        actions.append(Say(text, PRIORITY_RULING))
+        actions.append(Say(text, PRIORITY_RULING, answer=True))
         if remember:
             self.last_said = text
 
@@ -341,7 +347,7 @@ class TableLoop:
         elif name in ("louder", "quieter"):
             actions.append(Setting(name))
         elif name == "help":
-            self._reply(f"Call snap, or snap pool. {help_text(self.paused)}", actions, remember=False)
+            self._reply(self.help(), actions, remember=False)
 
     @property
     def lag(self) -> float:
@@ -370,6 +376,15 @@ class TableLoop:
         due = [d for d in due if d <= dynamic]
         dynamic = max(due) if due else fallback
         return (dynamic, "rivals") if dynamic > fallback else (fallback, "lag")
+
+    def help(self) -> str:
+        """The help command's answer: how to call and the commands that make sense now, in the ways
+        this game hears them (voice, keys or both: a keyboard game was told to "say" commands)."""
+        calls = self.call_words
+        if self.keys and self.call_keys:
+            calls = f"{calls} Call keys: {self.call_keys}." if calls else f"Call keys: {self.call_keys}."
+        commands = help_text(self.paused, keys=self.keys, voice=self.voice or not self.keys)
+        return f"{calls} {commands}".strip()
 
     def _ways(self, voice: str, key: str) -> str:
         """How the players can do something: by voice, by key, or both (only what this game hears)."""
@@ -831,40 +846,50 @@ class Table:
 
 
 def describe(ev: Any, verbosity: str = "names", state: Any = None,
-             players: Sequence[str] = ()) -> tuple[str, int] | None:
+             players: Sequence[str] = (), game: Any = None) -> tuple[str, int] | None:
     """An engine event as one plain sentence and its table priority, or None for silence.
 
     The wording is the announcer's (voicesnap.announcer.describe), so what is
     spoken, what ``--text`` prints and what the display lists are the same
     words at the same verbosity; plain words only, nothing a screen reader
-    would spell out. ``state`` is the table after the event (the pool's top).
+    would spell out. ``state`` is the table after the event (the pool's top); ``game``, the game it
+    happened in, says what kind of call a word was (why a call in Animal Snap was wrong).
     """
     from . import announcer
 
-    said = announcer.describe(ev, announcer.Verbosity.parse(verbosity), state, players)
+    said = announcer.describe(ev, announcer.Verbosity.parse(verbosity), state, players, kind_of(game))
     if said is None:
         return None
     text, priority, _earcon = said
     return text, _TABLE_PRIORITY[priority]
 
 
+def kind_of(game: Any) -> Callable[[str, str], str | None] | None:
+    """``game``'s kind of call for a player's word (``rules.Game.call_kind``), or None without a game."""
+    if game is None:
+        return None
+    return lambda player, word: game.call_kind(game.players.index(player), word)
+
+
 _TABLE_PRIORITY = {0: PRIORITY_INFO, 1: PRIORITY_FLIP, 2: PRIORITY_RULING}  # announcer.Priority -> table
 
 
-def ruling_line(ev: Any) -> str | None:
-    """Short text of a ruling for the display's "last rulings" (ignored calls included)."""
+def ruling_line(ev: Any, game: Any = None) -> str | None:
+    """Short text of a ruling for the display's "last rulings" (ignored calls included); ``game`` as
+    for ``describe``."""
     from . import rules
 
     if isinstance(ev, rules.CallIgnored):
         return f"{ev.player} '{ev.kind}' ignored: {ev.reason}"
     if isinstance(ev, rules.RULINGS) or isinstance(ev, (rules.Eliminated, rules.GameOver)):
-        said = describe(ev)
+        said = describe(ev, game=game)
         return said[0] if said else None
     return None
 
 
 def view_of(game: Any, *, rulings: Sequence[str] = (), title: str = "voicesnap", clock: float = 0.0,
-            notice: str = "", wins: dict[str, int] | None = None, keys: Sequence[str] = ()) -> Any:
+            notice: str = "", wins: dict[str, int] | None = None, keys: Sequence[str] = (),
+            answer: str = "") -> Any:
     """The display's view of a live game (voicesnap.rules.Game)."""
     from .display import PlayerView, TableView
 
@@ -886,7 +911,7 @@ def view_of(game: Any, *, rulings: Sequence[str] = (), title: str = "voicesnap",
         title = f"{title}  centre pile {len(centre)}, top {_card(centre[-1])}"
     pool_top = _card(state.pool[-1]) if state.pool else None
     return TableView(tuple(players), len(state.pool), pool_top, tuple(rulings), title, clock, notice, matches,
-                     tuple(keys))
+                     tuple(keys), answer)
 
 
 def _card(card: Any) -> str | None:
@@ -907,8 +932,9 @@ class Output:
     def __init__(self, log: Any, *, say: Callable[[str, int, Any], None] | None = None,
                  lines: Callable[[str], None] = print, text: bool = True,
                  view: Callable[[], Any] | None = None, setting: Callable[[str], None] | None = None,
-                 redraw: bool = False, width: int = 80, hears_speech: bool = True) -> None:
+                 redraw: bool = False, width: int = 80, hears_speech: bool = True, game: Any = None) -> None:
         self.log = log
+        self.game = game  # the game shown (what kind of call a word was, for a wrong call's ruling line)
         # Whether speech start and end records will come (play's hook): only then does a ruling being
         # spoken hold the next card; a speaker that never reports would hold every card SPEECH_LIMIT s.
         self.hears_speech = hears_speech
@@ -921,6 +947,7 @@ class Output:
         self.setting = setting
         self.rulings: list[str] = []
         self.notice = ""
+        self.answer = ""  # the last answer to a command, shown under the table until the next answer or notice
         self._speaking: dict[str, float] = {}  # ruling text -> when it was handed to the speaker
         self._ids: dict[int, str] = {}
         self.said: list[tuple[str, Any]] = []  # (text, event) in order, for tests and replays
@@ -952,7 +979,7 @@ class Output:
                 self._track(a.record)
                 if isinstance(a.record, TableStep) and a.record.kind == "flip":
                     changed = True  # the card is on the table now (it may have been announced before)
-                line = ruling_line(a.record)
+                line = ruling_line(a.record, self.game)
                 if line:
                     self.rulings = (self.rulings + [line])[-6:]
                     changed = True
@@ -966,9 +993,13 @@ class Output:
                     self.say(a.text, a.priority, a.source)
                 if self.text:
                     self.lines(a.text)
-                changed = changed or a.source is not None
+                if a.answer:  # shown as well as spoken: with --quiet, or speech failed, it was lost
+                    self.answer = a.text
+                changed = changed or a.source is not None or a.answer
             elif isinstance(a, Notice):
                 self.notice = a.text if a.shown else ""
+                if a.shown:  # the notice takes over the screen's message line
+                    self.answer = ""
                 self.said.append((a.text, None))
                 if self.say is not None and a.spoken:
                     self.say(a.text, PRIORITY_RULING, a)
@@ -1102,11 +1133,57 @@ def snap_words(game: Any) -> dict[str, str]:
     return out
 
 
-def status_text(game: Any) -> str:
-    """The "status" command's answer, in the announcer's words (one wording for every variant)."""
-    from .announcer import status_words
+def hears_commands(engine: str) -> bool:
+    """Whether calls heard by this engine (play's logged name: "combined+keyword", "vosk+slams", ...) come
+    with the voice commands: only Vosk hears "dealer pause" and the rest; without it commands are keys."""
+    return "vosk" in engine or "combined" in engine
 
-    return status_words(game.state)
+
+def call_words_text(game: Any, slams: bool = True) -> str:
+    """How to call by voice in this variant, for help: "Call snap or snap pool.", each player's own word
+    (Animal Snap), or a slam (Silent Snap; "" where ``slams`` are not heard: one microphone cannot say
+    whose hand slammed, so slams are keys). Asked of the engine's ``call_words`` and ``call_kind``."""
+    from .rules import SLAM
+
+    seats = range(len(game.players))
+    if all(game.call_kind(s, w) == SLAM for s in seats for w in game.call_words(s).values()):
+        return "To call, slam the table." if slams else ""
+    own = snap_words(game)
+    if len(set(own.values())) > 1:  # each player their own word
+        each = ", ".join(f"{p} {own[p]}" for p in game.players if p in own)
+        pool = game.call_words(0).get("pool")
+        return f"Each player calls their own word: {each}." + (f" For the pool, {pool}." if pool else "")
+    words = list(dict.fromkeys(game.call_words(0).values()))
+    if not words:
+        return ""
+    return "Call " + (", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]) + "."
+
+
+def status_text(game: Any) -> str:
+    """The "status" command's answer, in the announcer's words (one wording for every variant), with
+    whose turn it is (not in Speed Snap, where everyone flips at once, nor once the game is over)."""
+    from .announcer import status_words
+    from .variants import SpeedSnap
+
+    state = game.state
+    turn = None if isinstance(game, SpeedSnap) or state.winner is not None else state.players[state.active]
+    return status_words(state, turn)
+
+
+def score_text(session: Any) -> str:
+    """The "score" command's answer: games won, and what wins the session where there is more than one
+    game ("Best of 3: first to 2 wins the session")."""
+    from .text import counted
+
+    text = "Games won: " + ", ".join(f"{p} {n}" for p, n in zip(session.players, session.scores)) + "."
+    fmt = session.format
+    if session.sudden_death:
+        return f"{text} Sudden death: the next game's winner wins the session."
+    if fmt.kind == "first-to":
+        return f"{text} First to {counted(fmt.n, 'game')} wins the session."
+    if fmt.n > 1:
+        return f"{text} Best of {fmt.n}: first to {fmt.target} wins the session."
+    return text
 
 
 @dataclass
@@ -1204,25 +1281,25 @@ def play_session(
         def view(game: Any = holder, title: str = title, keys: list[str] = keys) -> Any:
             o = out_box[0]  # wins read now: the table drawn once a game is scored counts that game
             return view_of(game, rulings=o.rulings, title=title, clock=table.heard if it else wall(),
-                           notice=o.notice, wins=dict(zip(session.players, session.scores)), keys=keys)
+                           notice=o.notice, wins=dict(zip(session.players, session.scores)), keys=keys,
+                           answer=o.answer)
 
         import shutil
 
         width = min(120, shutil.get_terminal_size((80, 24)).columns) if redraw else 80
         output = Output(log, say=say, lines=lines, text=text, view=view, setting=setting, redraw=redraw,
-                        width=width, hears_speech=hook is not None)
+                        width=width, hears_speech=hook is not None, game=holder)
         out_box.append(output)
         start = audio_now if it is not None else wall()
         loop = TableLoop(
             referee, game.players,
             pace=None if schedule is not None else (settings.pace or None),
             make_call=Call,
-            describe=lambda ev, g=holder: describe(ev, settings.verbosity, g.state, g.players),  # type: ignore[misc]
+            describe=lambda ev, g=holder: describe(ev, settings.verbosity, g.state, g.players, g),  # type: ignore[misc]
             is_over=lambda ev: isinstance(ev, GameOver),
             active_player=lambda g=holder: g.players[g.state.active],  # type: ignore[misc]  # (only on the flip command)
             status=lambda g=holder: status_text(g),  # type: ignore[misc]
-            score=lambda s=session: "Games won: " + ", ".join(  # type: ignore[misc]
-                f"{p} {n}" for p, n in zip(s.players, s.scores)) + ".",
+            score=lambda s=session: score_text(s),  # type: ignore[misc]
             offset=offset,
             start=start,
             first_flip_delay=first_flip_delay,
@@ -1232,7 +1309,9 @@ def play_session(
             peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,  # type: ignore[misc]
             turn_cue=settings.verbosity == "all",
         )
-        loop.voice, loop.keys = it is not None and spotter is not None, keyboard is not None
+        heard = it is not None and spotter is not None  # calls by voice
+        loop.voice, loop.keys = heard and hears_commands(settings.engine), keyboard is not None
+        loop.call_words = call_words_text(game, slams="slam" in settings.engine) if heard else ""
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]
             loop.ignore_commands = True
@@ -1255,6 +1334,7 @@ def play_session(
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))  # type: ignore[misc]
         if keyboard is not None:
             keymap = Keymap(game.players, snap_words=snap_words(game), calls=key_calls(game))
+            loop.call_keys = keymap.call_keys()
             if redraw:  # a screen drawn in place would wipe printed keys: they are listed under the table
                 keys[:] = keymap.help_lines()
             else:  # printed when they change: each seat's own word (Silent Snap's slam, Animal Snap's noise)

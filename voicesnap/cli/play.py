@@ -749,7 +749,9 @@ def run(args: argparse.Namespace) -> int:
     from ..keyboard import RawKeyboard
     from ..session import parse_format
     from ..live import LiveInput
-    from ..table import PRIORITY_RULING, SessionResult, TableSession, interrupts_deferred, play_session, rebuild
+    from ..table import (
+        PRIORITY_RULING, SessionResult, TableSession, hears_commands, interrupts_deferred, play_session, rebuild,
+    )
 
     root = data_dir(args.data_dir)
     resumed = None
@@ -952,7 +954,7 @@ def run(args: argparse.Namespace) -> int:
 
     print(f"voicesnap: {', '.join(players)}; {settings.variant}, {settings.format}; "
           f"calls by {engine_name if spotter is not None else 'keyboard'}")
-    if spotter is not None and not any(k in engine_name for k in ("vosk", "combined")):
+    if spotter is not None and not hears_commands(engine_name):
         # a player who relies on hearing the game asks for it by voice: say that no one is listening for that
         from .. import models
 
