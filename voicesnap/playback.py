@@ -33,7 +33,6 @@ from typing import Any, Iterable
 import numpy as np
 
 from .errors import UserError
-from .text import counted
 from .events import event
 
 __all__ = [
@@ -518,11 +517,8 @@ class DevicePlayback(_Shell):
                 return None
             if now - began >= limit:
                 self.warmed = now - began
-                played = (seen[-1][1] - seen[0][1]) / self.rate
-                return (f"the speaker is slow to start (it played {played:.2f} s of sound in the last "
-                        f"{now - seen[0][0]:.2f} s, {limit:g} s after it opened): the first announcements may be "
-                        "late or cut; if it goes on, close other programs or pick another output "
-                        f"(voicesnap devices, then {self.option})")
+                return ("the speaker is slow to start: the first announcements may be late or cut; if this goes "
+                        f"on, close other programs or pick another output (voicesnap devices, then {self.option})")
             sleep(0.01)
         return None
 
@@ -623,15 +619,14 @@ class DevicePlayback(_Shell):
         reopened = self._reopen_with_fallback()
         quiet = self._last_underflow is None or now - self._last_underflow > self.UNDERFLOW_BURST
         self._last_underflow = now
+        # (short: a screen reader reads each notice whole, between the cards)
         if reopened:
-            return (f"the speaker ran out of sound {counted(new, 'time')} (PortAudio output underflow): the announcer's "
-                    f"speech had gaps, so the speaker now uses a longer buffer (latency {self.latency!r}; "
-                    "announcements start about 30 ms later, still on time for the referee)")
+            return ("the speaker's sound broke up, so it now uses a longer buffer (announcements start about "
+                    "30 ms later, still on time for the referee)")
         if not quiet:
             return None
-        return (f"the speaker ran out of sound {counted(new, 'time')} (PortAudio output underflow): the announcer's "
-                "speech has gaps. The computer is too busy: close other programs; if it goes on, "
-                "try another output (voicesnap devices, then --output)")
+        return ("the speaker's sound is breaking up: the computer is too busy; close other programs, or try "
+                "another output (voicesnap devices, then --output)")
 
     @property
     def stream_time(self) -> float:
