@@ -50,7 +50,7 @@ def test_underflows_are_told_once_per_burst_with_what_to_do() -> None:
     assert pb.underflow_notice(now=12.0) is None  # the same burst
     assert pb.underflow_notice(now=30.0) is None  # nothing new
     pb.underflows = 6
-    assert "1 time (" in (pb.underflow_notice(now=30.0) or "")  # 18 s since the last: a new burst
+    assert "breaking up" in (pb.underflow_notice(now=30.0) or "")  # 18 s since the last: a new burst
 
 
 def test_the_announcer_passes_the_notice_on() -> None:
