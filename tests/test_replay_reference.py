@@ -16,6 +16,7 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -276,10 +277,9 @@ def test_a_damaged_reference_is_a_clear_message(tmp_path: Path) -> None:
         load_reference(tmp_path / "stereo.flac")
 
 
-def test_the_reference_follows_an_output_stream_that_stalled_after_opening() -> None:
-    """Measured in the e2e game: the output stream stops for ~1.5 s just after it opens while
-    the frames written before keep their DAC times; laid on from those, the whole reference
-    was 1.8 s early (the delay estimator looks 0.15 s either way). It is placed afresh."""
+def _stalled_playback(stall: float, pull_before: bool) -> tuple[Any, PlaybackReference]:
+    """A playback whose output stream plays 0.1 s, stalls ``stall`` s, then plays a 0.1 s tone and 0.2 s
+    more (its DAC times say so), and its echo reference (pulled once before the stall if ``pull_before``)."""
     from types import SimpleNamespace
 
     from voicesnap.playback import ClockMap, DevicePlayback
@@ -288,15 +288,24 @@ def test_the_reference_follows_an_output_stream_that_stalled_after_opening() -> 
     ref = PlaybackReference(pb)
     buf = np.zeros((160, 1), np.int16)
     dac = 100.0
-    for _ in range(10):  # 0.1 s, then the stall: the next buffer plays 1.8 s later
+    for _ in range(10):
         pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
         dac += 0.01
-    ref.read(0, 1)
-    dac += 1.8
+    if pull_before:
+        ref.read(0, 1)
+    dac += stall
     pb.play(1, "a tone", np.full(1600, 5000, np.int16))
     for _ in range(30):
         pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
         dac += 0.01
+    return pb, ref
+
+
+def test_the_reference_follows_an_output_stream_that_stalled_after_opening() -> None:
+    """Measured in the e2e game: the output stream stops for ~1.5 s just after it opens while
+    the frames written before keep their DAC times; laid on from those, the whole reference
+    was 1.8 s early (the delay estimator looks 0.15 s either way). It is placed afresh."""
+    pb, ref = _stalled_playback(1.8, pull_before=True)
     got = ref.read(0, 3 * RATE)
     start = next(e.t for e in pb.poll() if e.__class__.__name__ == "SpeechStarted")
     assert start == pytest.approx(1.9)
@@ -398,22 +407,7 @@ def test_a_pull_that_spans_the_stall_lays_what_played_after_it_where_it_played()
     reference: the output stream stalled at the game's start, and the spotter's thread, busy, pulled
     the frames from before the stall and the announcement after it in one stretch, laid on from the
     first frame's place. Each side of the jump is now laid where the playback maps it."""
-    from types import SimpleNamespace
-
-    from voicesnap.playback import ClockMap, DevicePlayback
-
-    pb = DevicePlayback(rate=16000, clock_map=ClockMap(offset=-100.0))
-    ref = PlaybackReference(pb)
-    buf = np.zeros((160, 1), np.int16)
-    dac = 100.0
-    for _ in range(10):  # 0.1 s, then the stall: the next buffer plays 1.9 s later
-        pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
-        dac += 0.01
-    dac += 1.9
-    pb.play(1, "a tone", np.full(1600, 5000, np.int16))
-    for _ in range(30):
-        pb._callback(buf, 160, SimpleNamespace(outputBufferDacTime=dac), None)
-        dac += 0.01
+    pb, ref = _stalled_playback(1.9, pull_before=False)
     got = ref.read(0, 3 * RATE)  # the first pull: before the stall and after it in one stretch
     start = next(e.t for e in pb.poll() if e.__class__.__name__ == "SpeechStarted")
     assert start == pytest.approx(2.0)
