@@ -177,7 +177,9 @@ def _loudest_channels(monitor: str, sink: str, channel_map: str, n: int, columns
     from voicesnap.cli.devices import route
     from voicesnap.pulse import channel_plan
 
-    monkeypatch.delenv("PULSE_SOURCE", raising=False)
+    # route() names the source in PULSE_SOURCE, as play's --input does: set here first so that the test's
+    # end restores it (a later test in this process opened the default mic on this removed sink and failed)
+    monkeypatch.setenv("PULSE_SOURCE", monitor)
     routed = route(monitor, "input")
     plan = channel_plan(routed, n)
     rate, part, gap = 16000, 8000, 4000
