@@ -533,6 +533,11 @@ def test_an_animal_snap_players_pool_claim_is_their_snap_pool_and_plain_snap_is_
                  "--text", "--no-keyboard", "--seed", "5", "--record", str(tmp_path / "g")]) == 0
     out = capsys.readouterr().out
     assert "'snap' is no call in this game" in out and "voice not known" not in out, out
+    # her three "snap pool"s, with no pool match showing, are wrong pool calls, as the pool key's are: with no
+    # claim open they were heard as "snap" (decided at once, as in classic Snap) and said to be no call
+    steps = [ev for ev in _events(tmp_path / "g") if isinstance(ev, TableStep) and ev.kind == "call"]
+    assert [(c.player, c.word) for c in steps if c.word == "snap pool"] == [("alice", "snap pool")] * 3, steps
+    assert out.count("Wrong call by alice: no pool match") == 3, out
     # a player enrolled without "snap pool" (--no-pool, or before it was asked for) is told at the start
     takes = [str(PLAYERS_DIR / "animal" / f"cara_moo_{k}.wav") for k in range(1, 6)]
     assert main(["enroll", "cara", "--word", "moo", "--no-pool", "--no-speech", "--contrast-takes", "0",

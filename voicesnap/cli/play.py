@@ -290,6 +290,10 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
     # whenever a pool exists): see table.PoolClaim. play_session fills pool_flag.
     if pool_exists is None:
         pool_exists = PoolClaim(pool_flag)
+    if variant == "animal":
+        # "snap" alone is no call in Animal Snap, so it always waits for its "pool": with no claim open a
+        # player's "snap pool" was heard as "snap" and said to be no call, where the pool key was a wrong call
+        pool_exists = _always
 
     if channels and (model is not None or (keyword is not None and variant != "slapjack")):
         spotter, name = _channel_spotters(model, keyword, channels, pool_exists, variant, args)
@@ -440,6 +444,10 @@ def _gated(spotter: Any, channel: int | None, args: argparse.Namespace) -> Any:
     from ..spotters.gate import SpeechGate
 
     return SpeechGate(spotter, channel=channel)
+
+
+def _always() -> bool:
+    return True
 
 
 def _calls(variant: str) -> tuple[str, ...]:
