@@ -958,6 +958,26 @@ def test_the_screen_shows_the_answers_to_commands_until_the_next_answer_or_notic
     assert shown.index("Games won: Alice 0, Bob 0, Cara 0.") > shown.index(status)
 
 
+def test_an_answer_leaves_the_screen_when_the_next_card_is_turned(tmp_path: Path) -> None:
+    """A status answer stayed under the table after later flips and rulings, showing cards and a turn that
+    were no longer so (a QA tester's table)."""
+    from voicesnap.keyboard import RawKeyboard
+
+    settings = TableSession(players=PLAYERS, seed=7, pace=0.0)
+    frames: list[str] = []
+    with gamelog.GameLog(tmp_path / "log.jsonl") as log, \
+            _keys_later([(0.4, b" "), (0.9, b"i"), (1.5, b" "), (2.1, b"\x1b")]) as pipe, RawKeyboard(pipe) as keys:
+        play_session(settings, log, keyboard=keys, lines=frames.append, text=False, redraw=True)
+    drawn = [f.split("\x1b[H\x1b[2J")[-1] for f in frames if f.startswith("\x1b[H\x1b[2J")]
+    shown = [any(line.startswith("   > ") for line in f.splitlines()) for f in drawn]
+    assert True in shown, drawn  # the status answer was drawn...
+    first = shown.index(True)
+    flips = [i for i, f in enumerate(drawn) if i > first and f.count("♠") + f.count("♥") + f.count("♦")
+             + f.count("♣") > drawn[first].count("♠") + drawn[first].count("♥") + drawn[first].count("♦")
+             + drawn[first].count("♣")]
+    assert flips and not any(shown[flips[0]:]), drawn[flips[0]] if flips else drawn  # ...and gone with the card
+
+
 def test_score_names_the_target_where_a_session_has_one() -> None:
     from voicesnap.session import Session
     from voicesnap.table import score_text

@@ -947,7 +947,7 @@ class Output:
         self.setting = setting
         self.rulings: list[str] = []
         self.notice = ""
-        self.answer = ""  # the last answer to a command, shown under the table until the next answer or notice
+        self.answer = ""  # the last answer to a command, shown under the table until the next card, ruling or notice
         self._speaking: dict[str, float] = {}  # ruling text -> when it was handed to the speaker
         self._ids: dict[int, str] = {}
         self.said: list[tuple[str, Any]] = []  # (text, event) in order, for tests and replays
@@ -979,10 +979,12 @@ class Output:
                 self._track(a.record)
                 if isinstance(a.record, TableStep) and a.record.kind == "flip":
                     changed = True  # the card is on the table now (it may have been announced before)
+                    self.answer = ""  # a status or score answer is out of date once a card is turned
                 line = ruling_line(a.record, self.game)
                 if line:
                     self.rulings = (self.rulings + [line])[-6:]
                     changed = True
+                    self.answer = ""  # ...or a ruling has moved cards
                     if self.text and describe(a.record) is None:
                         self.lines(line)  # ignored calls: printed, never spoken
             elif isinstance(a, Say):
