@@ -621,8 +621,7 @@ class DevicePlayback(_Shell):
         self._last_underflow = now
         # (short: a screen reader reads each notice whole, between the cards)
         if reopened:
-            return ("the speaker's sound broke up, so it now uses a longer buffer (announcements start about "
-                    "30 ms later, still on time for the referee)")
+            return "the speaker's sound broke up, so it now plays with a longer buffer"
         if not quiet:
             return None
         return ("the speaker's sound is breaking up: the computer is too busy; close other programs, or try "
