@@ -676,3 +676,4 @@ def test_with_no_microphone_at_all_play_does_not_offer_to_enroll(data: Path, tmp
     text = out.decode(errors="replace")
     assert "Enroll now" not in text, text
     assert "no voice profile for A, B: their calls need the keyboard" in text and "Game 1." in text, text
+    assert "(no microphone either: cannot open the microphone" in text, text  # enrolling needs one too

@@ -512,13 +512,18 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool, speak: boo
 def _mic_opens(option: str | None) -> bool:
     """Whether the microphone play would listen on opens: enrolling at none would wait on silence (the
     game itself then says why there is no microphone, or plays by keyboard)."""
+    return _mic_problem(option) is None
+
+
+def _mic_problem(option: str | None) -> str | None:
+    """Why the microphone play would listen on does not open (the message with the fix), or None."""
     from ..audio import MicSource
 
     try:
         MicSource(device=route(option, "input"), channels=1, option="--input").open().close()
-    except UserError:
-        return False
-    return True
+    except UserError as exc:
+        return str(exc)
+    return None
 
 
 class PoolAware:
@@ -852,6 +857,10 @@ def run(args: argparse.Namespace) -> int:
     spotter, engine_name = (None, "none")
     if listen:
         spotter, engine_name = build_spotter(args.engine, args, root, players, channels, pool_flag, settings.variant)
+    if listen and spotter is None and args.engine == "auto" and not args.input_file and not args.resume:
+        problem = _mic_problem(args.input)  # (enrolling, as just advised, needs a microphone too)
+        if problem is not None:
+            print(f"(no microphone either: {problem})")
     if spotter is not None:
         for line in unheard_calls(settings, root):
             print(f"warning: {line}")
