@@ -195,6 +195,34 @@ def test_each_resumed_stretch_is_replayed_with_its_own_recorded_reference(game, 
 
 
 @pytest.mark.vosk_model
+def test_a_stretch_whose_reference_cannot_be_read_is_not_said_to_use_it(game, resumed_game, capsys,
+                                                                         tmp_path: Path) -> None:
+    """reference-resumed-1.flac with its first 200 bytes overwritten: replay said "echo cancellation: on,
+    with the recorded reference (reference-resumed-1.flac)" and then that stretch was not re-judged because
+    that file cannot be read. The note is for a stretch whose reference was used; the other says only why."""
+    from voicesnap.cli import main
+
+    _folder, data, model, _script = game
+    bad = tmp_path / "bad"
+    shutil.copytree(resumed_game, bad)
+    ref = bad / "reference-resumed-1.flac"
+    raw = ref.read_bytes()
+    ref.write_bytes(bytes(200) + raw[200:])
+    code, got = _replay(bad, data, model, capsys)
+    first, second = got["stretches"]
+    assert code == 1 and first["agree"] == first["total"] >= 1 and first["error"] == "", got
+    assert "reference-resumed-1.flac cannot be read" in second["error"] and second["notes"] == [], second
+    assert any("with the recorded reference (reference.flac)" in n for n in first["notes"]), first
+    assert not any("reference-resumed-1.flac" in n and "echo cancellation: on" in n for n in got["notes"]), got
+
+    assert main(["--data-dir", str(data), "replay", str(bad), "--model", model]) == 1
+    out = capsys.readouterr().out
+    assert "(echo cancellation: on, with the recorded reference (reference.flac), as in the game)" in out, out
+    assert "echo cancellation: on, with the recorded reference (reference-resumed-1.flac)" not in out, out
+    assert f"stretch 2 of 2 (audio-resumed-1.wav): not re-judged, because {ref} cannot be read" in out, out
+
+
+@pytest.mark.vosk_model
 def test_replay_without_the_reference_says_so_and_hears_the_call_differently(game, capsys, tmp_path) -> None:
     """An older recording (no reference): replayed as before, with a note; the canceller was needed."""
     folder, data, model, _script = game

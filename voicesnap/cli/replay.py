@@ -418,8 +418,9 @@ def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str
     if path.is_file():
         from ..echo import ArrayReference, EchoCancelled
 
+        reference = load_reference(path)  # (a damaged one raises: no note that it was used)
         notes.append(f"echo cancellation: on, with the recorded reference ({name}), as in the game")
-        return EchoCancelled(spotter, ArrayReference(load_reference(path)))
+        return EchoCancelled(spotter, ArrayReference(reference))
     if any(isinstance(r, SpeechStarted) for r in live):
         cut = any(folder.glob(f".{name}.*.tmp.*"))  # a crash left it unreadable (recover_sound_files)
         why = ("its recording was cut off by a crash and cannot be read" if cut
@@ -492,8 +493,8 @@ def _rejudge_stretches(folder: Path, root: Path, settings: TableSession, parts: 
         unprofiled: list[str] = []
         try:
             live, again = rejudge_stretch(folder, root, settings, part, engine, model, notes, unprofiled)
-        except UserError as exc:
-            done.append(_Done(part, [], notes, str(exc)))
+        except UserError as exc:  # (its notes say how it was being re-judged: it was not, so only the reason)
+            done.append(_Done(part, [], [], str(exc)))
             continue
         rows = compare(live, again, unprofiled, part.offset)
         done.append(_Done(part, [{**row, "stretch": part.number} for row in rows], notes))
