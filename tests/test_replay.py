@@ -278,6 +278,39 @@ def test_a_stretch_whose_recording_is_missing_or_damaged_is_named_and_the_others
     assert "no stretch of the game could be re-judged" in err and "audio-resumed-1.wav is missing" in err, err
 
 
+def test_a_truncated_recording_is_called_damaged_without_asking_to_record_it_again(
+        recorded, resumed, capsys, tmp_path: Path) -> None:
+    """A stretch's recording cut to 5000 bytes was "WAV file is truncated ...; re-record or re-export it":
+    a game cannot be recorded again. Replay says the recording is damaged and what cannot be re-judged;
+    the others are re-judged as ever."""
+    import shutil
+
+    folder, data, model, script = recorded
+    cut = tmp_path / "cut"
+    shutil.copytree(resumed, cut)
+    wav = cut / "audio-resumed-1.wav"
+    wav.write_bytes(wav.read_bytes()[:5000])
+    assert main(["--data-dir", str(data), "replay", str(cut), "--model", model]) == 1
+    out = capsys.readouterr().out
+    text = out.splitlines()
+    assert f"replay of {cut}, stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
+    line = next(x for x in text if x.startswith(f"replay of {cut}, stretch 2 of 2 (audio-resumed-1.wav): "))
+    assert line.startswith(f"replay of {cut}, stretch 2 of 2 (audio-resumed-1.wav): not re-judged, because {wav} "
+                           "is damaged (truncated: its header promises"), line
+    assert line.endswith("are there), so this stretch cannot be re-judged"), line
+    assert "re-record" not in out and "re-export" not in out, out
+
+    # a game never resumed: the same, for the game
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "log.jsonl").write_bytes((folder / "log.jsonl").read_bytes())
+    (alone / "audio.wav").write_bytes((folder / "audio.wav").read_bytes()[:5000])
+    assert main(["--data-dir", str(data), "replay", str(alone), "--model", model]) == 2
+    err = capsys.readouterr().err
+    assert f"{alone / 'audio.wav'} is damaged (truncated: " in err and "so the game cannot be re-judged" in err, err
+    assert "re-record" not in err and "re-export" not in err, err
+
+
 def test_a_resumed_game_hears_as_the_session_did_and_logs_each_stretchs_own_recording(
         recorded, capsys, tmp_path: Path) -> None:
     """A resume listened with play's defaults (here Vosk and the keyword model, not the session's Vosk

@@ -126,7 +126,13 @@ class AudioChunk:
 
 
 class AudioFileError(UserError):
-    """An audio file that cannot be used as it is; the message says why and what to do."""
+    """An audio file that cannot be used as it is; the message says why and what to do. ``reason``, where
+    the reader gives one, is what is wrong with the file alone (no path, no advice): for a caller whose own
+    advice differs, such as replay, which cannot ask for a game's recording to be made again."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class AudioDeviceError(UserError):
@@ -155,9 +161,10 @@ def _check_riff(path: Path, raw_head: bytes, size: int) -> None:
         while True:
             header = handle.read(8)
             if len(header) < 8:
+                reason = f"truncated: no audio data chunk before the end of the file at byte {size}"
                 raise AudioFileError(
                     f"{path}: WAV file is truncated (no audio data chunk before the end "
-                    f"of the file at byte {size}); re-record or re-export it"
+                    f"of the file at byte {size}); re-record or re-export it", reason
                 )
             chunk_id, chunk_len = header[:4], struct.unpack(fmt, header[4:])[0]
             if chunk_id == b"data":
@@ -166,14 +173,15 @@ def _check_riff(path: Path, raw_head: bytes, size: int) -> None:
                 if chunk_len not in (0, 0xFFFFFFFF) and chunk_len > available:
                     raise AudioFileError(
                         f"{path}: WAV file is truncated: its header promises {chunk_len} bytes "
-                        f"of audio but only {available} are there; re-record or re-export it"
+                        f"of audio but only {available} are there; re-record or re-export it",
+                        f"truncated: its header promises {chunk_len} bytes of audio but only {available} are there",
                     )
                 return
             pos += 8 + chunk_len + (chunk_len & 1)
             if pos > size:
                 raise AudioFileError(
                     f"{path}: WAV file is truncated inside its {chunk_id!r} header chunk; "
-                    "re-record or re-export it"
+                    "re-record or re-export it", f"truncated inside its {chunk_id!r} header chunk"
                 )
             handle.seek(pos)
 
@@ -202,7 +210,7 @@ def read_wav(
         raise AudioFileError(f"{p}: is a folder, not an audio file; give the path of a .wav file")
     size = p.stat().st_size
     if size == 0:
-        raise AudioFileError(f"{p}: file is empty (0 bytes); re-record or re-export it")
+        raise AudioFileError(f"{p}: file is empty (0 bytes); re-record or re-export it", "empty: 0 bytes")
     with open(p, "rb") as handle:
         head = handle.read(12)
     _check_riff(p, head, size)
@@ -218,15 +226,18 @@ def read_wav(
             data, rate = sf.read(str(p), dtype="int16", always_2d=True)
     except (sf.SoundFileError, RuntimeError) as exc:
         raise AudioFileError(
-            f"{p}: not a readable audio file ({exc}); give a PCM WAV, or {_CONVERT_HINT}"
+            f"{p}: not a readable audio file ({exc}); give a PCM WAV, or {_CONVERT_HINT}",
+            f"not a readable audio file: {exc}",
         ) from exc
     if not MIN_RATE <= rate <= MAX_RATE:
         raise AudioFileError(
             f"{p}: sample rate {rate} Hz is outside {MIN_RATE}-{MAX_RATE} Hz, so the header is "
-            f"probably wrong; {_CONVERT_HINT}"
+            f"probably wrong; {_CONVERT_HINT}",
+            f"its header says {rate} Hz, outside {MIN_RATE}-{MAX_RATE} Hz",
         )
     if data.shape[0] == 0:
-        raise AudioFileError(f"{p}: contains no audio frames ({info.format}); re-record or re-export it")
+        raise AudioFileError(f"{p}: contains no audio frames ({info.format}); re-record or re-export it",
+                             "it holds no audio frames")
     if expect_rate is not None and rate != expect_rate:
         raise AudioFileError(f"{p}: sample rate is {rate} Hz, {expect_rate} Hz is needed; {_CONVERT_HINT}")
     if expect_channels is not None and data.shape[1] != expect_channels:

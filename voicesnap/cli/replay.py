@@ -228,7 +228,7 @@ def rejudge_stretch(folder: Path, root: Path, settings: TableSession, stretch: S
     what the player should know about how it was re-judged (the echo reference) is appended to ``notes``,
     and the players it cannot tell by voice (no profile in ``root`` now) to ``unprofiled``. A UserError
     says why it cannot be re-judged."""
-    from ..audio import FileSource
+    from ..audio import AudioFileError, FileSource
     from ..table import TableEnd, TableStep, play_session, rebuild
     from ..tablelog import LISTENING_FAILED, TableNote
     from .play import build_spotter
@@ -284,7 +284,15 @@ def rejudge_stretch(folder: Path, root: Path, settings: TableSession, stretch: S
             self.extend(records)
 
     again = Memory()
-    source = FileSource(audio, chunk_frames=320)
+    try:
+        source = FileSource(audio, chunk_frames=320)
+    except AudioFileError as exc:
+        if not exc.reason:
+            raise
+        # the reader's advice (re-record or re-export it, convert it) is for a file the player makes; a
+        # game's recording cannot be made again
+        what = "this stretch" if stretch.of > 1 else "the game"
+        raise UserError(f"{audio} is damaged ({exc.reason}), so {what} cannot be re-judged") from exc
     if settings.channels and source.channels <= max(settings.channels.values()):
         far = max(settings.channels, key=lambda p: settings.channels[p])
         raise UserError(f"{audio} has {counted(source.channels, 'channel')}, and the game heard {far} on channel "
