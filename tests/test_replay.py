@@ -278,6 +278,34 @@ def test_a_stretch_whose_recording_is_missing_or_damaged_is_named_and_the_others
     assert "no stretch of the game could be re-judged" in err and "audio-resumed-1.wav is missing" in err, err
 
 
+def test_replay_json_gives_each_stretchs_reason_when_none_can_be_rejudged(recorded, resumed, capsys,
+                                                                          tmp_path: Path) -> None:
+    """With every recording gone, `replay --json` printed nothing on stdout (the reason on stderr alone):
+    a program reading its JSON got none. Now each stretch's error is in the JSON, and the exit status and
+    the stderr line are as before."""
+    import shutil
+
+    folder, data, model, script = recorded
+    gone = tmp_path / "gone"
+    shutil.copytree(resumed, gone)
+    for wav in gone.glob("audio*.wav"):
+        wav.unlink()
+    assert main(["--data-dir", str(data), "replay", str(gone), "--model", model, "--json"]) == 2
+    printed = capsys.readouterr()
+    got = json.loads(printed.out)
+    assert (got["rulings"], got["agree"], got["total"]) == ([], 0, 0), got
+    assert [(s["stretch"], s["audio"], s["total"], s["notes"]) for s in got["stretches"]] == [
+        (1, "audio.wav", 0, []), (2, "audio-resumed-1.wav", 0, [])], got["stretches"]
+    assert f"{gone / 'audio.wav'} is missing" in got["stretches"][0]["error"], got["stretches"]
+    assert f"{gone / 'audio-resumed-1.wav'} is missing" in got["stretches"][1]["error"], got["stretches"]
+    assert "no stretch of the game could be re-judged" in printed.err, printed.err
+
+    # the text: the reason on stderr, and nothing on stdout, as before
+    assert main(["--data-dir", str(data), "replay", str(gone), "--model", model]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and "no stretch of the game could be re-judged" in printed.err, printed
+
+
 def test_a_truncated_recording_is_called_damaged_without_asking_to_record_it_again(
         recorded, resumed, capsys, tmp_path: Path) -> None:
     """A stretch's recording cut to 5000 bytes was "WAV file is truncated ...; re-record or re-export it":

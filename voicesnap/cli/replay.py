@@ -494,7 +494,7 @@ class _Done:
 def _rejudge_stretches(folder: Path, root: Path, settings: TableSession, parts: list[Stretch], engine: str,
                        model: str | None) -> list[_Done]:
     """Every stretch of a resumed session, each from its own recording; one that cannot be re-judged (its
-    recording missing or damaged) is said and the others go on. None can: the reason, as a UserError."""
+    recording missing or damaged) is said and the others go on."""
     done = []
     for part in parts:
         notes: list[str] = []
@@ -506,13 +506,15 @@ def _rejudge_stretches(folder: Path, root: Path, settings: TableSession, parts: 
             continue
         rows = compare(live, again, unprofiled, part.offset)
         done.append(_Done(part, [{**row, "stretch": part.number} for row in rows], notes))
-    if all(d.error for d in done):
-        reasons = list(dict.fromkeys(d.error for d in done))
-        if len(reasons) == 1:
-            raise UserError(reasons[0])
-        raise UserError("no stretch of the game could be re-judged: "
-                        + "; ".join(f"{d.stretch.name}: {d.error}" for d in done))
     return done
+
+
+def _none_rejudged(done: list[_Done]) -> str:
+    """Why no stretch could be re-judged: the one reason, or each stretch's."""
+    reasons = list(dict.fromkeys(d.error for d in done))
+    if len(reasons) == 1:
+        return reasons[0]
+    return "no stretch of the game could be re-judged: " + "; ".join(f"{d.stretch.name}: {d.error}" for d in done)
 
 
 def _times(n: int) -> str:
@@ -521,7 +523,8 @@ def _times(n: int) -> str:
 
 def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
     """Each stretch's rulings and agreement, then the whole game's; exit 0 only when every stretch was
-    re-judged and every ruling agrees."""
+    re-judged and every ruling agrees. None could be: the reason, as a UserError (exit 2), after the JSON
+    that gives each stretch's with ``as_json``."""
     n = len(done)
     about = (f"the game was resumed {_times(n - 1)}, so it has {n} stretches, each with its own recording: each "
              "is re-judged from its own, and its times are counted from the start of that recording")
@@ -537,7 +540,9 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
         print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows), "notes": notes, "stretches": [
             {"stretch": d.stretch.number, "audio": d.stretch.audio, "agree": sum(1 for r in d.rows if r["agree"]),
              "total": len(d.rows), "notes": d.notes, "error": d.error} for d in done]}, indent=2))
-    else:
+    if len(failed) == n:  # the reason on stderr, and nothing else in text, as before resumes were replayed
+        raise UserError(_none_rejudged(done))
+    if not as_json:
         print(f"({about})")
         said: list[str] = [about]
         for d in done:
