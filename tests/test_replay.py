@@ -268,7 +268,7 @@ def test_a_stretch_whose_recording_is_missing_or_damaged_is_named_and_the_others
     assert any(line.startswith(f"replay of {damaged}, stretch 1 of 2 (audio.wav): not re-judged, because "
                                f"{damaged / 'audio.wav'}") for line in text), text
     assert f"replay of {damaged}, stretch 2 of 2 (audio-resumed-1.wav): 5 of 5 rulings agree" in text, text
-    assert text[-1] == (f"replay of {damaged}, the whole game: 5 of 5 rulings agree in the 1 of 2 stretches "
+    assert text[-1] == (f"replay of {damaged}, the whole game: 5 of 5 rulings agree in the 1 stretch of 2 "
                         "re-judged; not re-judged: stretch 1 of 2"), text
 
     # none left to re-judge: the reason, as before resumes were replayed
@@ -304,6 +304,34 @@ def test_replay_json_gives_each_stretchs_reason_when_none_can_be_rejudged(record
     assert main(["--data-dir", str(data), "replay", str(gone), "--model", model]) == 2
     printed = capsys.readouterr()
     assert printed.out == "" and "no stretch of the game could be re-judged" in printed.err, printed
+
+
+def test_a_single_ruling_is_counted_in_the_singular(recorded, resumed, capsys, tmp_path: Path) -> None:
+    """"1 of 1 rulings agree" and "in the 1 of 2 stretches re-judged": each count now takes its own number,
+    in a game never resumed and in a resumed one."""
+    import shutil
+
+    folder, data, model, script = recorded
+    samples, rate = read_wav(folder / "audio.wav")
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "log.jsonl").write_bytes((folder / "log.jsonl").read_bytes())
+    write_wav(short / "audio.wav", samples[: 6 * rate], rate)  # only the snap won at 3.1 s is re-judged
+    assert main(["--data-dir", str(data), "replay", str(short), "--model", model]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert f"replay of {short}: 1 of 1 ruling agrees" in text, text
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(resumed, damaged)
+    (damaged / "audio.wav").write_bytes(b"RIFF" + bytes(40))
+    samples, rate = read_wav(resumed / "audio-resumed-1.wav")
+    write_wav(damaged / "audio-resumed-1.wav", samples[: 6 * rate], rate)
+    assert main(["--data-dir", str(data), "replay", str(damaged), "--model", model]) == 1
+    text = capsys.readouterr().out.splitlines()
+    assert f"replay of {damaged}, stretch 2 of 2 (audio-resumed-1.wav): 1 of 1 ruling agrees" in text, text
+    assert text[-1] == (f"replay of {damaged}, the whole game: 1 of 1 ruling agrees in the 1 stretch of 2 "
+                        "re-judged; not re-judged: stretch 1 of 2"), text
+    assert not any("1 rulings" in line or "1 of 2 stretches" in line for line in text), text
 
 
 def test_a_truncated_recording_is_called_damaged_without_asking_to_record_it_again(

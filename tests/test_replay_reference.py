@@ -427,7 +427,7 @@ def test_replay_as_its_own_process_reads_a_log_with_speech_times(game) -> None:
                            "--model", model], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "with the recorded reference" in done.stdout and "1 of 1 rulings agree" in done.stdout
+    assert "with the recorded reference" in done.stdout and "1 of 1 ruling agrees" in done.stdout
 
 
 def test_a_pull_that_spans_the_stall_lays_what_played_after_it_where_it_played() -> None:

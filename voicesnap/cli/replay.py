@@ -297,7 +297,7 @@ def rejudge_stretch(folder: Path, root: Path, settings: TableSession, stretch: S
         far = max(settings.channels, key=lambda p: settings.channels[p])
         raise UserError(f"{audio} has {counted(source.channels, 'channel')}, and the game heard {far} on channel "
                         f"{settings.channels[far]}: it is not this game's recording (one microphone per player, "
-                        f"{len(settings.channels)} channels); put the game's own back")
+                        f"{counted(len(settings.channels), 'channel')}); put the game's own back")
     result = play_session(settings, again, chunks=source,
                           spotter=_Keys(spotter, keys), lines=lambda _s: None, schedule=flips, stop_at=ends,
                           pool_flag=pool_flag, resumed=resumed)
@@ -465,9 +465,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         for note in notes:
             print(f"({note})")
-        print(f"replay of {folder}: {agree} of {len(rows)} rulings agree")
+        print(f"replay of {folder}: {_agreeing(agree, len(rows))}")
         _print_rows(rows)
     return 0 if agree == len(rows) else 1
+
+
+def _agreeing(agree: int, total: int) -> str:
+    """"5 of 5 rulings agree", "1 of 1 ruling agrees", "1 of 5 rulings agrees", each in its number."""
+    return f"{agree} of {counted(total, 'ruling')} {'agrees' if agree == 1 else 'agree'}"
 
 
 def _print_rows(rows: list[dict[str, Any]]) -> None:
@@ -555,11 +560,12 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
                       f"because {d.error}")
                 continue
             own = sum(1 for r in d.rows if r["agree"])
-            print(f"replay of {folder}, {d.stretch.name} ({d.stretch.audio}): {own} of {len(d.rows)} rulings agree")
+            print(f"replay of {folder}, {d.stretch.name} ({d.stretch.audio}): {_agreeing(own, len(d.rows))}")
             _print_rows(d.rows)
-        whole = f"replay of {folder}, the whole game: {agree} of {len(rows)} rulings agree"
+        whole = f"replay of {folder}, the whole game: {_agreeing(agree, len(rows))}"
         if failed:
             names = ", ".join(d.stretch.name for d in failed)
-            whole += f" in the {n - len(failed)} of {n} stretches re-judged; not re-judged: {names}"
+            whole += (f" in the {counted(n - len(failed), 'stretch', 'stretches')} of {n} re-judged; "
+                      f"not re-judged: {names}")
         print(whole)
     return 0 if agree == len(rows) and not failed else 1
