@@ -571,6 +571,12 @@ def test_listen_names_each_call_by_its_players_own_channel_on_a_live_two_channel
         finally:
             if listen.poll() is None:
                 listen.kill()
+        if listen.returncode == 0:  # the banner names each player's channel (it gave a count of channels)
+            banner = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"),
+                                     "listen", "--input", monitor, "--channels", "alice=0,bob=1", "--no-pool",
+                                     "--seconds", "0.5"], cwd=ROOT, env=env, capture_output=True, text=True,
+                                    timeout=90).stderr
+            assert "listening on the microphone (alice on channel 0, bob on channel 1, " in banner, banner
     if listen.returncode == 2 and "voicesnap models download" in err:
         pytest.skip("no Vosk or keyword model to hear per-player mics with")
     assert listen.returncode == 0, out + err

@@ -367,7 +367,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         for chunk in chunks:
             if mic is not None and not heard and not args.json:
-                print(f"listening on the microphone ({counted(channels, 'channel')}, {args.engine}); Ctrl-C to stop",
+                mics = (", ".join(f"{p} on channel {c}" for p, c in mapping.items()) if mapping
+                        else counted(channels, "channel"))  # (mapped: the channels opened stop at the highest)
+                print(f"listening on the microphone ({mics}, {args.engine}); Ctrl-C to stop",
                       file=sys.stderr, flush=True)
             if recorder is not None:
                 recorder.write(chunk)
