@@ -232,13 +232,17 @@ class PlaybackReference:
         out = []
         while len(samples) > 1:
             clock = float(self.playback.frame_to_clock(first))
+
+            def on_time(k: int) -> bool:  # frame first + k plays where one laid on from ``first`` would
+                return abs(float(self.playback.frame_to_clock(first + k)) - clock - k / rate) <= self.JUMP
+
             last = len(samples) - 1
-            if abs(float(self.playback.frame_to_clock(first + last)) - clock - last / rate) <= self.JUMP:
+            if on_time(last):
                 break
             lo, hi = 0, last  # the mapping holds at lo and has jumped by hi: the first frame after the jump
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                if abs(float(self.playback.frame_to_clock(first + mid)) - clock - mid / rate) <= self.JUMP:
+                if on_time(mid):
                     lo = mid
                 else:
                     hi = mid
