@@ -425,6 +425,10 @@ class Game:
         """Whether the player in ``seat`` is out of this game (and may no longer call)."""
         return self.out[seat]
 
+    def whose_turn(self) -> str | None:
+        """The player who turns the next card, or None: the game is over, or (a variant) nobody's turn."""
+        return None if self.over else self.players[self.active]
+
     def eliminated(self) -> tuple[bool, ...]:
         """``is_out`` for every seat at once."""
         return tuple(self.out)

@@ -1165,11 +1165,8 @@ def status_text(game: Any) -> str:
     """The "status" command's answer, in the announcer's words (one wording for every variant), with
     whose turn it is (not in Speed Snap, where everyone flips at once, nor once the game is over)."""
     from .announcer import status_words
-    from .variants import SpeedSnap
 
-    state = game.state
-    turn = None if isinstance(game, SpeedSnap) or state.winner is not None else state.players[state.active]
-    return status_words(state, turn)
+    return status_words(game.state, game.whose_turn())
 
 
 def score_text(session: Any) -> str:

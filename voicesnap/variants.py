@@ -55,6 +55,9 @@ class SpeedSnap(Game):
 
     variant = "speed"
 
+    def whose_turn(self) -> str | None:
+        return None  # everyone flips at once
+
     def flip(self, t: float) -> list[Any]:
         if self.over:
             raise RulesError("the game is over; start a new game to flip again")
