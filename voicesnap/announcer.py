@@ -33,6 +33,7 @@ from .rules import (
     PoolTied, PoolWon, Refreshed, SnapWon, TableState, TieToPool, WrongCall,
 )
 from .session import GameScored, SessionOver, SuddenDeath
+from .text import counted
 
 # Why a call was wrong, by its kind (a player who plays by ear heard only "wrong call": was nothing
 # showing, or was it another player's noise?). The event carries the word said ("snap pool", "moo"):
@@ -95,7 +96,7 @@ def _names(names: Sequence[str]) -> str:
 
 
 def _cards(n: int) -> str:
-    return f"{n} card" if n == 1 else f"{n} cards"
+    return counted(n, "card")
 
 
 def card_words(card: Card, verbosity: Verbosity) -> str:
@@ -178,7 +179,7 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
         return (f"Sudden death: {tied} are level and play on; the next game's winner wins the session.",
                 Priority.RULING, None)
     if isinstance(ev, SessionOver):
-        return (f"{ev.winner} wins the session after {ev.games} game{'' if ev.games == 1 else 's'}. "
+        return (f"{ev.winner} wins the session after {counted(ev.games, 'game')}. "
                 f"{score_words(players, ev.scores)}"), Priority.RULING, None
     if isinstance(ev, Refreshed):
         if all_:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 
+from .text import counted
+
 __all__ = ["PlayerView", "TableView", "render", "card_text", "cells"]
 
 _SUITS = {"S": "\u2660", "H": "\u2665", "D": "\u2666", "C": "\u2663"}
@@ -147,7 +149,7 @@ def render(view: TableView, width: int = 80, ascii_only: bool = False) -> list[s
             row = f" {mark} {name}  {p.face_down:>4}  {p.face_up:>3}  {shows:<5}  {p.wins:>4}{match}"
         lines.append(fit(row))
     pool_top = card_text(view.pool_top, ascii_only) if view.pool_top is not None else "--"
-    lines.append(fit(f"   pool: {view.pool} card{'s' if view.pool != 1 else ''}, top {pool_top}"))
+    lines.append(fit(f"   pool: {counted(view.pool, 'card')}, top {pool_top}"))
     for ruling in view.rulings[-4:]:
         lines.append(fit(f"   - {ruling}"))
     if view.answer:  # wrapped, not cut: a status or help answer is longer than a line, and all of it matters
