@@ -199,6 +199,29 @@ def test_fast_speed_snap_leaves_no_stale_backlog(cache):
     assert all(a.id in ann.started for a in ann.log if a.priority is Priority.RULING)
 
 
+def test_speed_snap_says_every_players_card_at_a_pace_that_has_room_for_them(cache):
+    """Everyone's cards are turned at once, each with its own flip number: by those numbers each card
+    cut the one before it, and only the last player's card was ever heard (a QA game by ear)."""
+    game = SpeedSnap(["alice", "bob"], seed=8)
+    ann, pb, log, lines, stale_seen = _timeline(cache, game, verbosity=Verbosity.NAMES, pace=4.0, flips=12)
+    flips = [a for a in ann.log if a.kind == "flipped"]
+    assert len(flips) == sum(isinstance(e, Flipped) for e in log) >= 12
+    assert {a.text.split(",")[0] for a in flips} == {"alice", "bob"}
+    assert all(a.id in ann.started for a in flips), [a.text for a in flips if a.id not in ann.started]
+    assert pb.cut == 0 and max(stale_seen) == 0
+
+
+def test_a_sessions_next_game_cuts_the_last_games_cards_though_it_counts_flips_from_1_again() -> None:
+    """The serial was the game's own flip number: in a session's second game the cards (flips 1, 2, ...)
+    were older than the first game's last and cut nothing, so at a fast pace they queued up stale."""
+    ann = Announcer(None, None)
+    serials = []
+    for t, flip in ((1.0, 40), (2.0, 41), (10.0, 1), (11.0, 2), (11.0, 3)):  # game 2 from t=10; Speed at 11
+        ann.flipped(Flipped(t, 0, "a", EIGHT_H, flip, False, False))
+        serials.append(ann.flip)
+    assert serials[0] < serials[1] < serials[2] < serials[3] == serials[4]
+
+
 def test_text_lines_carry_no_decoration():
     out = io.StringIO()
     ann = Announcer(None, None, Settings(verbosity=Verbosity.ALL, text=True), out=out)

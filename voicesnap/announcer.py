@@ -351,7 +351,8 @@ class Announcer:
         self.notices: list[str] = []
         self.queue = SpeechQueue()
         self.players: tuple[str, ...] = ()
-        self.flip = 0
+        self.flip = 0  # the serial of the flip being announced (``flipped``)
+        self._flip_t: float | None = None  # ...and when its cards were turned
         self.last: Announcement | None = None  # for "repeat": the last ruling or flip said
         self.log: list[Announcement] = []
         self.started: dict[int, float] = {}  # announcement id -> clock time its audio started
@@ -392,9 +393,8 @@ class Announcer:
         for ev in events:
             if isinstance(ev, GameStarted):
                 self.players = tuple(ev.players)
-                self.flip = 0
             if isinstance(ev, Flipped):
-                self.flip = max(self.flip, ev.flip)
+                self.flipped(ev)
             d = describe(ev, self.settings.verbosity, state, self.players)
             if d is None:
                 continue
@@ -405,6 +405,16 @@ class Announcer:
             t = made[-1].t if made else 0.0
             made.append(self.say(f"{state.players[state.active]}'s turn.", Priority.INFO, t, "turn", "your_turn"))
         return made
+
+    def flipped(self, ev: Flipped) -> None:
+        """Take ``ev``'s card as the flip now announced (its serial: ``SpeechQueue``). Cards turned at one
+        moment (Speed Snap: everyone at once, each card its own flip number) are one flip, said in turn: by
+        their own numbers each card cut the one before it, and only the last player's card was heard. The
+        serial is the announcer's own count, not the game's: a session's next game counts its flips from 1
+        again, and its cards must still cut the last game's."""
+        if ev.t != self._flip_t:
+            self.flip += 1
+            self._flip_t = ev.t
 
     def say(self, text: str, priority: Priority, t: float, kind: str = "reply", ear: str | None = None,
             card: Flipped | None = None, ends: str = "") -> Announcement:
@@ -605,7 +615,7 @@ class TableSpeaker:
             ann.players = tuple(event.players)
             ann.prepare()
         if isinstance(event, Flipped):
-            ann.flip = max(ann.flip, event.flip)
+            ann.flipped(event)
             ann.say(text, prio, event.t, getattr(event, "EVENT_TYPE"), None, card=event)  # set by @event
             return
         ear = None
