@@ -131,10 +131,11 @@ def test_the_first_underflow_reopens_the_speaker_with_a_longer_buffer(monkeypatc
     out = subprocess.run([sys.executable, "-c", _REOPEN], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got["told"] is not None and "longer buffer" in got["told"]
+    # the game's own remedy, not told: "the speaker's sound broke up" at nearly every start read as a fault
+    assert got["told"] is None
     assert got["latency"] == "high" and got["active"] and got["high"] > got["low"]
     assert got["moved"] > 0  # the same mixer keeps playing on the new stream
-    assert "longer buffer" not in (got["again"] or "")  # only once
+    assert got["again"] is None  # (the same burst)
 
 
 def _tone_through(sink: str, seconds: float, rate: int = 48000) -> dict:

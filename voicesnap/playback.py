@@ -621,7 +621,10 @@ class DevicePlayback(_Shell):
         self._last_underflow = now
         # (short: a screen reader reads each notice whole, between the cards)
         if reopened:
-            return "the speaker's sound broke up, so it now plays with a longer buffer"
+            # the remedy is the game's own and needs nothing of the players: not told (on the virtual speaker
+            # nearly every game's start had one, and "the speaker's sound broke up" read as a fault); a
+            # machine too busy for the longer buffer too gets the notice below at its next underflow
+            return None
         if not quiet:
             return None
         return ("the speaker's sound is breaking up: the computer is too busy; close other programs, or try "
