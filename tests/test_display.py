@@ -80,3 +80,26 @@ def test_card_text_accepts_engine_like_cards_and_words() -> None:
     assert card_text("ten of clubs", ascii_only=True) == "10C"
     assert card_text("cat") == "cat"  # picture decks show the picture's name
     assert card_text(None) == "--"
+
+
+def test_single_pile_snaps_title_shows_the_card_under_the_top_and_a_match() -> None:
+    """One shared face-up pile: the title showed its top card only, with no "= match" when the card under
+    it had the same face, though a match is what the players call on (a QA game)."""
+    from voicesnap.rules import Flipped
+    from voicesnap.table import view_of
+    from voicesnap.variants import SinglePileSnap
+
+    game = SinglePileSnap(["alice", "bob"], seed=3)
+    seen = {True: 0, False: 0}
+    for k in range(60):
+        if game.over:
+            break
+        flipped = [e for e in game.flip(float(k)) if isinstance(e, Flipped)]
+        centre = game.state.piles[0]
+        title = view_of(game).title
+        if len(centre) > 1:
+            under = centre[-2].code
+            assert f"top {centre[-1].code} on {under}" in title, title
+            assert ("= match" in title) == flipped[-1].match, title  # as the engine judges it
+            seen[flipped[-1].match] += 1
+    assert seen[True] and seen[False]  # both cases shown on this deal

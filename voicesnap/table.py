@@ -909,6 +909,9 @@ def view_of(game: Any, *, rulings: Sequence[str] = (), title: str = "voicesnap",
     if not own_piles and state.piles and state.piles[0]:
         centre = state.piles[0]
         title = f"{title}  centre pile {len(centre)}, top {_card(centre[-1])}"
+        if len(centre) > 1:  # a match is the top card on the one under it: both shown (it showed the top only)
+            same = getattr(centre[-1], "face", centre[-1]) == getattr(centre[-2], "face", centre[-2])
+            title += f" on {_card(centre[-2])}" + ("  = match" if same else "")
     pool_top = _card(state.pool[-1]) if state.pool else None
     return TableView(tuple(players), len(state.pool), pool_top, tuple(rulings), title, clock, notice, matches,
                      tuple(keys), answer)
