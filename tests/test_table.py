@@ -838,8 +838,8 @@ def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None
     assert said(loop.step(1.6, [cmd("resume", 1.55)])) == ["Not paused."]
     assert any("paused" in t for t in said(loop.step(1.7, [cmd("pause", 1.65)])))
     flips = game.view().flip
-    assert said(loop.step(1.8, [cmd("flip", 1.75)])) == ["Paused. Say resume first."]
-    assert said(loop.step(1.9, [cmd("pause", 1.85)])) == ["Paused. Say resume first."]
+    assert said(loop.step(1.8, [cmd("flip", 1.75)])) == ["Paused. Say resume after dealer or press o first."]
+    assert said(loop.step(1.9, [cmd("pause", 1.85)])) == ["Paused. Say resume after dealer or press o first."]
     assert game.view().flip == flips  # no card turned while paused
     assert said(loop.step(2.0, [cmd("resume", 1.95)])) == ["resumed"]
     manual, _ = new_loop(7, pace=None)
@@ -851,6 +851,8 @@ def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None
     keys.voice = False
     keyed = Detection("dealer pause", 1.0, 1.0, 1.0, engine="keyboard")
     assert said(keys.step(1.1, [keyed])) == ["paused: to go on, press o"]
+    assert said(keys.step(1.2, [Detection("dealer flip", 1.15, 1.15, 1.0, engine="keyboard")])) == [
+        "Paused. Press o first."]  # it said "Say resume first" with nothing listening
 
 
 def _help_of(loop: TableLoop, t: float) -> str:

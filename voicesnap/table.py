@@ -312,7 +312,9 @@ class TableLoop:
     def _command(self, name: str, det: Detection, actions: list[Action]) -> None:
         t = self.now
         if not allowed(name, self.paused):  # answered, never acted on (a flip while paused turned a card)
-            self._reply("Not paused." if name == "resume" else "Paused. Say resume first.", actions, remember=False)
+            first = self._ways(f"say resume after {COMMAND_PREFIX}", "press o")  # (keys only: "Say resume" was wrong)
+            self._reply("Not paused." if name == "resume" else f"Paused. {first[0].upper()}{first[1:]} first.",
+                        actions, remember=False)
             return
         if name in ("slower", "faster") and not self.pace:
             how = self._ways("says flip after " + COMMAND_PREFIX, "presses space")
@@ -321,6 +323,7 @@ class TableLoop:
         if name == "pause":
             self.paused = True
             # (never "dealer resume" in the announcer's own words: its voice must not sound like a command)
+            # (never the command's own words: said by the announcer, "dealer resume" could be heard as it)
             actions.append(Notice(f"paused: to go on, {self._ways(f'say resume after {COMMAND_PREFIX}', 'press o')}"))
         elif name == "resume":
             self.paused = False
