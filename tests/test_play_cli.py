@@ -394,16 +394,21 @@ def test_a_played_log_reads_in_a_fresh_process_with_gamelog_alone(data: Path, tm
     assert int(count) > 10 and int(total) == 52
 
 
-def test_the_offer_to_enroll_a_missing_player_is_said_aloud(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_offer_to_enroll_a_missing_player_is_said_aloud(data: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """`play` waited on a printed question ("Enroll now? [Y/n]") that a player who plays by ear never heard."""
     from voicesnap.cli import enroll as E
     from voicesnap.cli import play as P
 
     played: list[int] = []
     monkeypatch.setattr(E, "_play", lambda sound: played.append(len(sound)))  # the speaker: what reached it
-    monkeypatch.setattr("builtins.input", lambda prompt="": "n")
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt="": asked.append(prompt) or "n")
     assert P.offer_enrollment(data, ("Cara",), ask=True, speak=True) == ["Cara"]
     assert played and played[0] > 16000  # a rendered sentence (espeak-ng), over a second long
+    # asked once on screen: the spoken words were printed too, then the question again in other words
+    assert "Press Enter to enroll" not in capsys.readouterr().out and asked == [
+        "Cara has no voice profile. Enroll now (about two minutes)? [Y/n] "]
     played.clear()
     assert P.offer_enrollment(data, ("Cara",), ask=True, speak=False) == ["Cara"] and not played
 

@@ -226,9 +226,11 @@ def _speech_sample(args: argparse.Namespace, prof: Profile, enc: Encoder, beep: 
     return _speech_live(args, cast(np.ndarray, beep), judge)  # callers pass the beep unless from files
 
 
-def say_prompt(text: str, silent: bool) -> None:
-    """Print ``text`` and speak it (unless ``silent``): a player may be setting up by ear."""
-    print(text, flush=True)
+def say_prompt(text: str, silent: bool, show: bool = True) -> None:
+    """Print ``text`` (unless not ``show``: the caller prints its own) and speak it (unless ``silent``): a
+    player may be setting up by ear."""
+    if show:
+        print(text, flush=True)
     if silent:
         return
     try:  # spoken prompt; text alone when speech or a device is missing

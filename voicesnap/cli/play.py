@@ -499,8 +499,9 @@ def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool, speak: boo
     still = []
     for name in missing:
         if speak:
+            # spoken only: the question below is the printed one (printed too, it was asked twice in two wordings)
             say_prompt(f"{name} has no voice profile. Press Enter to enroll {name} now, which takes about two "
-                       "minutes, or N and Enter to play without.", silent=False)
+                       "minutes, or N and Enter to play without.", silent=False, show=False)
         answer = input(f"{name} has no voice profile. Enroll now (about two minutes)? [Y/n] ").strip().lower()
         if answer in ("", "y", "yes"):
             cli_main(["--data-dir", str(root), "enroll", name])
