@@ -213,14 +213,6 @@ def read_session(folder: Path) -> tuple[TableSession, list[Any]]:
     return settings, live
 
 
-def rejudge(folder: Path, root: Path, engine: str = "same", model: str | None = None,
-            notes: list[str] | None = None, unprofiled: list[str] | None = None) -> tuple[list[Any], list[Any]]:
-    """(live records, re-judged records) for a recorded session folder that was never resumed (its first
-    stretch otherwise; ``rejudge_stretch`` re-judges each)."""
-    settings, live = read_session(folder)
-    return rejudge_stretch(folder, root, settings, stretches(live, settings)[0], engine, model, notes, unprofiled)
-
-
 def rejudge_stretch(folder: Path, root: Path, settings: TableSession, stretch: Stretch, engine: str = "same",
                     model: str | None = None, notes: list[str] | None = None,
                     unprofiled: list[str] | None = None) -> tuple[list[Any], list[Any]]:
