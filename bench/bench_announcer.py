@@ -298,7 +298,7 @@ def run(quick: bool) -> list[Row]:
         rows.append(Row(AREA, "Speed Snap: most announcements wanted at once", back["queue"], "items", "",
                         f"{back['flips']} cards flipped"))
         rows.append(Row(AREA, "Speed Snap: card announcements cut or dropped", back["cut"] + back["dropped"], "items",
-                        "", "superseded by the next flip, as designed"))
+                        "0", "the next round waits for a round to be said (table.Output.ROUND_GAP after it)"))
         rows.append(Row(AREA, "Speed Snap: rulings spoken", f"{back['rulings_played']}/{back['rulings']}", "",
                         "all", "never dropped"))
         rows.append(Row(AREA, "Speed Snap: first card of a flip heard after the flip, p95",

@@ -369,6 +369,72 @@ def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:
     assert [f.t for f in later] == [4.2]
 
 
+def _speed_loop(pace: float) -> tuple[TableLoop, "object"]:
+    from voicesnap.table import Output
+    from voicesnap.variants import SpeedSnap
+
+    game = SpeedSnap(list(PLAYERS), seed=3)
+    loop = TableLoop(Referee(game, 0.5), PLAYERS, pace=pace, make_call=Call, describe=describe,
+                     is_over=lambda ev: isinstance(ev, rules.GameOver), active_player=lambda: None,
+                     first_flip_delay=1.0)
+    out = Output(_Log(), say=lambda *a: None, lines=lambda s: None, clock=lambda: loop.now)
+    loop.busy = out.busy
+    return loop, out
+
+
+def _cards(actions: list) -> list:
+    return [a.record for a in actions if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+
+
+def test_a_speed_snap_round_is_said_whole_and_listened_to_before_the_next() -> None:
+    """Everyone's card is said in turn (about 1.2 s each): the next round, due at the pace, cut the rest,
+    and with 4 players at a pace of 3 s 9 cards in 93 were never heard (the announcer's rehearsal). The
+    table waits for the round's last card to be said, then ``ROUND_GAP`` more to call a match it made."""
+    from voicesnap.table import Output
+
+    loop, out = _speed_loop(pace=1.0)
+    first = loop.step(1.0)
+    out(first)
+    cards = [a for a in first if isinstance(a, Say) and isinstance(a.source, rules.Flipped)]
+    assert len(_cards(first)) == len(cards) == 3 and out.busy()
+    held: list = []
+    for k, say in enumerate(cards):  # said one after another from 1.0 s, 1.2 s each
+        start, end = 1.0 + 1.2 * k, 2.2 + 1.2 * k
+        out([Log(_SpeechStarted(10 + k, say.text, start))])
+        held += [a for now in np.arange(start + 0.1, end + 0.05, 0.1) for a in loop.step(round(now, 3))]
+        out([Log(_SpeechEnded(10 + k, end, True))])
+    assert loop.now == pytest.approx(4.6) and not _cards(held)  # due at 2.0, 3.0, 4.0: all held
+    gap = [a for now in (4.7, 5.0, 5.55) for a in loop.step(now)]
+    assert not _cards(gap) and out.busy()  # said at 4.6, listened to until 5.6
+    step = loop.step(5.65)
+    out(step)
+    assert [c.t for c in _cards(step)] == [5.65] * 3 and Output.ROUND_GAP == 1.0
+    assert out.busy()  # the new round, being said
+
+
+def test_a_speed_snap_round_is_not_waited_on_once_speech_has_stopped() -> None:
+    """Speech gone for good (espeak-ng failed mid-game): nothing will report the round said, so the next
+    round comes at the pace, not SPEECH_LIMIT s later."""
+    from voicesnap.playback import SpeechStopped
+
+    loop, out = _speed_loop(pace=1.0)
+    out(loop.step(1.0))
+    assert out.busy() and not _cards(loop.step(2.0))
+    out([Log(SpeechStopped("espeak-ng stopped"))])
+    assert not out.busy() and len(_cards(loop.step(2.05))) == 3
+
+
+def test_a_classic_card_is_not_waited_on() -> None:
+    """One card at a time: the next card cuts it at the pace, as a player who set the pace wants."""
+    from voicesnap.table import Output
+
+    loop, game = new_loop(pace=1.0)
+    out = Output(_Log(), say=lambda *a: None, lines=lambda s: None, clock=lambda: loop.now)
+    loop.busy = out.busy
+    out(loop.step(1.0))
+    assert not out.busy() and len(_cards(loop.step(2.0))) == 1
+
+
 def test_a_ruling_made_when_the_next_card_is_due_is_heard_before_that_card() -> None:
     """A late call's ruling and the next card fall due in one step: the card waits for the ruling.
 

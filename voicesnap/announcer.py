@@ -353,6 +353,8 @@ class Announcer:
         self.players: tuple[str, ...] = ()
         self.flip = 0  # the serial of the flip being announced (``flipped``)
         self._flip_t: float | None = None  # ...and when its cards were turned
+        self._round: list[int] = []  # the ids of that flip's cards (several: a Speed Snap round)
+        self._round_flip = 0
         self.last: Announcement | None = None  # for "repeat": the last ruling or flip said
         self.log: list[Announcement] = []
         self.started: dict[int, float] = {}  # announcement id -> clock time its audio started
@@ -376,6 +378,18 @@ class Announcer:
     def ruling_active(self) -> bool:
         """A ruling is still waiting or playing (the play loop holds the next flip)."""
         return any(a.priority is Priority.RULING for a in self.queue.active.values())
+
+    @property
+    def round_said(self) -> float | None:
+        """When the last flip's cards, if several were turned at once (Speed Snap), had all been said (clock
+        time); ``math.inf`` while one is still waiting or playing; None for a single card. The play loop
+        (table.Output) holds the next round until then and a moment more."""
+        if len(self._round) < 2:
+            return None
+        if any(i in self.queue.active for i in self._round):
+            return math.inf
+        ends = [self.spoken[i][1] for i in self._round if i in self.spoken]
+        return max(ends) if ends else None
 
     @property
     def speaking(self) -> bool:
@@ -426,6 +440,10 @@ class Announcer:
             self.last = ann
         if self.settings.text:
             print(text, file=self.out, flush=True)
+        if card is not None:  # a card turned: one of its flip's round
+            if ann.flip != self._round_flip:
+                self._round, self._round_flip = [], ann.flip
+            self._round.append(ann.id)
         cancel = self.queue.submit(ann)
         speech, playback = self.speech, self.playback
         if speech is not None and playback is not None:  # self.speaking
@@ -679,7 +697,7 @@ def rehearse(game: Any, announcer: Announcer, playback: Any, seed: int, pace: fl
     """A seeded game with scripted callers, announced on a virtual clock.
 
     Deterministic for a seed: flips every ``pace`` seconds (later while a
-    ruling is still being spoken, as the play loop does), a random player
+    ruling, or a Speed Snap round, is still being spoken, as the play loop does), a random player
     calls "snap" 0.35-0.6 s after a match (sometimes two within the tie
     window), now and then someone calls wrongly. Returns the game events in
     order. Used by the tests and the benchmark to check the timeline.
@@ -699,8 +717,10 @@ def rehearse(game: Any, announcer: Announcer, playback: Any, seed: int, pace: fl
         if on_step is not None:
             on_step(when)
 
-    def settle(now: float) -> float:  # wait for rulings to be spoken before the next flip
-        while announcer.ruling_active:
+    from .table import Output
+
+    def settle(now: float) -> float:  # as play's table does: wait for rulings, and a round, to be said
+        while announcer.ruling_active or (announcer.round_said or -math.inf) + Output.ROUND_GAP > now:
             now += 0.05
             run_to(now)
         return now

@@ -938,8 +938,10 @@ class Output:
     def __init__(self, log: Any, *, say: Callable[[str, int, Any], None] | None = None,
                  lines: Callable[[str], None] = print, text: bool = True,
                  view: Callable[[], Any] | None = None, setting: Callable[[str], None] | None = None,
-                 redraw: bool = False, width: int = 80, hears_speech: bool = True, game: Any = None) -> None:
+                 redraw: bool = False, width: int = 80, hears_speech: bool = True, game: Any = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self.log = log
+        self.clock = clock  # the table loop's clock (audio, or wall in a keyboard game): a round's listening time
         self.game = game  # the game shown (what kind of call a word was, for a wrong call's ruling line)
         # Whether speech start and end records will come (play's hook): only then does a ruling being
         # spoken hold the next card; a speaker that never reports would hold every card SPEECH_LIMIT s.
@@ -954,25 +956,60 @@ class Output:
         self.rulings: list[str] = []
         self.notice = ""
         self.answer = ""  # the last answer to a command, shown under the table until the next card, ruling or notice
-        self._speaking: dict[str, float] = {}  # ruling text -> when it was handed to the speaker
+        self._speaking: dict[str, float] = {}  # ruling or round card text -> when it was handed to the speaker
         self._ids: dict[int, str] = {}
+        self._round: set[str] = set()  # the cards of the last round (Speed Snap) still to be said
+        self._round_said: float | None = None  # when its last card was reported said (``clock``)
         self.said: list[tuple[str, Any]] = []  # (text, event) in order, for tests and replays
 
     SPEECH_LIMIT = 30.0  # s: a ruling not reported finished by then is taken as done (speech failed)
+    # s of audio after a round's last card is said before the next round is turned: time to call a match
+    # that card made (at a pace of 2 s a classic card, said in about 1.2 s, leaves 0.8 s).
+    ROUND_GAP = 1.0
 
     def _track(self, record: Any) -> None:
         kind = getattr(record, "EVENT_TYPE", "")
         if kind == "speech-started" and record.text in self._speaking:
             self._ids[record.id] = record.text
         elif kind == "speech-ended" and record.id in self._ids:
-            self._speaking.pop(self._ids.pop(record.id), None)
+            text = self._ids.pop(record.id)
+            self._speaking.pop(text, None)
+            if text in self._round:
+                self._round.discard(text)
+                if not self._round and self.clock is not None:
+                    self._round_said = self.clock()  # (the record's own time may be on the speaker's clock)
+        elif kind == "speech-stopped":  # nothing more will be said: nothing to wait for
+            self._speaking.clear()
+            self._round.clear()
+            self._round_said = None
+
+    def _flips(self, says: list[Say]) -> None:
+        """Cards being announced. Several turned at one moment (Speed Snap: everyone at once) are said
+        in turn, about 1.2 s each, and the next round would cut what is left: with 4 players at a pace
+        of 3 s, 9 cards in 93 were never heard. So a round is waited for like a ruling, and then
+        ``ROUND_GAP`` more. Any new card ends the wait for an older round (its rest is cut)."""
+        for text in self._round:
+            self._speaking.pop(text, None)
+        self._round, self._round_said = set(), None
+        if not self.hears_speech or self.say is None or len(says) < 2:
+            return
+        when = time.monotonic()
+        self._round = {a.text for a in says}
+        for text in self._round:
+            self._speaking[text] = when
 
     def busy(self) -> bool:
-        """Is a ruling still being spoken? (The next flip waits, so every flip is heard.)"""
+        """Is a ruling, or a round of cards, still being spoken (or just said)? The next flip waits,
+        so every flip is heard."""
         now = time.monotonic()
         for text, since in list(self._speaking.items()):
             if now - since > self.SPEECH_LIMIT:
                 del self._speaking[text]
+                self._round.discard(text)
+        if self._round_said is not None and self.clock is not None:
+            if self.clock() < self._round_said + self.ROUND_GAP:
+                return True
+            self._round_said = None
         return bool(self._speaking)
 
     def __call__(self, actions: list[Action]) -> None:
@@ -980,6 +1017,10 @@ class Output:
         if records:
             self.log.write(*records)  # before anything is said: nothing announced is unlogged
         changed = False
+        cards = [a for a in actions if isinstance(a, Say) and a.priority == PRIORITY_FLIP
+                 and getattr(a.source, "EVENT_TYPE", "") == "flipped"]
+        if cards:
+            self._flips([a for a in cards if a.source.t == cards[-1].source.t])
         for a in actions:
             if isinstance(a, Log):
                 self._track(a.record)
@@ -1314,6 +1355,7 @@ def play_session(
             peek=(lambda t, g=holder: g.copy().flip(t)) if announce_flips and schedule is None else None,  # type: ignore[misc]
             turn_cue=settings.verbosity == "all",
         )
+        output.clock = lambda lp=loop: lp.now  # (a round's listening time)
         heard = it is not None and spotter is not None  # calls by voice
         loop.voice, loop.keys = heard and hears_commands(settings.engine), keyboard is not None
         loop.call_words = call_words_text(game, slams="slam" in settings.engine) if heard else ""
