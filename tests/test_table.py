@@ -369,8 +369,32 @@ def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:
     assert [f.t for f in later] == [4.2]
 
 
-def _speed_loop(pace: float) -> tuple[TableLoop, "object"]:
-    from voicesnap.table import Output
+def test_a_ruling_repeated_on_request_holds_the_next_card_until_the_repeat_is_said() -> None:
+    """"dealer repeat" just after a ruling answers with the ruling's own words. The speaker's reports were
+    matched by text, so the first saying's end let the card be turned while the repeat was still being
+    said: it queued behind it, was heard late, and the next card, due a pace after it, cut it."""
+    seed = 7
+    t = first_match(seed)
+    out = Output(_Log(), say=lambda *a: None, lines=lambda s: None)
+    loop, game = new_loop(seed, pace=1.0)
+    loop.busy = out.busy
+    out(run_clock(loop, t + 0.98, {}))
+    step = loop.step(t + 1.0, [snap("Bob", t + 0.49)])
+    out(step)
+    text = next(a.text for a in step if isinstance(a, Say) and a.priority == PRIORITY_RULING)
+    out([Log(_SpeechStarted(3, text, t + 1.05))])
+    again = loop.step(t + 1.2, [Detection("dealer repeat", t + 1.1, t + 1.15, 1.0, engine="keyboard")])
+    out(again)
+    assert [a.text for a in again if isinstance(a, Say)] == [text]
+    out([Log(_SpeechEnded(3, t + 1.7, True)), Log(_SpeechStarted(4, text, t + 1.7))])
+    held = [a for now in (t + 1.8, t + 2.2) for a in loop.step(now)]
+    assert out.busy() and not any(isinstance(a, Log) and isinstance(a.record, rules.Flipped) for a in held)
+    out([Log(_SpeechEnded(4, t + 2.35, True))])
+    flipped = [a.record for a in loop.step(t + 2.4) if isinstance(a, Log) and isinstance(a.record, rules.Flipped)]
+    assert [f.t for f in flipped] == [pytest.approx(t + 2.4)]
+
+
+def _speed_loop(pace: float) -> tuple[TableLoop, Output]:
     from voicesnap.variants import SpeedSnap
 
     game = SpeedSnap(list(PLAYERS), seed=3)
@@ -390,8 +414,6 @@ def test_a_speed_snap_round_is_said_whole_and_listened_to_before_the_next() -> N
     """Everyone's card is said in turn (about 1.2 s each): the next round, due at the pace, cut the rest,
     and with 4 players at a pace of 3 s 9 cards in 93 were never heard (the announcer's rehearsal). The
     table waits for the round's last card to be said, then ``ROUND_GAP`` more to call a match it made."""
-    from voicesnap.table import Output
-
     loop, out = _speed_loop(pace=1.0)
     first = loop.step(1.0)
     out(first)
@@ -426,8 +448,6 @@ def test_a_speed_snap_round_is_not_waited_on_once_speech_has_stopped() -> None:
 
 def test_a_classic_card_is_not_waited_on() -> None:
     """One card at a time: the next card cuts it at the pace, as a player who set the pace wants."""
-    from voicesnap.table import Output
-
     loop, game = new_loop(pace=1.0)
     out = Output(_Log(), say=lambda *a: None, lines=lambda s: None, clock=lambda: loop.now)
     loop.busy = out.busy

@@ -956,9 +956,13 @@ class Output:
         self.rulings: list[str] = []
         self.notice = ""
         self.answer = ""  # the last answer to a command, shown under the table until the next card, ruling or notice
-        self._speaking: dict[str, float] = {}  # ruling or round card text -> when it was handed to the speaker
-        self._ids: dict[int, str] = {}
-        self._round: set[str] = set()  # the cards of the last round (Speed Snap) still to be said
+        # What the next card waits for: rulings, answers and a round's cards handed to the speaker and not yet
+        # started (text, when handed, a round's card), in order, and those playing, by their speech id. Not
+        # by text alone: a ruling and "repeat"'s answer are the same words, and the first one's end let the
+        # card be turned while the second was still being said.
+        self._handed: list[tuple[str, float, bool]] = []
+        self._playing: dict[int, tuple[str, float, bool]] = {}
+        self._round_left = 0  # the last round's cards (Speed Snap) still to be said
         self._round_said: float | None = None  # when its last card was reported said (``clock``)
         self.said: list[tuple[str, Any]] = []  # (text, event) in order, for tests and replays
 
@@ -969,48 +973,46 @@ class Output:
 
     def _track(self, record: Any) -> None:
         kind = getattr(record, "EVENT_TYPE", "")
-        if kind == "speech-started" and record.text in self._speaking:
-            self._ids[record.id] = record.text
-        elif kind == "speech-ended" and record.id in self._ids:
-            text = self._ids.pop(record.id)
-            self._speaking.pop(text, None)
-            if text in self._round:
-                self._round.discard(text)
-                if not self._round and self.clock is not None:
+        if kind == "speech-started":
+            at = next((k for k, h in enumerate(self._handed) if h[0] == record.text), None)
+            if at is not None:
+                self._playing[record.id] = self._handed.pop(at)
+        elif kind == "speech-ended" and record.id in self._playing:
+            _text, _when, card = self._playing.pop(record.id)
+            if card:
+                self._round_left -= 1
+                if self._round_left == 0 and self.clock is not None:
                     self._round_said = self.clock()  # (the record's own time may be on the speaker's clock)
         elif kind == "speech-stopped":  # nothing more will be said: nothing to wait for
-            self._speaking.clear()
-            self._round.clear()
-            self._round_said = None
+            self._handed.clear()
+            self._playing.clear()
+            self._round_left, self._round_said = 0, None
 
     def _flips(self, says: list[Say]) -> None:
         """Cards being announced. Several turned at one moment (Speed Snap: everyone at once) are said
         in turn, about 1.2 s each, and the next round would cut what is left: with 4 players at a pace
         of 3 s, 9 cards in 93 were never heard. So a round is waited for like a ruling, and then
         ``ROUND_GAP`` more. Any new card ends the wait for an older round (its rest is cut)."""
-        for text in self._round:
-            self._speaking.pop(text, None)
-        self._round, self._round_said = set(), None
+        self._handed = [h for h in self._handed if not h[2]]
+        self._playing = {i: p for i, p in self._playing.items() if not p[2]}
+        self._round_left, self._round_said = 0, None
         if not self.hears_speech or self.say is None or len(says) < 2:
             return
         when = time.monotonic()
-        self._round = {a.text for a in says}
-        for text in self._round:
-            self._speaking[text] = when
+        self._handed += [(a.text, when, True) for a in says]
+        self._round_left = len(says)
 
     def busy(self) -> bool:
-        """Is a ruling, or a round of cards, still being spoken (or just said)? The next flip waits,
-        so every flip is heard."""
-        now = time.monotonic()
-        for text, since in list(self._speaking.items()):
-            if now - since > self.SPEECH_LIMIT:
-                del self._speaking[text]
-                self._round.discard(text)
+        """Is a ruling, an answer or a round of cards still being spoken (or a round just said)? The next
+        flip waits, so every flip is heard."""
+        since = time.monotonic() - self.SPEECH_LIMIT
+        self._handed = [h for h in self._handed if h[1] >= since]
+        self._playing = {i: p for i, p in self._playing.items() if p[1] >= since}
         if self._round_said is not None and self.clock is not None:
             if self.clock() < self._round_said + self.ROUND_GAP:
                 return True
             self._round_said = None
-        return bool(self._speaking)
+        return bool(self._handed or self._playing)
 
     def __call__(self, actions: list[Action]) -> None:
         records = [a.record for a in actions if isinstance(a, Log)]
@@ -1038,7 +1040,7 @@ class Output:
                 self.said.append((a.text, a.source))
                 if self.say is not None:
                     if a.priority >= PRIORITY_RULING and self.hears_speech:
-                        self._speaking[a.text] = time.monotonic()
+                        self._handed.append((a.text, time.monotonic(), False))
                     self.say(a.text, a.priority, a.source)
                 if self.text:
                     self.lines(a.text)
