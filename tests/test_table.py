@@ -1184,3 +1184,60 @@ def test_a_table_drawn_in_place_shows_the_keys_under_it(tmp_path: Path) -> None:
     assert any("space=flip" in line for line in last) and any(line.strip().startswith("Alice: q=snap")
                                                              for line in last), last
     assert all(len(line) <= 80 for line in last[1:])
+
+
+def test_a_speed_snap_session_with_real_speech_says_every_card_whole(tmp_path: Path) -> None:
+    """The whole play path (play_session, the table speaker, espeak-ng's words through a mixer on the
+    input clock, the speaker's start and end reports): 3 players at a pace of 1 s, far shorter than a
+    round takes to say. Every card is said to its end, and each round starts only once the round before
+    has been said and ``Output.ROUND_GAP`` has passed. Before, each round cut the last one's cards."""
+    import threading
+
+    from voicesnap.announcer import Announcer, Settings, TableSpeaker
+    from voicesnap.audio import AudioChunk
+    from voicesnap.playback import VirtualPlayback
+    from voicesnap.speech import NoSpeechEngine, SpeechCache, VoiceSettings
+    from voicesnap.table import play_session
+
+    try:
+        cache = SpeechCache.in_data_dir(tmp_path, VoiceSettings(), rate=16000)
+        cache.get("Eight")
+    except NoSpeechEngine:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng): it speaks the cards")
+    speaker = VirtualPlayback(16000, block=160)
+    ann = Announcer(cache, speaker, Settings(text=False))
+    table_speaker = TableSpeaker(ann)
+    heard_to = [0.0]
+    turn = threading.Semaphore(1)
+
+    def microphone(seconds: float = 40.0):  # noqa: ANN202
+        """A quiet room, 20 ms at a time, in step with the game loop: the next chunk only once the
+        speaker has played up to the last one (the hook below), so speech and the table share a clock."""
+        room = np.random.default_rng(0).normal(0, 20, (320, 1)).astype(np.int16)
+        for k in range(int(seconds / 0.02)):
+            turn.acquire()
+            heard_to[0] = (k + 1) * 0.02
+            yield AudioChunk(16000, 2, 1, k * 320, room)
+
+    def hook() -> list:
+        speaker.advance_to(heard_to[0])
+        records = table_speaker.poll()
+        turn.release()
+        return records
+
+    settings = TableSession(players=("alice", "bob", "cara"), seed=4, variant="speed", pace=1.0,
+                            engine="keyboard")
+    log = _Log()
+    play_session(settings, log, chunks=microphone(), say=table_speaker.say, lines=lambda s: None, text=True,
+                 hook=hook, announce_flips=True, tick=0.005)
+    cards = [r for r in log if isinstance(r, rules.Flipped)]
+    ended = {r.id: r for r in log if isinstance(r, _SpeechEnded)}  # (the speaker's reports, as logged)
+    rounds = sorted({c.t for c in cards})
+    assert len(rounds) >= 6, rounds
+    for before, after in zip(rounds, rounds[1:]):
+        assert len([c for c in cards if c.t == before]) == 3
+        ids = [i for i, a in enumerate(ann.log) if a.kind == "flipped" and a.t == before]
+        assert len(ids) == 3
+        ends = [ended[ann.log[i].id] for i in ids]
+        assert all(e.completed for e in ends), [ann.log[i].text for i in ids]
+        assert after >= max(e.t for e in ends) + Output.ROUND_GAP - 0.05  # (a 20 ms chunk, a tick)
