@@ -41,8 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", default=None, help="single, best-of-3, best-of-5 or first-to-N (default single)")
     parser.add_argument("--pace", type=float, default=None,
                         help=f"seconds between flips (default {DEFAULT_PACE}; on --resume, the session's); "
-                        "0 = flip only on the flip command; a card or Speed Snap round is never turned "
-                        "before the last one's ruling, or the round, has been said")
+                        "0 = flip only on the flip command; the next card also waits while a ruling is "
+                        "said, and in Speed Snap until the last round's cards have been said")
     parser.add_argument("--engine", choices=("auto", "vosk", "enrolled", "keyword", "combined", "none"),
                         default="auto",
                         help="how calls are heard: vosk (needs a model), enrolled (players' own voices), "
