@@ -69,6 +69,21 @@ WORD_RUN = True
 # after it, up to 0.25 s late: the onset is then walked back over the "s" (``Envelope.hiss_lead``).
 HISS_LEAD = True
 
+# "dealer score" heard as "dealer slower": a question taken for a pace change. In the command pass the two
+# compete, and for many voices the recogniser is sure of the wrong one (espeak-ng's en-us and en-us-nyc
+# "score", non-rhotic, nearly always; confidence 1.0 and no other alternative in two of three). What the
+# recogniser blurs the signal keeps: the "s" of "score" is followed by the closure and burst of its "k",
+# the "s" of "slower" runs into a voiced "l" (``Envelope.voice_after_s``). A "slower" whose low band comes
+# up SCORE_GAP[0] s or more after its "s" and whose voicing starts SCORE_GAP[1] s or more after it is
+# taken for "score", the harmless reading; one the signal gives no opinion on (no clear "s", noise) stays
+# "slower". Measured by ``python3 -m bench.score_slower`` (384 espeak-ng takes of each phrase: 4 draws of
+# 8 accents x 12 variants at random speed and pitch): the command pass heard 174 "score"s as "slower", every
+# one with a low-band gap of 40 ms or more and voicing 35-118 ms after the "s"; of the 364 "slower"s it heard
+# right, 12 have that low-band gap, their voicing 2-30 ms after the "s". "score" heard right 205 -> 379 of
+# 384 (none as "slower"), "slower" 364 -> 363. Real people's words (Speech Commands, tests/test_commands.py):
+# "stop" 47-100 ms in the low band in 5 of 6, "six", "seven", "sheila" 0-23 ms. None turns it off.
+SCORE_GAP: tuple[float, float] | None = (0.040, 0.030)
+
 # How many times each call word ("snap", "pool") is listed in the grammar. Vosk gives every
 # grammar entry equal weight, so repeating a word raises its prior against the
 # decoys: with decoys alone the small model heard many real calls as "stop" or
@@ -524,6 +539,7 @@ class VoskSpotter:
                     second = self._second_pass(w)
                     if second is not None:
                         phrase2, first2, last2, conf2 = second
+                        phrase2 = self._score_or_slower(phrase2, last2)
                         if conf2 >= self.min_command_confidence:
                             found += self._emit(phrase2, first2, last2, conf2, detected_at)
                         # every first-pass word inside the command is part of it, never a call
@@ -536,6 +552,7 @@ class VoskSpotter:
                 if phrase is not None:
                     last = words[used - 1]
                     conf = min(x.conf for x in words[:used])
+                    phrase = self._score_or_slower(phrase, last)
                     if conf >= self.min_command_confidence:
                         found += self._emit(phrase, w, last, conf, detected_at)
                 del words[: max(used, 1)]
@@ -595,6 +612,22 @@ class VoskSpotter:
                 if " ".join(y.word for y in got[i : i + n]) == phrase:
                     return phrase, x, got[i + n - 1], min(y.conf for y in got[i : i + n])
         return None
+
+    _SLOWER = f"{COMMAND_PREFIX} {COMMANDS['slower']}"
+    _SCORE = f"{COMMAND_PREFIX} {COMMANDS['score']}"
+
+    def _score_or_slower(self, phrase: str, word: _Word) -> str:
+        """"dealer slower" whose command word has the stop of "score" after its "s" is "dealer score"
+        (SCORE_GAP); any other phrase, or a word the signal gives no opinion on, as heard."""
+        if SCORE_GAP is None or phrase != self._SLOWER:
+            return phrase
+        gaps = self._env.voice_after_s(word.start, word.end)
+        if gaps is None:
+            return phrase
+        low, voiced = gaps
+        if low >= SCORE_GAP[0] and voiced is not None and voiced >= SCORE_GAP[1]:
+            return self._SCORE
+        return phrase
 
     def _command_after(self, words: list[_Word]) -> tuple[str | None, int]:
         """(phrase, words used) for "dealer ..." at words[0]; (None, 0) means wait; (None, 1) drop."""
