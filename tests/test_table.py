@@ -1132,6 +1132,24 @@ def test_a_call_made_just_before_a_card_is_ruled_before_that_card_is_turned() ->
     assert 2.35 <= flips[0] <= 2.5  # the card waited for the ruling, no longer
 
 
+def test_an_unsure_pace_change_says_what_was_heard_and_how_to_go_back() -> None:
+    """"dealer score" heard as "dealer slower" changed the pace, and the answer, "one flip every 2.5
+    seconds", did not say that "slower" was what had been heard nor how to undo it. A pace change heard
+    with less confidence than SURE_PACE now says both, in the ways this game hears commands; a sure one
+    (or a key) keeps the short answer, and "faster" takes the pace back to where it was."""
+    def said(loop: TableLoop, t: float, word: str, confidence: float, engine: str = "vosk") -> list[str]:
+        got = loop.step(t, [Detection(word, t - 0.5, t - 0.1, confidence, engine=engine)])
+        return [a.text for a in got if isinstance(a, Say) and a.answer]
+
+    loop, _game = new_loop(7, pace=2.0)
+    assert said(loop, 1.7, "dealer slower", 0.6) == [
+        "Slower: one flip every 2.5 seconds. To go back, say faster after dealer or press plus."]
+    assert said(loop, 2.7, "dealer faster", 1.0) == ["one flip every 2 seconds"]  # back where it was
+    assert said(loop, 3.7, "dealer slower", 1.0, engine="keyboard") == ["one flip every 2.5 seconds"]
+    loop.keys = False  # a game with no keyboard names no key
+    assert said(loop, 4.7, "dealer faster", 0.5) == ["Faster: one flip every 2 seconds. To go back, say slower after dealer."]
+
+
 def test_a_resumed_session_keeps_the_pace_the_players_asked_for(tmp_path: Path) -> None:
     """"dealer slower" twice took 2 s to 3.125 s; `play --resume` went back to 2 s."""
     settings = TableSession(players=PLAYERS, seed=7, pace=2.0)

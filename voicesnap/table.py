@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Protocol, Sequence
 
 from .bursts import BurstTracker, RivalWatch, SpeechBurst
-from .commands import allowed, help_text
+from .commands import KEY_NAMES, KEYMAP, allowed, help_text
 from .live import LiveInput
 from .rules import CallError
 from .spotters import Detection, Refusal, command_begun_from, take_refusals, undecided_from
@@ -211,6 +211,14 @@ class TableLoop:
     # does not talk over the game.
     UNKNOWN_REPEAT = 30.0
     UNKNOWN_TEXT = "'{word}' not counted: voice not known"
+    # A pace change ("slower", "faster") heard with less confidence than this says what was heard and how
+    # to go back: "dealer score" heard as "dealer slower" turned a question into a pace change, and a player
+    # who plays by ear must be able to tell and undo it by voice. (The spotter's own check takes most such
+    # "slower"s for "score" first, vosk_spotter.SCORE_GAP, but gives no opinion in noise: in pink noise at
+    # 20, 10 and 5 dB, 13 of the 29 it left came under 0.9, and 40 of 405 true ones; `python3 -m
+    # bench.score_slower noise`, docs/announcer.md. An unsure "slower" is not answered as the score: one
+    # true "slower" in 12 comes under 0.9 even in quiet.)
+    SURE_PACE = 0.9
 
     def __init__(
         self,
@@ -346,7 +354,13 @@ class TableLoop:
             self._reply(self.score() or "no score yet", actions)
         elif name in ("slower", "faster") and self.pace:  # (with no pace: answered above)
             self.pace = paced(self.pace, name)
-            self._reply(f"one flip every {self.pace:g} seconds", actions)
+            text = f"one flip every {self.pace:g} seconds"
+            if det.confidence < self.SURE_PACE:
+                back = "faster" if name == "slower" else "slower"
+                key = KEY_NAMES.get(KEYMAP[back], KEYMAP[back])
+                how = self._ways(f"say {back} after {COMMAND_PREFIX}", f"press {key}")
+                text = f"{name.capitalize()}: {text}. To go back, {how}."
+            self._reply(text, actions)
         elif name in ("louder", "quieter"):
             actions.append(Setting(name))
         elif name == "help":
