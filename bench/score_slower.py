@@ -16,7 +16,7 @@ every one of 8 English accents x 12 voice variants per draw, at a random speed (
   "slower"s it reports come under the table's SURE_PACE (those the table answers with how to go back).
 
 ``python3 -m bench.score_slower [ideas] [noise] [--draws N]`` (needs espeak-ng and VOICESNAP_VOSK_MODEL;
-``ideas`` about 80 s a draw on one core, ``noise`` about 4 min a draw).
+``ideas`` about 2 min a draw, ``noise`` about 8 min a draw, on a shared core).
 """
 
 from __future__ import annotations

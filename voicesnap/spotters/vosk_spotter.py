@@ -71,17 +71,18 @@ HISS_LEAD = True
 
 # "dealer score" heard as "dealer slower": a question taken for a pace change. In the command pass the two
 # compete, and for many voices the recogniser is sure of the wrong one (espeak-ng's en-us and en-us-nyc
-# "score", non-rhotic, nearly always; confidence 1.0 and no other alternative in two of three). What the
-# recogniser blurs the signal keeps: the "s" of "score" is followed by the closure and burst of its "k",
-# the "s" of "slower" runs into a voiced "l" (``Envelope.voice_after_s``). A "slower" whose low band comes
-# up SCORE_GAP[0] s or more after its "s" and whose voicing starts SCORE_GAP[1] s or more after it is
-# taken for "score", the harmless reading; one the signal gives no opinion on (no clear "s", noise) stays
-# "slower". Measured by ``python3 -m bench.score_slower`` (384 espeak-ng takes of each phrase: 4 draws of
-# 8 accents x 12 variants at random speed and pitch): the command pass heard 174 "score"s as "slower", every
-# one with a low-band gap of 40 ms or more and voicing 35-118 ms after the "s"; of the 364 "slower"s it heard
-# right, 12 have that low-band gap, their voicing 2-30 ms after the "s". "score" heard right 205 -> 379 of
-# 384 (none as "slower"), "slower" 364 -> 363. Real people's words (Speech Commands, tests/test_commands.py):
-# "stop" 47-100 ms in the low band in 5 of 6, "six", "seven", "sheila" 0-23 ms. None turns it off.
+# "score", non-rhotic, nearly always; half with confidence 0.9 or more, as many with no "score" among Vosk's
+# alternatives). What the recogniser blurs the signal keeps: the "s" of "score" is followed by the closure
+# and burst of its "k", the "s" of "slower" runs into a voiced "l" (``Envelope.voice_after_s``). A "slower"
+# whose low band comes up SCORE_GAP[0] s or more after its "s" and whose voicing starts SCORE_GAP[1] s or
+# more after it is taken for "score", the harmless reading; one the signal gives no opinion on (no clear
+# "s", noise) stays "slower". Measured by ``python3 -m bench.score_slower`` (384 espeak-ng takes of each
+# phrase: 4 draws of 8 accents x 12 variants at random speed and pitch): the command pass heard 174 "score"s
+# as "slower", every one with a low-band gap of 40 ms or more and voicing 35-118 ms after the "s"; of the
+# 364 "slower"s it heard right, 12 have that low-band gap, their voicing 2-30 ms after the "s". "score"
+# heard right 205 -> 379 of 384 (none as "slower"), "slower" 364 -> 363. Real people's words (Speech
+# Commands, tests/test_commands.py): "stop" 47-100 ms in the low band in 5 of 6, "six", "seven", "sheila"
+# 0-23 ms. None turns it off.
 SCORE_GAP: tuple[float, float] | None = (0.040, 0.030)
 
 # How many times each call word ("snap", "pool") is listed in the grammar. Vosk gives every
