@@ -134,11 +134,19 @@ needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="esp
 
 
 def _locate(x: np.ndarray, word: np.ndarray, guess: int, search: int = 1600) -> int:
-    """Where ``word`` sits in ``x`` near ``guess``, by normalised cross-correlation."""
+    """Where ``word`` sits in ``x`` near ``guess``, by normalised cross-correlation.
+
+    The correlation through the FFT and the window energies as a running sum: np.correlate and
+    np.convolve, direct sums of a 0.3-0.6 s word at each of 3200 places, took 100 s of CPU for this
+    file's two tests (now 0.2 s); the place found is the same for every one of their 78 words (the
+    scores differ by 3e-13, the best from the next by 0.2 and more)."""
     lo = max(0, guess - search)
     region = x[lo: guess + search + len(word)].astype(np.float64)
-    corr = np.correlate(region, word.astype(np.float64), mode="valid")
-    energy = np.sqrt(np.convolve(region**2, np.ones(len(word)), mode="valid")) + 1e-9
+    n, m = len(region), len(word)
+    size = 1 << (n + m - 1).bit_length()
+    corr = np.fft.irfft(np.fft.rfft(region, size) * np.conj(np.fft.rfft(word.astype(np.float64), size)), size)[: n - m + 1]
+    sums = np.concatenate([[0.0], np.cumsum(region ** 2)])
+    energy = np.sqrt(np.maximum(sums[m:] - sums[:-m], 0.0)) + 1e-9
     return lo + int(np.argmax(corr / energy))
 
 
