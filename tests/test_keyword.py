@@ -538,6 +538,34 @@ def _found_and_refused(spotter, track: np.ndarray, rate: int) -> tuple[list, lis
     return found, refused + take_refusals(spotter)
 
 
+class _Tap:
+    """A spotter that keeps what it gives (``found``) and is otherwise the spotter itself.
+
+    Behind a check that only drops some of its inner spotter's detections, fed the same chunks (the
+    per-player mics' ``OwnWordCheck`` and ``ContrastCheck``, the canceller's own-speech check), the tap on
+    the inner spotter holds what the same engine without the check gives: one run of the audio shows
+    both, where two runs through Vosk and the keyword model cost seconds each."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001 (any spotter)
+        self.inner = inner
+        self.found: list = []
+
+    def __getattr__(self, name: str):  # noqa: ANN204 (spotters, undecided, take_refusals, ...: the inner's)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def accept(self, chunk) -> list:  # noqa: ANN001
+        out = self.inner.accept(chunk)
+        self.found += out
+        return out
+
+    def flush(self) -> list:
+        out = self.inner.flush()
+        self.found += out
+        return out
+
+
 def _channels(kind: str, model: K.KeywordModel, vosk: object):
     from voicesnap.spotters.channels import ChannelSpotters
     from voicesnap.spotters.gate import SpeechGate
@@ -582,23 +610,24 @@ def test_strict_calls_refuse_a_near_miss_the_mics_judges_charge_and_keep_clean_c
         pytest.skip(f"no Vosk English model ({e})")
     profiles = [profile(n) for n in NAMES]
 
-    def run(name: str, strict: bool) -> tuple[list, list, C.Score]:
+    def run(name: str) -> tuple[tuple[list, C.Score], tuple[list, C.Score], list]:
+        """(her calls and their score without the check, the same with it, what the check refused): one
+        run, the mics' spotters tapped under the check (``_Tap``)."""
         fx = C.load(CORPUS / f"{name}.json")
         track, _rate = read_wav(_two_mics(fx, tmp_path / f"{name}.wav"))
-        sp = _channels("judged", model, vosk)
-        if strict:
-            sp = OwnWordCheck(sp, EnrolledSpotter(profiles))
-        found, refused = _found_and_refused(sp, track, fx.rate)
-        mine = [d for d in found if d.word in ("snap", "snap pool") and d.player == "me"]
-        return mine, refused, C.score(fx, mine, words=("snap", "snap pool"), tolerance=0.03)
+        tap = _Tap(_channels("judged", model, vosk))
+        found, refused = _found_and_refused(OwnWordCheck(tap, EnrolledSpotter(profiles)), track, fx.rate)
 
-    charged, _refused, _score = run("nearmiss_alice", strict=False)
-    assert [round(d.onset, 1) for d in charged] == [10.2], charged  # her "slap", charged to her
-    charged, refused, _score = run("nearmiss_alice", strict=True)
-    assert charged == [], charged
+        def mine(dets: list) -> tuple[list, C.Score]:
+            calls = [d for d in dets if d.word in ("snap", "snap pool") and d.player == "me"]
+            return calls, C.score(fx, calls, words=("snap", "snap pool"), tolerance=0.03)
+        return mine(tap.found), mine(found), refused
+
+    (charged, _score), (checked, _score), refused = run("nearmiss_alice")
+    assert [round(d.onset, 1) for d in charged] == [10.2], charged  # her "slap", charged to her without the check
+    assert checked == [], checked
     assert [r for r in refused if abs(r.onset - 10.22) < 0.1 and r.reason.startswith("--strict-calls")], refused
-    _calls, _refused, plain = run("clean_alice", strict=False)
-    _calls, _refused, strict = run("clean_alice", strict=True)
+    (_calls, plain), (_calls, strict), _refused = run("clean_alice")
     assert plain.targets and len(plain.hits) == plain.targets, plain.misses
     assert len(strict.hits) == strict.targets and not strict.false, (strict.misses, strict.false)
 
@@ -931,13 +960,11 @@ def test_the_announcers_echo_is_never_a_players_call_on_per_player_mics(model):
     fx = C.load(CORPUS / "echo_ranks.json")
     track, ref = _echo_on_two_mics(fx), fx.read_reference()[:, 0]
 
-    def heard(own_speech_db):
-        spotter = EchoCancelled(_channels("judged", model, vosk), ArrayReference(ref), own_speech_db=own_speech_db)
-        return _detect_array(spotter, track, fx.rate), spotter
-
-    before, _ = heard(None)  # measured: "Two", "Seven", "Jack" charged to "me" or "you"
+    tap = _Tap(_channels("judged", model, vosk))  # what the mics hear behind the canceller, before the check
+    spotter = EchoCancelled(tap, ArrayReference(ref), own_speech_db=6.0)
+    after = _detect_array(spotter, track, fx.rate)
+    before = tap.found  # as with own_speech_db=None; measured: "Two", "Seven", "Jack" charged to "me" or "you"
     assert [d for d in before if d.player in ("me", "you")], "the check has nothing to catch here"
-    after, spotter = heard(6.0)
     assert after == [], after
     refused = spotter.take_refusals()
     assert len(refused) == len(before) and all(r.taken_for == "the game's own speech" for r in refused)
@@ -1156,20 +1183,21 @@ def test_a_quiet_call_under_the_announcer_on_per_player_mics_is_kept_as_its_owne
         truth.append((at / fx.rate, ("me", "you")[mine]))
     pcm = np.clip(np.round(y * MIX_SCALE), -32768, 32767).astype(np.int16)
 
-    def owners_calls(own_speech_db):
-        spotter = EchoCancelled(_channels("judged", model, vosk), ArrayReference(ref * MIX_SCALE),
-                                own_speech_db=own_speech_db)
-        found, lost = [], []
-        for chunk in ArraySource(pcm, fx.rate, chunk_frames=320):
-            for d in spotter.accept(chunk):
-                found.append(d)
-                lost.append((spotter.removed_db(d) or 0) >= OWN_SPEECH_DB)
-        found += spotter.flush()
-        return [t for t, who in truth if any(abs(d.onset - t) <= 0.25 and d.player == who for d in found)], lost
+    def owners(found: list) -> list[float]:
+        return [t for t, who in truth if any(abs(d.onset - t) <= 0.25 and d.player == who for d in found)]
 
-    heard, lossy = owners_calls(None)
+    # one run with the check: the tap under it holds what the mics hear with own_speech_db=None
+    tap = _Tap(_channels("judged", model, vosk))
+    spotter = EchoCancelled(tap, ArrayReference(ref * MIX_SCALE), own_speech_db=OWN_SPEECH_DB)
+    kept, lossy = [], []
+    for chunk in ArraySource(pcm, fx.rate, chunk_frames=320):
+        kept += spotter.accept(chunk)
+        # each call as it comes out (the levels are kept 20 s): did the level alone make it the announcer's?
+        lossy += [(spotter.removed_db(d) or 0) >= OWN_SPEECH_DB for d in tap.found[len(lossy):]]
+    kept += spotter.flush()
+    heard = owners(tap.found)
     assert len(heard) >= 10 and any(lossy), (len(heard), lossy)  # measured: 19 of 19, 3 over the line
-    assert owners_calls(OWN_SPEECH_DB)[0] == heard
+    assert owners(kept) == heard
 
 
 def test_the_players_slap_takes_refuse_a_slap_on_their_own_mic_and_keep_their_calls(model, tmp_path):
@@ -1192,19 +1220,20 @@ def test_the_players_slap_takes_refuse_a_slap_on_their_own_mic_and_keep_their_ca
     told = [dataclasses.replace(p, extra={**p.extra, "contrast": voices.contrast_extra(takes_of(p.name, contrast=True))})
             for p in (profile(n) for n in NAMES)]
 
-    def run(name: str, check: bool) -> tuple[list, list]:
+    def run(name: str) -> tuple[list, list, list]:
+        """(the calls without the check, with it, what it refused): one run, the mics' spotters tapped
+        under the check (``_Tap``)."""
         fx = C.load(CORPUS / f"{name}.json")
         track, _rate = read_wav(_two_mics(fx, tmp_path / f"{name}.wav"))
-        sp = _channels("judged", model, vosk)
-        if check:
-            sp = ContrastCheck(sp, told)
-        found, refused = _found_and_refused(sp, track, fx.rate)
-        return [(d.word, d.player, d.onset) for d in found if d.word in ("snap", "snap pool")], refused
+        tap = _Tap(_channels("judged", model, vosk))
+        found, refused = _found_and_refused(ContrastCheck(tap, told), track, fx.rate)
+        calls = lambda dets: [(d.word, d.player, d.onset) for d in dets if d.word in ("snap", "snap pool")]
+        return calls(tap.found), calls(found), refused
 
-    plain, _refused = run("nearmiss_alice", check=False)
+    plain, checked, refused = run("nearmiss_alice")
     assert [round(t, 1) for _w, p, t in plain if p == "me"] == [10.2], plain
-    checked, refused = run("nearmiss_alice", check=True)
     assert checked == [], checked
     assert [r for r in refused if abs(r.onset - 10.22) < 0.1 and "'slap' takes" in r.reason], refused
     for name in ("clean_alice", "clipped_calls"):
-        assert run(name, check=True)[0] == run(name, check=False)[0] != []
+        plain, checked, _refused = run(name)
+        assert checked == plain != []
