@@ -27,7 +27,8 @@ done here by module instead, with xdist's public scheduler hook.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import os
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -69,3 +70,45 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, AN
             return SOUND_SERVER if _module(nodeid) in SOUND_SERVER_MODULES else nodeid
 
     return SoundServerScheduling(config, log)
+
+
+def _folder_state(folder: Path) -> tuple:
+    """Every file under ``folder`` with its size and modification time: a model folder changed in place
+    is another model."""
+    out = []
+    for root, _dirs, files in os.walk(folder):
+        for name in sorted(files):
+            st = os.stat(os.path.join(root, name))
+            out.append((os.path.relpath(os.path.join(root, name), folder), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _vosk_models_loaded_once():  # noqa: ANN202 (a generator fixture)
+    """Each Vosk model folder is loaded once per test process, however many tests (and in-process
+    ``play``, ``listen`` and ``replay`` commands) load it: a load costs 0.45 s, and the suite loaded the
+    same model 88 times (40 s of CPU). A Vosk model is read-only once loaded (each recogniser keeps its
+    own state), so a test gets what a fresh load gives; a folder changed in place, another path, the
+    other ``tuned`` setting or a test's own TUNED_CONFIG or MFCC_CONFIG loads afresh, and a load that
+    fails is not kept."""
+    try:
+        from voicesnap.spotters import vosk_spotter
+    except ImportError:
+        yield
+        return
+    load = vosk_spotter.load_model
+    loaded: dict[tuple, object] = {}
+
+    def load_once(path, *, tuned: bool = True):  # noqa: ANN001, ANN202 (load_model's own types)
+        folder = Path(path).resolve()
+        key = (str(folder), tuned, _folder_state(folder),
+               repr(vosk_spotter.TUNED_CONFIG), repr(vosk_spotter.MFCC_CONFIG))
+        if key not in loaded:
+            loaded[key] = load(path, tuned=tuned)
+        return loaded[key]
+
+    vosk_spotter.load_model = load_once
+    try:
+        yield
+    finally:
+        vosk_spotter.load_model = load
