@@ -369,11 +369,10 @@ def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:
     assert [f.t for f in later] == [4.2]
 
 
-def test_a_ruling_repeated_on_request_holds_the_next_card_until_the_repeat_is_said() -> None:
-    """"dealer repeat" just after a ruling answers with the ruling's own words. The speaker's reports were
-    matched by text, so the first saying's end let the card be turned while the repeat was still being
-    said: it queued behind it, was heard late, and the next card, due a pace after it, cut it."""
-    seed = 7
+def _ruling_as_the_card_falls_due(seed: int = 7) -> tuple[float, TableLoop, rules.Game, Output, list]:
+    """A game (pace 1 s) run to just before the card after its first match, whose spoken rulings hold the
+    next card; Bob's call is handed over only when that card is due (t + 1), its window (0.5 s) closing at
+    t + 0.99. Returns (t, loop, game, output, that step's actions)."""
     t = first_match(seed)
     out = Output(_Log(), say=lambda *a: None, lines=lambda s: None)
     loop, game = new_loop(seed, pace=1.0)
@@ -381,6 +380,14 @@ def test_a_ruling_repeated_on_request_holds_the_next_card_until_the_repeat_is_sa
     out(run_clock(loop, t + 0.98, {}))
     step = loop.step(t + 1.0, [snap("Bob", t + 0.49)])
     out(step)
+    return t, loop, game, out, step
+
+
+def test_a_ruling_repeated_on_request_holds_the_next_card_until_the_repeat_is_said() -> None:
+    """"dealer repeat" just after a ruling answers with the ruling's own words. The speaker's reports were
+    matched by text, so the first saying's end let the card be turned while the repeat was still being
+    said: it queued behind it, was heard late, and the next card, due a pace after it, cut it."""
+    t, loop, _game, out, step = _ruling_as_the_card_falls_due()
     text = next(a.text for a in step if isinstance(a, Say) and a.priority == PRIORITY_RULING)
     out([Log(_SpeechStarted(3, text, t + 1.05))])
     again = loop.step(t + 1.2, [Detection("dealer repeat", t + 1.1, t + 1.15, 1.0, engine="keyboard")])
@@ -462,17 +469,8 @@ def test_a_ruling_made_when_the_next_card_is_due_is_heard_before_that_card() -> 
     machine it started seconds after the card was counted (CI, test_e2e_devices).
     """
     from voicesnap.playback import SpeechEnded, SpeechStarted
-    from voicesnap.table import Output, PRIORITY_RULING
 
-    seed = 7
-    t = first_match(seed)
-    out = Output(_Log(), say=lambda *a: None, lines=lambda s: None)
-    loop, game = new_loop(seed, pace=1.0)
-    loop.busy = out.busy
-    out(run_clock(loop, t + 0.98, {}))
-    # the recogniser hands the call over only when the next card is due (t + 1)
-    step = loop.step(t + 1.0, [snap("Bob", t + 0.49)])  # its window (0.5 s) closes at t + 0.99
-    out(step)
+    t, loop, game, out, step = _ruling_as_the_card_falls_due()
     assert [type(r).__name__ for r in rulings(step)] == ["SnapWon"]
     assert not any(isinstance(a, Log) and isinstance(a.record, rules.Flipped) for a in step)
     assert out.busy()  # the ruling is with the speaker
