@@ -72,6 +72,38 @@ def test_the_recorded_audio_gives_the_same_rulings_again(recorded, capsys) -> No
     assert all(r["live"] == r["replay"] for r in got["rulings"])
 
 
+def test_a_file_game_rules_the_same_when_the_game_loop_runs_slow(recorded, tmp_path: Path, monkeypatch) -> None:
+    """A file is read as fast as it goes, so the spotter runs ahead of a slow game loop. A loop that
+    stalled now and then (a busy machine: seen in CI) once ruled the scripted tie as a late call and a
+    wrong call, and bob's pool claim as a wrong call: the loop stepped once per batch of audio, and the
+    spotter asked whether a pool claim was open of a game that had not caught up with its audio."""
+    import time
+
+    from voicesnap import table
+
+    folder, data, model, script = recorded
+    step = table.TableLoop.step
+    count = [0]
+
+    def stalling(self, *args, **kwargs):  # every 40th step of the loop takes 0.2 s
+        count[0] += 1
+        if count[0] % 40 == 0:
+            time.sleep(0.2)
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(table.TableLoop, "step", stalling)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code, _ = play_recorded(tmp_path / "slow", data, model)
+    assert code == 0 and count[0] > 40  # (it stalled)
+
+    def rulings(log: Path) -> list[tuple[str, float, tuple[str, ...]]]:
+        return [(r.EVENT_TYPE, round(r.t, 3), tuple(sorted(getattr(r, "players", None) or (r.player,))))
+                for _, r in gamelog.read(log) if isinstance(r, rules.RULINGS)]
+
+    want = rulings(folder / "log.jsonl")
+    assert len(want) == 5 and rulings(tmp_path / "slow" / "log.jsonl") == want
+
+
 def test_a_replay_stopped_part_way_compares_nothing(recorded, capsys, monkeypatch) -> None:
     """Ctrl-C 1.5 s into a replay printed "3 of 5 rulings agree" and the unheard rulings as differences,
     exit 1, like a replay that really disagrees (the table turns Ctrl-C into a stop of its own)."""

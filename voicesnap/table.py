@@ -651,10 +651,16 @@ class PoolClaim:
     hold applied to nearly every snap once a pool had formed, which made the
     95th-percentile ruling ~1.5 s late; a claim is open on about one flip in 13.
 
+    ``holder[2]``, where given, is called first: the spotter's thread waits there
+    until the game loop has ruled on all the audio handed to it (Table.caught_up),
+    so the answer is the game's as of the audio being judged, however far the
+    spotter ran ahead (a file read as fast as it goes, a starved loop). Without
+    it, a file game's pool claim was ruled a wrong call when the loop ran slow.
+
     Called from the spotter's thread while the game loop changes the game: it
-    reads only public accessors, and when a read races a change it answers
-    True (holding a snap a little longer is harmless; cutting "snap pool" short
-    would turn a pool claim into a wrong snap).
+    reads only public accessors, and when a read races a change (a key press, a
+    speech start) it answers True (holding a snap a little longer is harmless;
+    cutting "snap pool" short would turn a pool claim into a wrong snap).
     """
 
     def __init__(self, holder: list[Any], hold: float = POOL_CLAIM_HOLD) -> None:
@@ -666,6 +672,8 @@ class PoolClaim:
         game = self.holder[0] if self.holder else None
         if game is None:
             return False
+        if len(self.holder) > 2:  # the spotter's own: first let the game catch up with the audio handed over
+            self.holder[2]()
         try:
             if game.pool_size() == 0 or game.pool_top() is None:
                 return False
@@ -739,6 +747,9 @@ class Table:
         self._threads: list[threading.Thread] = []
         self._undecided: float | None = None  # the spotter's undecided call onset, as last heard
         self._command: float | None = None  # the spotter's undecided command onset, as last heard
+        self._handed = 0  # stretches of audio the spotter has handed to the loop
+        self._ruled = 0  # of those, the ones the loop has stepped through
+        self._ruling = threading.Condition()
 
     # keyboard presses: stamped on the audio clock when there is one
     def _key_clock(self) -> float:
@@ -758,6 +769,16 @@ class Table:
     def put_key(self, det: Detection) -> None:
         self.put(Heard(None, (det,)))
 
+    def caught_up(self) -> None:
+        """On the spotter thread: wait until the loop has stepped through all the audio handed to it.
+
+        What the spotter decides from the game (is a pool claim open?) is then the game as of the
+        audio being judged, not as of wherever a busy loop happened to be.
+        """
+        with self._ruling:
+            while self._ruled < self._handed and not self.stopping.is_set():
+                self._ruling.wait(0.1)
+
     def _listen(self) -> None:
         """Spotter thread: chunks in clock order -> detections, plus how far we heard."""
         try:
@@ -768,6 +789,8 @@ class Table:
                     self.tap(chunk)
                 found = tuple(self.spotter.accept(chunk)) if self.spotter is not None else ()
                 bursts = tuple(self.tracker.accept(chunk)) if self.tracker is not None else ()
+                with self._ruling:
+                    self._handed += 1
                 self.put(Heard(chunk.end / chunk.rate, found, bursts=bursts,
                                refusals=tuple(take_refusals(self.spotter)), undecided=undecided_from(self.spotter),
                                command=command_begun_from(self.spotter)))
@@ -797,38 +820,50 @@ class Table:
                 except queue.Empty:
                     item = None
                 batch = [item] if item is not None else []
-                while True:  # take everything that is waiting, then rule once
+                while True:  # take everything that is waiting
                     try:
                         batch.append(self.inbox.get_nowait())
                     except queue.Empty:
                         break
-                detections: list[Detection] = []
-                bursts: list[SpeechBurst] = []
-                noted: list[Action] = []  # why a call-like sound was not a call: "why was I not heard?"
+                # One step per stretch of audio, in clock order, however many wait: a loop that fell
+                # behind (a busy machine, a file read as fast as it goes) rules exactly as one that kept
+                # up. Stepped once per batch, the rival watch saw only the batch's last "undecided" and
+                # the referee's horizon jumped by the whole batch: a file game's tie became a late call
+                # and a wrong call when the loop was slowed.
+                actions: list[Action] = []
                 ended_audio = failed = False
-                for heard in batch:
-                    detections.extend(heard.detections)
-                    bursts.extend(heard.bursts)
-                    noted += [Log(TableNote(r.onset, r.explain())) for r in heard.refusals]
-                    if heard.until is not None:  # (a key press says nothing about the spotter)
-                        self._undecided = heard.undecided
-                        self._command = heard.command
-                        self.heard = max(self.heard, heard.until)
-                        self._heard_at = time.monotonic()
-                    if heard.problem == "end of audio":
-                        ended_audio = True
-                    elif heard.problem.startswith(LISTENING_FAILED):
-                        # nothing more will be heard, and the audio is the clock: the game would wait forever
-                        failed = True
-                        self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
-                    elif heard.problem.startswith(LiveInput.LOST):
-                        self.on_actions(self.loop.hold(heard.problem))
-                    elif heard.problem.startswith(LiveInput.BACK):
-                        self.on_actions(self.loop.release(self.heard, heard.problem))
-                    elif heard.problem:
-                        self.on_actions([Notice(heard.problem), Log(TableNote(self.heard, heard.problem))])
-                now = self.heard if self.chunks is not None else self._wall()
-                actions = noted + self.loop.step(now, detections, bursts, self._undecided, self._command)
+                stretches: list[Heard | None] = list(batch) or [None]  # (none waiting: a step all the same)
+                for heard in stretches:
+                    if heard is not None:
+                        # why a call-like sound was not a call: "why was I not heard?"
+                        actions += [Log(TableNote(r.onset, r.explain())) for r in heard.refusals]
+                        if heard.until is not None:  # (a key press says nothing about the spotter)
+                            self._undecided = heard.undecided
+                            self._command = heard.command
+                            self.heard = max(self.heard, heard.until)
+                            self._heard_at = time.monotonic()
+                        if heard.problem == "end of audio":
+                            ended_audio = True
+                        elif heard.problem.startswith(LISTENING_FAILED):
+                            # nothing more will be heard, and the audio is the clock: the game would wait forever
+                            failed = True
+                            actions += [Notice(heard.problem), Log(TableNote(self.heard, heard.problem))]
+                        elif heard.problem.startswith(LiveInput.LOST):
+                            actions += self.loop.hold(heard.problem)
+                        elif heard.problem.startswith(LiveInput.BACK):
+                            actions += self.loop.release(self.heard, heard.problem)
+                        elif heard.problem:
+                            actions += [Notice(heard.problem), Log(TableNote(self.heard, heard.problem))]
+                    now = self.heard if self.chunks is not None else self._wall()
+                    stepped = self.loop.step(now, heard.detections if heard else (), heard.bursts if heard else (),
+                                             self._undecided, self._command)
+                    actions += stepped
+                    if heard is not None and heard.until is not None:
+                        with self._ruling:
+                            self._ruled += 1
+                            self._ruling.notify_all()
+                    if any(isinstance(a, Stop) for a in stepped):
+                        break
                 if self.hook is not None:
                     for record in self.hook():
                         actions.append(Log(record))
@@ -1323,8 +1358,6 @@ def play_session(
         def game_clock(box: list = clock_box) -> float:  # referee time of what the table has heard
             return box[0]() if box else float("-inf")
 
-        if pool_flag is not None:
-            pool_flag[:] = [holder, game_clock]
         claim = PoolClaim([holder, game_clock])
         referee = Referee(game, settings.decision_window)
         lag_now = (lambda c=claim, s=settings: max(s.lag, s.pool_lag) if c() else s.lag)
@@ -1393,6 +1426,8 @@ def play_session(
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,
                       tracker=tracker)
         clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)  # type: ignore[misc]
+        if pool_flag is not None:  # the spotter's claim: asked on its thread, as of the audio it judges
+            pool_flag[:] = [holder, game_clock, table.caught_up]
         if isinstance(chunks, LiveInput):  # device lost/back and overflows reach this game's loop
             chunks.report = lambda text, t=table: t.put(Heard(None, (), problem=text))  # type: ignore[misc]
         if keyboard is not None:
