@@ -52,11 +52,13 @@ class Refusal:
     reason: str
     channel: int = 0
     engine: str = ""
-    taken_for: str = "another word"  # or "the game's own speech" (voicesnap.echo)
+    # or "the game's own speech" (voicesnap.echo); "" for a word one judge heard and the other doubted
+    taken_for: str = "another word"
 
     def explain(self) -> str:
         like = f"{self.player}'s '{self.word}'" if self.player else f"'{self.word}'"
-        return f"a sound at {self.onset:.2f}-{self.end:.2f} s like {like} was taken for {self.taken_for}: {self.reason}"
+        verdict = f"was taken for {self.taken_for}" if self.taken_for else "was not taken for a call"
+        return f"a sound at {self.onset:.2f}-{self.end:.2f} s like {like} {verdict}: {self.reason}"
 
 
 def take_refusals(spotter: object) -> list[Refusal]:

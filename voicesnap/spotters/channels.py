@@ -271,6 +271,17 @@ class ChannelSpotters:
                 onsets.append(t)
         return min(onsets) if onsets else None
 
+    def take_refusals(self) -> list[Refusal]:
+        """Each mic's refusals, named to its player; not those of a neighbour's call heard faintly here."""
+        out = []
+        for ch, spotter in self.spotters.items():
+            for r in take_refusals(spotter):
+                if any(k.channel == ch and k.onset < r.end and r.onset < k.end for k in self._kept):
+                    continue  # a call on this mic after all (a neighbour's copy of it moved here)
+                if self._louder(Detection(r.word, r.onset, r.end, 0.0, ch), ch) is None:
+                    out.append(replace(r, player=r.player or self.owner.get(ch, ""), channel=ch))
+        return out
+
     def accept(self, chunk: AudioChunk) -> list[Any]:
         self._accept_levels(chunk)
         now = chunk.end / chunk.rate

@@ -174,13 +174,14 @@ class CombinedSpotter:
         self.enrolled.set_pool_exists(value)
 
     def take_refusals(self) -> list[Refusal]:
-        """The enrolled engine's near misses where no call was reported after all.
+        """The enrolled engine's near misses, and the Vosk calls the keyword model doubted (``WhatJudges``),
+        where no call was reported after all.
 
         Here Vosk decides the word: a sound the enrollment refused may still be a call Vosk
         heard (and reported), so each refusal waits until Vosk's decode over it is final (or
         RESCUE_WAIT has passed) and is dropped if a call was reported over it.
         """
-        self._refused += take_refusals(self.enrolled)
+        self._refused += take_refusals(self.enrolled) + self.judges.take_refusals()
         now = self.enrolled.position
         final_until = getattr(self.vosk, "final_until", now)
         out, keep = [], []

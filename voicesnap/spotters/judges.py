@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 
 from ..audio import AudioChunk
 from ..vocabulary import SNAP, SNAP_POOL
-from . import Detection, Spotter, undecided_from
+from . import Detection, Refusal, Spotter, undecided_from
 
 # A Vosk call whose word the keyword model scored under KEYWORD_VETO everywhere from its start to
 # KEYWORD_WAIT s after its end is not a call; the head was trained to score a call from 40 to 360 ms
@@ -101,6 +101,7 @@ class WhatJudges:
         self.calls = self.words | set(calls)
         self.over = tuple(over)
         self._reported: list[Detection] = []  # calls either judge reported in the last 10 s
+        self._refused: list[Refusal] = []  # Vosk calls dropped by these rules, for "why was I not heard?"
 
     def set_pool_exists(self, value: bool) -> None:
         """Tell both judges whether "snap pool" is possible now (each decides "snap" sooner without)."""
@@ -201,7 +202,34 @@ class WhatJudges:
         doubt = False if vouched else self.doubts(d, now, final)
         if doubt is None:
             return None
-        return not doubt and not self.heard_other(d) and not self.hissless(d) and self.first_report(d)
+        if doubt:
+            self._refuse(d, self._doubt_reason(d))
+            return False
+        if self.heard_other(d):
+            return False
+        if self.hissless(d):
+            self._refuse(d, "Vosk heard the word, but it does not start with the hiss of an 's'")
+            return False
+        return self.first_report(d)
+
+    REFUSALS_KEPT = 50
+
+    def _refuse(self, d: Detection, reason: str) -> None:
+        self._refused.append(Refusal(d.word, d.onset, d.end, d.player or "", reason, channel=d.channel,
+                                     engine=d.engine, taken_for=""))
+        del self._refused[:-self.REFUSALS_KEPT]
+
+    def _doubt_reason(self, d: Detection) -> str:
+        score_over = getattr(self.keyword, "score_over", None)
+        best = score_over(d.onset, d.end + KEYWORD_WAIT, d.onset - TAIL_LEAD if TAILS and d.word == SNAP else None) \
+            if callable(score_over) else None
+        heard = "heard no call there" if best is None else f"scored it {best:.2f}, under {self.veto_line(d.onset, d.end):.2f}"
+        return f"Vosk heard the word, but the keyword model {heard} (play --no-keyword turns this check off)"
+
+    def take_refusals(self) -> list[Refusal]:
+        """The Vosk calls these rules dropped (the keyword model doubted them, no hiss) since last asked."""
+        out, self._refused = self._refused, []
+        return out
 
 
 class JudgedSpotter:
@@ -222,9 +250,27 @@ class JudgedSpotter:
         self.judges = WhatJudges(vosk, keyword, words, veto_echo=KEYWORD_VETO)
         self._waiting: list[Detection] = []  # Vosk calls waiting for the keyword model's scores
         self._now = 0.0
+        self._refused: list[Refusal] = []  # Vosk calls the judges dropped, waiting for REFUSAL_WAIT
+        self._passed: list[Detection] = []  # calls passed on in the last 10 s
+        self._final = False
 
     def set_pool_exists(self, value: bool) -> None:
         self.judges.set_pool_exists(value)
+
+    # s of audio a doubted Vosk call waits before it is told as refused: the keyword model may still
+    # report the word itself (it holds a "snap" while a "pool" may follow), and then it was heard after all
+    REFUSAL_WAIT = 1.5
+
+    def take_refusals(self) -> list[Refusal]:
+        self._refused += self.judges.take_refusals()
+        out: list[Refusal] = []
+        keep: list[Refusal] = []
+        for r in self._refused:
+            if any(c.onset < r.end and r.onset < c.end for c in self._passed):
+                continue  # the keyword model reported it: a call after all
+            (out if self._final or self._now - r.end >= self.REFUSAL_WAIT else keep).append(r)
+        self._refused = keep
+        return out
 
     def undecided(self) -> float | None:
         onsets = [d.onset for d in self._waiting]
@@ -239,6 +285,7 @@ class JudgedSpotter:
         return self._judge(found, final=False)
 
     def flush(self) -> list[Detection]:
+        self._final = True
         return self._judge(self.vosk.flush() + self.keyword.flush(), final=True)
 
     def _judge(self, found: list[Detection], final: bool) -> list[Detection]:
@@ -253,4 +300,5 @@ class JudgedSpotter:
                     d = replace(d, detected_at=self._now)
                 out.append(d)
         self._waiting = waiting
+        self._passed = [d for d in self._passed + out if d.end >= self._now - 10.0]
         return sorted(out, key=lambda d: d.onset)
