@@ -20,7 +20,7 @@ from .. import features as F
 from .loudness import clip_adaptation, clipped_profile, level_gain_db, rms_db, takes_level
 from .near_miss import CODA_HEAD_MAX, CODA_LIMIT, CODA_OVER_HEAD, CONTRAST_RATIO, coda_costs, coda_line
 from .profiles import (VOICE_MIN_THRESHOLD, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_FACTOR, Profile, build_profile,
-                       load_all, profile_contrast, profile_embeddings, profile_speech, profile_takes, unit)
+                       load_all, profile_contrast, profile_embeddings, profile_speech, unit)
 from .takes import POOL_SUFFIX, Take, pool_phrase, trim
 from .templates import Hit, TemplateBank, frame_cost, voiceprint
 from .ties import (TIE_CALLER, TIE_CLEAR, TIE_FAR_WARPS, TIE_GAIN, TIE_MAX_OFFSET, TIE_NEAR_WARPS, TIE_PAIRS,
@@ -48,15 +48,6 @@ ENC_CAP = 0.84  # a player's cosine threshold: the median leave-one-out cosine o
 # without it (bench_voices encoder). Thresholds from the takes alone run 0.84-0.87 there and let
 # more strangers in than this fixed line; the line is steep (0.79: 4.7%, 0.81: 85% named).
 ENC_SPEECH_CAP = 0.80
-# A second look at a word the speech-sample line just refused: with a speech sample, a
-# player's cosine of at least LOOP_GREY but under their line is measured again on the word
-# played twice (Encoder.embed_looped) against their takes looped alike (mixed with the speech
-# as above), whose own line is LOOP_LINE; the voice keeps the better of the two views (the
-# second mapped onto the first's scale). On real "the" (bench_voices draws, 4 players, 20
-# enrollments) most misses were own takes at cosine 0.76-0.80, where strangers also sit; the
-# looped word separates them better (docs/voices.md, "A second look at the word played twice").
-LOOP_GREY = 0.76
-LOOP_LINE = 0.76
 
 # Below this SNR (call level over the noise floor, dB) the encoder is not asked: in 5-20 dB
 # babble or pink noise a player's call is as alike to another player's takes as to their own
@@ -214,7 +205,6 @@ class Voices:
         self.clipped_to: float | None = None  # set on voices learnt from clipped takes (``loudness``)
         self._levels = {p.name: takes_level(p) for p in every}  # each voice's takes' level (None: not kept)
         self._clipped: dict[float, Voices | None] = {}  # clip share -> those voices, built on first use
-        self._loop_models: dict[str, np.ndarray] | None = None  # looped-take centroids (``_looped``), on first use
 
     def clipped(self, share: float) -> Voices | None:
         """These voices learnt again from their takes clipped until ``share`` of each passes full scale
@@ -300,46 +290,8 @@ class Voices:
         embs = dict(zip(levels, self.encoder.embed_many(
             [y * k for k in ks], [None if background is None else background * k for k in ks])))
         # as heard, or brought down: whichever fits the voice better (a word can be loud by nature)
-        cos = {n: float(max(np.max(c @ embs[0.0]), np.max(c @ embs[gains[n]])))
-               for n, (c, _thr) in self._enc_models.items()}
-        if background is None:
-            self._second_look(y, cos)
-        return cos
-
-    def _looped(self) -> dict[str, np.ndarray]:
-        """Per player with a speech sample and kept takes: their takes' looped embeddings' centroid per
-        phrase, mixed with the speech as ``encoder_model`` does (``LOOP_LINE``). Built on first use."""
-        if self._loop_models is None:
-            self._loop_models = {}
-            for name in self.players:
-                prof = self.profiles[name]
-                speech = profile_speech(prof)
-                takes = profile_takes(prof)
-                if speech is None or not takes or self.encoder is None:
-                    continue
-                by_phrase: dict[str, list[np.ndarray]] = {}
-                for t, e in zip(takes, self.encoder.embed_looped([t.audio for t in takes])):
-                    by_phrase.setdefault(t.phrase, []).append(e)
-                cents = [unit(unit(np.mean(v, axis=0)) + speech) for v in by_phrase.values() if len(v) >= 2]
-                if cents:
-                    self._loop_models[name] = np.stack(cents).astype(np.float32)
-        return self._loop_models
-
-    def _second_look(self, y: np.ndarray, cos: dict[str, float]) -> None:
-        """Raise, in place, the cosine of each player just under their line (LOOP_GREY and up) whom
-        the word played twice fits (``LOOP_LINE``): the better view of the two, on the first's scale."""
-        grey = [n for n in self.players if n in cos and LOOP_GREY <= cos[n] < self._enc_models[n][1]]
-        if not grey or self.encoder is None:
-            return
-        models = self._looped()
-        grey = [n for n in grey if n in models]
-        if not grey:
-            return
-        e = self.encoder.embed_looped([y])[0]
-        for n in grey:
-            loop = float(np.max(models[n] @ e))
-            thr = self._enc_models[n][1]
-            cos[n] = max(cos[n], 1.0 - (1.0 - loop) * (1.0 - thr) / (1.0 - LOOP_LINE))
+        return {n: float(max(np.max(c @ embs[0.0]), np.max(c @ embs[gains[n]])))
+                for n, (c, _thr) in self._enc_models.items()}
 
     def encoder_ratio(self, name: str, cos: float) -> float:
         """(1 - cosine) over (1 - the player's threshold): 1 = the boundary, like the other ratios."""
