@@ -117,14 +117,13 @@ def test_real_peoples_s_words_start_with_a_hiss_and_their_nasal_words_mostly_do_
     assert len(nasal) == 13 and sum(h is not None and h < HISS_MIN for h in nasal) >= 11, nasal
 
 
-def _real_in_pink(words: tuple[str, ...], snr_db: float, draws: int = 2) -> list[float | None]:
-    """The check at each real speaker's ``word`` in pink noise ``snr_db`` under the word's first 0.5 s,
-    ``draws`` noises each. Its onset is found on the clean clip: the start of the run of 10 ms frames
-    12 dB over the room before it that holds the loudest frame (the "s" of a weak speaker too, which
-    the spotters' onset search can miss)."""
+def _real_envelopes(words: tuple[str, ...], snr_db: float | None, draws: int):
+    """Each real speaker's ``word``, clean (``snr_db`` None) or in ``draws`` pink noises ``snr_db`` under
+    the word's first 0.5 s: (an Envelope holding it, its onset in s). The onset is found on the clean clip:
+    the start of the run of 10 ms frames 12 dB over the room before it that holds the loudest frame (the
+    "s" of a weak speaker too, which the spotters' onset search can miss)."""
     pink = _generator().pink  # the corpus generator's room hiss: these rows are the corpus's noise
     rng = np.random.default_rng(7)
-    got = []
     for path in sorted(p for w in words for p in REAL.glob(f"*/{w}_*.flac")):
         x = sf.read(path, dtype="float32")[0]
         frames = np.lib.stride_tricks.sliding_window_view(x, 1600)[::160]
@@ -136,12 +135,16 @@ def _real_in_pink(words: tuple[str, ...], snr_db: float, draws: int = 2) -> list
         while i > 0 and e[max(0, i - 5): i].max() > room + 12:
             i -= 1
         power = float(np.mean(y[i * 160: i * 160 + 8000] ** 2))
-        for _ in range(draws):
-            noisy = y + pink(len(y), rng) * np.sqrt(power / 10 ** (snr_db / 10))
+        for _ in range(1 if snr_db is None else draws):
+            noisy = y if snr_db is None else y + pink(len(y), rng) * np.sqrt(power / 10 ** (snr_db / 10))
             env = Envelope()
             env.push(0, noisy.astype(np.float32))
-            got.append(env.hiss((i * 160 + 128) / RATE))
-    return got
+            yield env, (i * 160 + 128) / RATE
+
+
+def _real_in_pink(words: tuple[str, ...], snr_db: float, draws: int = 2) -> list[float | None]:
+    """The check at each real speaker's ``word`` in pink noise ``snr_db`` under it, ``draws`` noises each."""
+    return [env.hiss(t) for env, t in _real_envelopes(words, snr_db, draws)]
 
 
 def test_real_s_words_in_pink_noise_keep_their_hiss_and_nasal_words_do_not_gain_one(monkeypatch):
@@ -164,27 +167,8 @@ def test_real_s_words_in_pink_noise_keep_their_hiss_and_nasal_words_do_not_gain_
 
 def _real_hissless(words: tuple[str, ...], snr_db: float | None, draws: int = 4) -> int:
     """How many of the real speakers' ``words`` are judged hiss-less (``Envelope.hissless``), clean
-    (``snr_db`` None) or in ``draws`` pink noises each, at the onsets ``_real_in_pink`` finds."""
-    pink = _generator().pink
-    rng = np.random.default_rng(7)
-    count = 0
-    for path in sorted(p for w in words for p in REAL.glob(f"*/{w}_*.flac")):
-        x = sf.read(path, dtype="float32")[0]
-        frames = np.lib.stride_tricks.sliding_window_view(x, 1600)[::160]
-        quiet = int(np.argmin((frames.astype(np.float64) ** 2).mean(axis=1))) * 160
-        y = np.concatenate([np.tile(x[quiet: quiet + 1600], 5), x]).astype(np.float64)
-        e = 10 * np.log10((np.lib.stride_tricks.sliding_window_view(y, 256)[::160] ** 2).sum(axis=1) + 1e-9)
-        room = float(np.median(e[: 8000 // 160]))
-        i = int(np.argmax(e))
-        while i > 0 and e[max(0, i - 5): i].max() > room + 12:
-            i -= 1
-        power = float(np.mean(y[i * 160: i * 160 + 8000] ** 2))
-        for _ in range(1 if snr_db is None else draws):
-            noisy = y if snr_db is None else y + pink(len(y), rng) * np.sqrt(power / 10 ** (snr_db / 10))
-            env = Envelope()
-            env.push(0, noisy.astype(np.float32))
-            count += env.hissless((i * 160 + 128) / RATE)
-    return count
+    (``snr_db`` None) or in ``draws`` pink noises each, at the onsets ``_real_envelopes`` finds."""
+    return sum(env.hissless(t) for env, t in _real_envelopes(words, snr_db, draws))
 
 
 def test_a_weak_hiss_is_judged_by_its_order_and_real_s_words_keep_theirs(monkeypatch):

@@ -421,20 +421,13 @@ class Envelope:
         every corpus call rises over it, in noise at 5 dB too). None (no opinion) with too little audio
         before the word, or where the input carries nothing above 4 kHz (a telephone-band headset),
         where every call would look hiss-less."""
-        n, hop = self._FFT, self._FFT_HOP
-        c = int(round(onset * RATE))
-        x, first = self.segment(c - int(0.6 * RATE), c + int((after + 0.02) * RATE))
-        if len(x) < n + 20 * hop:
+        bands = self._bands(onset, after + 0.02)
+        if bands is None:
             return None
-        frames = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop] * np.hanning(n)
-        power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
-        freqs = np.fft.rfftfreq(n, 1.0 / RATE)
-        high = power[:, (freqs >= self.HISS_BAND[0]) & (freqs < self.HISS_BAND[1])].sum(axis=1)
-        low = power[:, (freqs >= self.LOW_BAND[0]) & (freqs < self.LOW_BAND[1])].sum(axis=1)
+        power, freqs, high, low, t = bands
         above_4k = power[:, freqs >= 4500.0].sum()
         if above_4k < 1e-4 * power[:, (freqs >= 2500.0) & (freqs < 4000.0)].sum():  # 40 dB down
             return None
-        t = (first + np.arange(len(high)) * hop + n / 2) / RATE - onset
         floor, word = t < -0.05, (t >= -before) & (t <= after)
         if floor.sum() < 5 or not word.any():
             return None
@@ -467,6 +460,23 @@ class Envelope:
     # hiss_order(): the hiss's frames; a band "rises clearly" over ORDER_RUN frames in a row (15 ms) where it
     # stands ORDER_HIGH (power ratio) over its floor's 90th percentile (the high band) or ORDER_LOW over it and
     # within ORDER_PEAK_DB of its loudest frame in the word (the low band: the voicing, not an "s"'s leak).
+    def _bands(self, onset: float, after: float) -> tuple[np.ndarray, ...] | None:
+        """(power spectra, their frequencies, the high band's and the low band's power per frame, each
+        frame's time from ``onset``) from 0.6 s before ``onset`` to ``after`` s after it; None with too
+        little audio kept."""
+        n, hop = self._FFT, self._FFT_HOP
+        c = int(round(onset * RATE))
+        x, first = self.segment(c - int(0.6 * RATE), c + int(after * RATE))
+        if len(x) < n + 20 * hop:
+            return None
+        frames = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop] * np.hanning(n)
+        power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
+        freqs = np.fft.rfftfreq(n, 1.0 / RATE)
+        high = power[:, (freqs >= self.HISS_BAND[0]) & (freqs < self.HISS_BAND[1])].sum(axis=1)
+        low = power[:, (freqs >= self.LOW_BAND[0]) & (freqs < self.LOW_BAND[1])].sum(axis=1)
+        t = (first + np.arange(len(high)) * hop + n / 2) / RATE - onset
+        return power, freqs, high, low, t
+
     ORDER_HIGH = 2.0
     ORDER_LOW = 4.0
     ORDER_PEAK_DB = 15.0
@@ -478,17 +488,10 @@ class Envelope:
         band (the voicing) does, searched from ``before`` s before it to ORDER_AFTER s after: about +0.05 to
         +0.3 for a call ("s" first), below zero where the hiss is only the vowel's ("nap" in noise). None (no
         opinion) where either band never rises clearly (a weak "s" under noise), or with too little audio."""
-        n, hop = self._FFT, self._FFT_HOP
-        c = int(round(onset * RATE))
-        x, first = self.segment(c - int(0.6 * RATE), c + int(self.ORDER_AFTER * RATE))
-        if len(x) < n + 20 * hop:
+        bands = self._bands(onset, self.ORDER_AFTER)
+        if bands is None:
             return None
-        frames = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop] * np.hanning(n)
-        power = np.abs(np.fft.rfft(frames, axis=1)) ** 2
-        freqs = np.fft.rfftfreq(n, 1.0 / RATE)
-        high = power[:, (freqs >= self.HISS_BAND[0]) & (freqs < self.HISS_BAND[1])].sum(axis=1)
-        low = power[:, (freqs >= self.LOW_BAND[0]) & (freqs < self.LOW_BAND[1])].sum(axis=1)
-        t = (first + np.arange(len(high)) * hop + n / 2) / RATE - onset
+        _power, _freqs, high, low, t = bands
         floor, word = t < -0.05, (t >= -before) & (t <= self.ORDER_AFTER)
         if floor.sum() < 5 or not word.any():
             return None
