@@ -149,10 +149,9 @@ class WhatJudges:
         under KEYWORD_VETO everywhere there and was awake), None while its scores may still say so, False
         otherwise (or with no keyword model). For any judge's call: Vosk's, or the combined engine's
         rescue of an enrolled call Vosk did not know."""
-        score_over = getattr(self.keyword, "score_over", None)
-        if not callable(score_over):
+        if not callable(getattr(self.keyword, "score_over", None)):
             return False
-        best = score_over(onset, end + KEYWORD_WAIT, onset - TAIL_LEAD if tail else None)
+        best = self._best(onset, end, tail)
         if best is not None and (best >= KEYWORD_VETO or best >= self.veto_line(onset, end)):
             return False
         if final or now >= end + KEYWORD_WAIT:
@@ -219,10 +218,13 @@ class WhatJudges:
                                      engine=d.engine, taken_for=""))
         del self._refused[:-self.REFUSALS_KEPT]
 
-    def _doubt_reason(self, d: Detection) -> str:
+    def _best(self, onset: float, end: float, tail: bool) -> float | None:
+        """The keyword model's best score over [onset, end + KEYWORD_WAIT] (None: none yet, or no model)."""
         score_over = getattr(self.keyword, "score_over", None)
-        best = score_over(d.onset, d.end + KEYWORD_WAIT, d.onset - TAIL_LEAD if TAILS and d.word == SNAP else None) \
-            if callable(score_over) else None
+        return score_over(onset, end + KEYWORD_WAIT, onset - TAIL_LEAD if tail else None) if callable(score_over) else None
+
+    def _doubt_reason(self, d: Detection) -> str:
+        best = self._best(d.onset, d.end, TAILS and d.word == SNAP)
         heard = "heard no call there" if best is None else f"scored it {best:.2f}, under {self.veto_line(d.onset, d.end):.2f}"
         return f"Vosk heard the word, but the keyword model {heard} (play --no-keyword turns this check off)"
 
