@@ -308,10 +308,12 @@ class Envelope:
 
     _VOICE_N, _VOICE_HOP = 640, 160  # 40 ms frames on a 10 ms hop: two periods of a 50 Hz voice
 
-    def _periodicity(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """Each 40 ms frame's (10 ms apart, from x[0]) normalised autocorrelation at its best pitch period
-        (2.5-20 ms: voices of 50-400 Hz), and its level (dB); None when ``x`` is under one frame."""
-        n, hop = self._VOICE_N, self._VOICE_HOP
+    def _periodicity(self, x: np.ndarray, n: int | None = None,
+                     hop: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each 40 ms frame's (10 ms apart, from x[0]; or ``n`` samples, ``hop`` apart) normalised
+        autocorrelation at its best pitch period (2.5-20 ms: voices of 50-400 Hz), and its level (dB);
+        None when ``x`` is under one frame."""
+        n, hop = n or self._VOICE_N, hop or self._VOICE_HOP
         if len(x) < n:
             return None
         windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), n)[::hop]
@@ -514,7 +516,7 @@ class Envelope:
 
     # voice_after_s(): 10 ms frames on a 2.5 ms hop (a stop closure lasts a few tens of ms); voicing from
     # 32 ms frames centred on them, at pitch periods of 2.5-20 ms (voices of 50-400 Hz, as _periodicity).
-    _GAP_WIN, _GAP_HOP, _GAP_VOICE_N, _GAP_LAGS = 160, 40, 512, (40, 320)
+    _GAP_WIN, _GAP_HOP, _GAP_VOICE_N = 160, 40, 512
     GAP_S_MIN = 0.04  # the "s": a stretch this long (s) whose band over 3 kHz outweighs 100 Hz-1 kHz
     GAP_CLEAR_DB = (6.0, 12.0)  # the "s" (high band) and the vowel (low band) over their floors, or no opinion
 
@@ -556,16 +558,12 @@ class Envelope:
                 or loudest < np.percentile(floor_low, 10) + self.GAP_CLEAR_DB[1]):
             return None
         low_gap = int(np.argmax(low[e:] >= loudest - 12.0))
-        # voicing: normalised autocorrelation at the best lag of 2.5-12.5 ms (as _periodicity), per frame
-        n = self._GAP_VOICE_N
-        pad = np.zeros((n - win) // 2)
-        windows = np.lib.stride_tricks.sliding_window_view(
-            np.concatenate([pad, x.astype(np.float64), pad]), n)[::hop][: len(low)]
-        windows = windows - windows.mean(axis=1, keepdims=True)
-        ac = np.fft.irfft(np.abs(np.fft.rfft(windows, 2 * n, axis=1)) ** 2, axis=1)[:, :n]
-        sq = np.cumsum(windows ** 2, axis=1)
-        lags = np.arange(*self._GAP_LAGS)
-        periodic = (ac[:, lags] / np.sqrt(sq[:, n - 1 - lags] * (sq[:, -1:] - sq[:, lags - 1]) + 1e-9)).max(axis=1)
+        # voicing: each frame's normalised autocorrelation at its best pitch period, over 32 ms centred on it
+        pad = np.zeros((self._GAP_VOICE_N - win) // 2)
+        voicing = self._periodicity(np.concatenate([pad, x.astype(np.float64), pad]), self._GAP_VOICE_N, hop)
+        if voicing is None:
+            return None
+        periodic = voicing[0][: len(low)]
         voiced = (periodic >= 0.5) & (low >= loudest - 20.0)
         k = int(round(0.015 * RATE / hop))
         held = np.flatnonzero(np.convolve(voiced.astype(np.int32), np.ones(k, dtype=np.int32), mode="valid") == k)
