@@ -181,13 +181,7 @@ def _as_scripted(log: list, script) -> tuple[int, int, list[str]]:  # noqa: ANN0
     (the pile it should have taken is still there), so each difference is named with what was ruled."""
     from voicesnap.rules import RULINGS
 
-    want: list[tuple[str, str, float]] = []
-    for s in script.shouts:
-        who = (",".join(sorted(x.player for x in script.shouts if x.expect == "tie-to-pool"
-                               and abs(x.onset - s.onset) < 0.5))
-               if s.expect == "tie-to-pool" else s.player)
-        if not any(w[:2] == (s.expect, who) and abs(w[2] - s.onset) < 0.5 for w in want):
-            want.append((s.expect, who, s.onset))
+    want = script.rulings()
     got = [(getattr(r, "EVENT_TYPE"), ",".join(sorted(getattr(r, "players", None) or (getattr(r, "player"),))), r.t)
            for r in log if isinstance(r, RULINGS)]
     good, off = 0, []

@@ -53,6 +53,18 @@ class Script:
     def flip_times(self) -> list[float]:
         return [self.first_flip + k * self.pace for k in range(self.flips)]
 
+    def rulings(self) -> list[tuple[str, str, float]]:
+        """(ruling, its player or a tie's players joined by commas in name order, onset) the shouts
+        should get, in order: the shouts of one tie, within 0.5 s of each other, make one ruling."""
+        out: list[tuple[str, str, float]] = []
+        for s in self.shouts:
+            who = (",".join(sorted(x.player for x in self.shouts if x.expect == "tie-to-pool"
+                                   and abs(x.onset - s.onset) < 0.5))
+                   if s.expect == "tie-to-pool" else s.player)
+            if not any(w[:2] == (s.expect, who) and abs(w[2] - s.onset) < 0.5 for w in out):
+                out.append((s.expect, who, s.onset))
+        return out
+
 
 def takes(player: str, word: str) -> list[np.ndarray]:
     """The player's held-out takes of ``word``, cut from the fixture by its sidecar."""
