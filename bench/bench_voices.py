@@ -1217,15 +1217,97 @@ def loud_real(quick: bool) -> list[Row]:
                             f"{float(np.mean(np.asarray(clipped) >= 0.02)):.0%} of them 2% or more clipped"))
     return rows
 
+LOOP_LABEL = "the word once or played twice"
+
+
+def looped(quick: bool) -> list[Row]:
+    """The speaker encoder alone on a word embedded once (``Encoder.embed``) or played twice
+    (``Encoder.embed_looped``, the second look of voices.LOOP_GREY), each at its own cosine line
+    keeping 2% of the strangers out: own takes named right at that line.
+
+    Two sets, one decider (WHO = the closest centroid; accepted over the line):
+    - Speech Commands (text-independent: 8 speakers, not the five below, the first 5 words enrolled,
+      the same player sets as ``real``; no speech sample);
+    - real "the" over the ``real_words_draws`` enrollments (4 speakers, with the 20 s speech sample
+      mixed into each centroid, as play does; needs ../shared/speech/librispeech).
+    Nothing was tuned on the first set.
+    """
+    from voicesnap import encoder as E
+    from voicesnap.voices.profiles import unit
+
+    enc = E.load_encoder()
+    if enc is None:
+        return [Row(AREA, LOOP_LABEL, "n/a", note="skipped: no speaker encoder installed")]
+    views = {"once": lambda ys: enc.embed_many(ys), "twice": lambda ys: enc.embed_looped(ys)}
+    rows = []
+
+    def report(label: str, trials: dict[str, list[Trial]], sizes: tuple[int, ...]) -> None:
+        for view in views:
+            line = stranger_line(trials[view], higher_closer=True)
+            for k in sizes:
+                share, fa, unknown = at_line(trials[view], k, line, higher_closer=True)
+                rows.append(Row(AREA, f"{label}, {k} players, {view} ({LOOP_LABEL})", share, "", "",
+                                f"cosine line {line:.3f}; strangers accepted {fa}/{unknown}"))
+
+    if SHARED.is_dir():
+        words = {n: [y for _x, y, _snr in clips] for n, clips in speech_commands().items()}
+        trials: dict[str, list[Trial]] = {}
+        for view, embed in views.items():
+            embs = {n: embed(ys) for n, ys in words.items()}
+            t = trials.setdefault(view, [])
+            for k in (2, 4):
+                for combo in speech_commands_combos(sorted(words), k, quick):
+                    cents = {n: unit(np.mean(embs[n][:ENROLL_TAKES], axis=0)) for n in combo}
+                    for spk, es in embs.items():
+                        for e in (es[ENROLL_TAKES:] if spk in combo else es):
+                            cos = {n: float(c @ e) for n, c in cents.items()}
+                            who = max(cos, key=lambda n: cos[n])
+                            t.append((k, spk in combo, who == spk, cos[who]))
+        report("Speech Commands words, encoder alone", trials, (2, 4))
+    else:
+        rows.append(Row(AREA, f"Speech Commands ({LOOP_LABEL})", "n/a", note=f"skipped: {SHARED} is absent"))
+    if LIBRISPEECH.is_dir() and REAL_WORDS.is_dir():
+        from voicesnap.voices.takes import trim
+
+        takes = real_words_takes("the")
+        ys = {s: [trim(x)[0] for x, _m in items] for s, items in takes.items()}
+        enrollable = sorted(s for s, items in takes.items() if len(items) >= ENROLL_TAKES)
+        embs2 = {view: {s: embed(v) for s, v in ys.items()} for view, embed in views.items()}
+        trials = {view: [] for view in views}
+        for r in range(4 if quick else DRAWS):
+            rng = np.random.default_rng(r)
+            chosen = {s: (list(range(ENROLL_TAKES)) if r == 0 else
+                          sorted(int(i) for i in rng.choice(len(takes[s]), ENROLL_TAKES, replace=False)))
+                      for s in enrollable}
+            speech = {}
+            for s in enrollable:
+                talk = real_words_speech(s, [it for i, it in enumerate(takes[s]) if i not in chosen[s]])
+                speech[s] = enc.embed_speech(talk)[0] if talk is not None else None
+            for view in views:
+                cents = {s: unit(unit(np.mean([embs2[view][s][i] for i in chosen[s]], axis=0))
+                                 + (speech[s] if speech[s] is not None else 0.0)) for s in enrollable}
+                for k in (2, 4):
+                    for combo in itertools.combinations(enrollable, k):
+                        for spk in ys:
+                            for i, e in enumerate(embs2[view][spk]):
+                                if spk in combo and i in chosen[spk]:
+                                    continue
+                                cos = {n: float(cents[n] @ e) for n in combo}
+                                who = max(cos, key=lambda n: cos[n])
+                                trials[view].append((k, spk in combo, who == spk, cos[who]))
+        report('real "the" with the speech sample, encoder alone', trials, (2, 4))
+    return rows
+
+
 def run(quick: bool) -> list[Row]:
     return (synthetic_both(quick) + corpus_calls(quick) + real_words(quick) + real_words_encoder(quick)
-            + real_words_draws(quick) + real(quick)
+            + real_words_draws(quick) + looped(quick) + real(quick)
             + real_encoder(quick) + real_words_noise(quick) + ties(quick) + loud(quick) + loud_real(quick))
 
 
 PARTS = {"synthetic": synthetic_both, "corpus": corpus_calls, "real-words": real_words, "encoder": real_words_encoder,
          "real": real, "real-encoder": real_encoder, "noise": real_words_noise, "ties": ties,
-         "loud": loud, "loud-real": loud_real, "draws": real_words_draws}
+         "loud": loud, "loud-real": loud_real, "draws": real_words_draws, "looped": looped}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -416,7 +416,7 @@ def _speech_only(args: argparse.Namespace, name: str) -> int:
     if sample is None:
         print(f"{name}'s profile is unchanged")
         return 1
-    prof.extra["speech"] = sample
+    V.set_speech(prof, enc, sample)
     path = V.save_profile(prof, args.data_dir)
     print(f"Added {prof.extra['speech']['seconds']:.0f} s of speech to {name}; profile {path}")
     return 0
@@ -558,7 +558,7 @@ def run(args: argparse.Namespace) -> int:
     if enc is not None:
         sample = _speech_sample(args, profile, enc, None if args.from_files else beep)
         if sample is not None:
-            profile.extra["speech"] = sample
+            V.set_speech(profile, enc, sample)
         elif args.from_files:
             print("  no speech sample: give a recording of the player talking (about 20 s) with 'speech' in "
                   "its file name, so that strangers saying the call word are told apart better")

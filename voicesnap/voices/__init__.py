@@ -29,9 +29,9 @@ from .attribution import (ACCEPT, ACCEPT_SCORE, ANNOUNCER, ENC_CAP, ENC_DENOISED
                           Voices, announcer_profile, load_voices, ratio_to_score)
 from .near_miss import CONTRAST_RATIO, CONTRAST_TAKES, CONTRAST_WORDS
 from .profiles import (PROFILE_VERSION, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_FACTOR, Profile, build_profile,
-                       check_name, contrast_as_call, contrast_extra, list_players, load_all, load_profile, load_profile_file,
-                       missing_contrast, missing_speech, players_dir, profile_contrast, profile_embeddings,
-                       profile_path, profile_speech, profile_takes, same_player, save_profile, speech_extra,
+                       check_name, contrast_as_call, contrast_extra, list_players, load_all, load_profile, load_profile_file, looped_extra,
+                       missing_contrast, missing_speech, players_dir, profile_contrast, profile_embeddings, profile_looped,
+                       profile_path, profile_speech, profile_takes, same_player, save_profile, set_speech, speech_extra,
                        speech_mismatch)
 from .takes import (MIN_CALL_TAKES, MIN_POOL_TAKES, POOL_SUFFIX, SPEECH_MIN_SECONDS, Take, TakeProblem,
                     check_consistency, check_speech, check_take, pool_phrase, split_takes, trim)
@@ -44,8 +44,8 @@ __all__ = [
     "Voices", "announcer_profile", "load_voices", "ratio_to_score", "PROFILE_VERSION", "VOICE_SCALE_FLOOR",
     "VOICE_THRESHOLD_FACTOR", "Profile", "build_profile", "check_name", "contrast_extra", "list_players", "same_player",
     "load_all", "load_profile", "load_profile_file", "missing_contrast", "missing_speech", "players_dir",
-    "profile_contrast", "profile_embeddings", "profile_path", "contrast_as_call",
-    "profile_speech", "profile_takes", "save_profile", "speech_extra", "speech_mismatch", "MIN_CALL_TAKES",
+    "profile_contrast", "profile_embeddings", "profile_looped", "looped_extra", "profile_path", "contrast_as_call",
+    "profile_speech", "profile_takes", "save_profile", "set_speech", "speech_extra", "speech_mismatch", "MIN_CALL_TAKES",
     "MIN_POOL_TAKES", "POOL_SUFFIX", "SPEECH_MIN_SECONDS", "Take", "TakeProblem", "check_consistency",
     "check_speech", "check_take", "pool_phrase", "split_takes", "trim", "SKIP_PENALTY", "STAY_PENALTY", "Hit",
     "TemplateBank", "dtw_distance", "CONTRAST_RATIO", "CONTRAST_TAKES", "CONTRAST_WORDS", "take_templates",

@@ -161,6 +161,7 @@ class Profile:
             )
             profile_embeddings(prof)  # the speaker embeddings, when there, must be whole
             profile_speech(prof)
+            profile_looped(prof)
             profile_takes(prof)
             profile_contrast(prof)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # (AttributeError: a list or text where a table was)
@@ -235,6 +236,7 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
                                for t, e in zip(takes, enc.embed_many([t.audio for t in takes]))]
         if speech is not None:
             extra["speech"] = speech_extra(enc, name, speech)
+            extra["looped"] = looped_extra(enc, takes)
     return Profile(
         name=name, word=word, templates=templates, thresholds=thresholds,
         voiceprint=center.astype(np.float32), voice_scale=scale, voice_threshold=voice_thr,
@@ -257,15 +259,49 @@ def profile_embeddings(prof: Profile) -> tuple[str, dict[str, np.ndarray]] | Non
     fp = prof.extra.get("encoder")
     if not isinstance(fp, str) or not isinstance(raw, list) or not raw:
         raise ValueError("speaker embeddings without their encoder")
+    return fp, _by_phrase(raw, "a speaker embedding")
+
+
+def profile_looped(prof: Profile) -> dict[str, np.ndarray] | None:
+    """Phrase -> the takes' embeddings of the word played twice (``Encoder.embed_looped``), kept at
+    enrollment with the speech sample for the attribution's second look; None for a profile without
+    them (takes only, or saved before they were kept). Raises ValueError when they are malformed."""
+    raw = prof.extra.get("looped")
+    if raw is None:
+        return None
+    if not isinstance(prof.extra.get("encoder"), str) or not isinstance(raw, list) or not raw:
+        raise ValueError("looped embeddings without their encoder")
+    return _by_phrase(raw, "a looped embedding")
+
+
+def looped_extra(enc: E.Encoder, takes: Sequence[Take]) -> list[list]:
+    """A profile's ``extra["looped"]``: each take's embedding played twice, as ``extra["embeddings"]``
+    keeps it played once. Computed at enrollment (about 0.1 s a take), never in the middle of a game."""
+    return [[t.phrase, [round(float(v), 5) for v in e]] for t, e in zip(takes, enc.embed_looped([t.audio for t in takes]))]
+
+
+def set_speech(prof: Profile, enc: E.Encoder, sample: dict) -> None:
+    """Give ``prof`` the speech sample record ``sample`` (``speech_extra``), and with it, where the profile
+    keeps its takes, their looped embeddings for the attribution's second look (``looped_extra``)."""
+    prof.extra["speech"] = sample
+    takes = profile_takes(prof)
+    if takes:
+        prof.extra["looped"] = looped_extra(enc, takes)
+    else:
+        prof.extra.pop("looped", None)
+
+
+def _by_phrase(raw: list, what: str) -> dict[str, np.ndarray]:
+    """[[phrase, values], ...] -> phrase -> stacked embeddings; ValueError naming ``what`` when malformed."""
     by: dict[str, list[np.ndarray]] = {}
     for item in raw:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
-            raise ValueError("a speaker embedding is not [phrase, values]")
+            raise ValueError(f"{what} is not [phrase, values]")
         v = np.asarray(item[1], np.float32)
         if v.shape != (E.HIDDEN,) or not np.isfinite(v).all():
-            raise ValueError(f"a speaker embedding has shape {v.shape}, not ({E.HIDDEN},)")
+            raise ValueError(f"{what} has shape {v.shape}, not ({E.HIDDEN},)")
         by.setdefault(item[0], []).append(v)
-    return fp, {ph: np.stack(vs) for ph, vs in by.items()}
+    return {ph: np.stack(vs) for ph, vs in by.items()}
 
 
 def encode_audio(y: np.ndarray) -> str:
