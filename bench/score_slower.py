@@ -14,9 +14,14 @@ every one of 8 English accents x 12 voice variants per draw, at a random speed (
 * ``noise``: the whole spotter (``VoskSpotter``, 20 ms chunks) on the same takes in pink noise at 20, 10
   and 5 dB SNR (against the phrase's level), with SCORE_GAP as shipped and off, and how many of the
   "slower"s it reports come under the table's SURE_PACE (those the table answers with how to go back).
+* ``louder``: "dealer slower" and "dealer louder" by the same voices (the probes behind
+  ``vosk_spotter.LOUDER_S``): what the command pass alone hears, whether ``Envelope.voice_after_s`` finds an
+  "s" at the start of its "slower" or "louder", and the whole spotter with LOUDER_S as shipped and off (each
+  take that either way gets wrong is listed, with its voice). ``--snr 20 10 5``: in pink noise instead.
 
-``python3 -m bench.score_slower [ideas] [noise] [--draws N]`` (needs espeak-ng and VOICESNAP_VOSK_MODEL;
-``ideas`` about 2 min a draw, ``noise`` about 8 min a draw, on a shared core).
+``python3 -m bench.score_slower [ideas] [noise] [louder] [--draws N] [--snr DB ...]`` (needs espeak-ng and
+VOICESNAP_VOSK_MODEL; ``ideas`` about 2 min a draw, ``noise`` about 8 min a draw, ``louder`` about 3.5 min a
+draw and noise level, on a shared core).
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ SK_DECOYS = ("sore", "core", "store", "scar", "skull", "scoop", "scold", "scorin
              "skewer", "soar", "spore", "sport", "scorer")
 
 
-def takes(draw: int) -> Iterator[tuple[str, str, np.ndarray]]:
-    """(phrase, voice, int16 samples at 16 kHz) for every voice of one draw, both phrases each."""
+def takes(draw: int, phrases: tuple[str, ...] = PHRASES) -> Iterator[tuple[str, str, np.ndarray]]:
+    """(phrase, voice (espeak-ng's voice, speed and pitch; the peak level), int16 samples at 16 kHz) for every
+    voice of one draw, each of ``phrases`` each (the
+    voices, their speed, pitch and level, are the same whatever the phrases)."""
     import soxr
 
     rng = random.Random(draw)
@@ -49,14 +56,14 @@ def takes(draw: int) -> Iterator[tuple[str, str, np.ndarray]]:
     for accent in ACCENTS:
         for variant in VARIANTS:
             speed, pitch, level = rng.randint(120, 200), rng.randint(20, 80), rng.uniform(-14, -4)
-            for phrase in PHRASES:
+            for phrase in phrases:
                 wav = subprocess.run(["espeak-ng", "-v", f"{accent}+{variant}", "-s", str(speed), "-p", str(pitch),
                                       "--stdout", phrase], capture_output=True, check=True).stdout
                 x = soxr.resample(np.frombuffer(wav[44:], np.int16).astype(np.float32), 22050, RATE)
                 x *= 10 ** (level / 20) * 32767 / (np.abs(x).max() + 1e-9)
                 y = noise.normal(0, 32767 * 10 ** (-50 / 20), RATE * 3 + len(x))
                 y[RATE : RATE + len(x)] += x
-                yield phrase, f"{accent}+{variant}", np.clip(y, -32768, 32767).astype(np.int16)
+                yield phrase, f"{accent}+{variant} -s {speed} -p {pitch} at {level:.1f} dBFS", np.clip(y, -32768, 32767).astype(np.int16)
 
 
 def _decode(model: Any, grammar: list[str], x: np.ndarray, alternatives: int = 0) -> dict[str, Any]:
@@ -118,6 +125,69 @@ def ideas(model: Any, draws: int) -> None:
               f" in {len(low)}; their voicing gaps " + (f"{min(voiced):.0f}-{max(voiced):.0f} ms" if voiced else "-"))
 
 
+LOUDER_PHRASES = ("dealer slower", "dealer louder")
+
+
+def louder(model: Any, draws: int, snr: int | None = None) -> None:
+    """"dealer slower" heard as "dealer louder" (a pace change taken for a volume change) and the other way
+    round: the command pass alone over both phrases by the same voices, what it hears, and what the "s" check
+    (``Envelope.voice_after_s`` finds an "s" at the start of the word: ``vosk_spotter.LOUDER_S``) makes of its
+    "louder"s; then the whole spotter with LOUDER_S as shipped and off. With ``snr``, in pink noise that many dB
+    under the phrase's level (as ``noise``)."""
+    from voicesnap.audio import AudioChunk
+    from voicesnap.onsets import Envelope
+    from voicesnap.spotters import vosk_spotter
+    from voicesnap.vocabulary import command_phrases
+
+    base = [*command_phrases().values(), "[unk]"]
+    heard: dict[str, Counter[tuple[str, str]]] = defaultdict(Counter)
+    found_s: dict[tuple[str, str], list[tuple[float, float | None] | None]] = defaultdict(list)
+    misheard: list[str] = []
+    shipped = vosk_spotter.LOUDER_S
+    rng = np.random.default_rng(snr)
+    for draw in range(1, draws + 1):
+        for phrase, voice, x in takes(draw, LOUDER_PHRASES):
+            if snr is not None:
+                x = _in_pink(x, rng, snr)
+            y = x[RATE - RATE // 10 : RATE * 3]  # from 0.1 s before the phrase, as the command pass starts
+            words = _decode(model, base, y).get("result", [])
+            word = words[1]["word"] if len(words) > 1 and words[0]["word"] == "dealer" else ""
+            heard["command pass"][(phrase, word)] += 1
+            if word in ("slower", "louder"):
+                env = Envelope()
+                env.push(0, y.astype(np.float32))
+                gaps = env.voice_after_s(words[1]["start"], words[1]["end"])
+                found_s[(phrase, word)].append(gaps)
+                checked = "slower" if word == "louder" and gaps is not None else word
+                heard["command pass, a 'louder' that starts with an 's' taken for 'slower'"][(phrase, checked)] += 1
+            else:
+                heard["command pass, a 'louder' that starts with an 's' taken for 'slower'"][(phrase, word)] += 1
+            said: dict[bool, str] = {}
+            for on in (shipped, False):
+                vosk_spotter.LOUDER_S = on
+                samples = x.reshape(-1, 1)
+                spotter = vosk_spotter.VoskSpotter(model)
+                got = []
+                for i in range(0, len(samples), 320):
+                    got += spotter.accept(AudioChunk(RATE, 2, 1, i, samples[i : i + 320]))
+                commands = [d.word for d in got + spotter.flush() if d.word.startswith("dealer ")]
+                said[on] = commands[0].removeprefix("dealer ") if commands else ""
+                heard[f"whole spotter, LOUDER_S {on}"][(phrase, said[on])] += 1
+            if said[shipped] != said[False] or said[False] != phrase.removeprefix("dealer "):
+                misheard.append(f"draw {draw} {voice}: '{phrase}' heard as '{said[False] or 'nothing'}', "
+                                f"with LOUDER_S as '{said[shipped] or 'nothing'}'")
+            vosk_spotter.LOUDER_S = shipped
+    print(f"{'quiet' if snr is None else f'pink noise {snr} dB'}, {draws} draws:")
+    for way, counts in heard.items():
+        print(f"{way}: " + ", ".join(f"'{p}' as '{w or 'nothing'}' {n}" for (p, w), n in sorted(counts.items())))
+    for (phrase, word), g in sorted(found_s.items()):
+        with_s = [v for v in g if v is not None]
+        voiced = sorted(round(v[1] * 1000) for v in with_s if v[1] is not None)
+        print(f"'{phrase}' heard as '{word}': {len(g)}, an 's' found in {len(with_s)}"
+              + (f", voicing {voiced[0]}-{voiced[-1]} ms after it" if voiced else ""))
+    print(*misheard, sep="\n")
+
+
 def _pink(rng: np.random.Generator, n: int) -> np.ndarray:
     f = np.fft.rfftfreq(n, 1.0 / RATE)
     spec = np.fft.rfft(rng.normal(size=n))
@@ -125,6 +195,14 @@ def _pink(rng: np.random.Generator, n: int) -> np.ndarray:
     spec[0] = 0
     x = np.fft.irfft(spec, n)
     return np.asarray(x / x.std())
+
+
+def _in_pink(x: np.ndarray, rng: np.random.Generator, snr: int) -> np.ndarray:
+    """A take (1 s before the phrase, 2 s after) in pink noise ``snr`` dB under the phrase's level."""
+    y = x.astype(np.float64)
+    said = y[RATE:-2 * RATE]
+    level = np.sqrt(np.mean(said[np.abs(said) > 0.05 * np.abs(said).max()] ** 2))
+    return np.clip(y + _pink(rng, len(y)) * level * 10 ** (-snr / 20), -32768, 32767).astype(np.int16)
 
 
 def noise(model: Any, draws: int) -> None:
@@ -141,11 +219,7 @@ def noise(model: Any, draws: int) -> None:
             unsure: Counter[str] = Counter()
             for draw in range(1, draws + 1):
                 for phrase, _voice, x in takes(draw):
-                    y = x.astype(np.float64)
-                    said = y[RATE:-2 * RATE]
-                    level = np.sqrt(np.mean(said[np.abs(said) > 0.05 * np.abs(said).max()] ** 2))
-                    y = np.clip(y + _pink(rng, len(y)) * level * 10 ** (-snr / 20), -32768, 32767)
-                    samples = y.astype(np.int16).reshape(-1, 1)
+                    samples = _in_pink(x, rng, snr).reshape(-1, 1)
                     spotter = vosk_spotter.VoskSpotter(model)
                     got = []
                     for i in range(0, len(samples), 320):
@@ -163,8 +237,9 @@ def noise(model: Any, draws: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python3 -m bench.score_slower", description=__doc__.split("\n")[0])
-    ap.add_argument("probes", nargs="*", choices=["ideas", "noise"], default=["ideas"])
+    ap.add_argument("probes", nargs="*", choices=["ideas", "noise", "louder"], default=["ideas"])
     ap.add_argument("--draws", type=int, default=4, help="draws of 96 voices (ideas; noise: at most 2 by default)")
+    ap.add_argument("--snr", type=int, nargs="*", default=[], help="louder: in pink noise at these SNRs (dB) instead of quiet")
     args = ap.parse_args()
     from voicesnap.spotters.vosk_spotter import load_model
 
@@ -173,6 +248,9 @@ def main() -> None:
         ideas(model, args.draws)
     if "noise" in args.probes:
         noise(model, min(args.draws, 2))
+    if "louder" in args.probes:
+        for snr in args.snr or [None]:
+            louder(model, args.draws, snr)
 
 
 if __name__ == "__main__":

@@ -278,6 +278,34 @@ def test_dealer_score_is_not_taken_for_the_pace_change(vosk_model):
     assert heard["dealer slower"] == ["dealer slower"] * 6, heard
 
 
+@pytest.mark.vosk_model
+def test_dealer_slower_is_not_taken_for_the_volume_change(vosk_model):
+    """"dealer slower" by espeak-ng's en-gb-x-gbcwmd+m1 at speed 195, pitch 32 (one of the voices of
+    ``python3 -m bench.score_slower louder``'s first draw) was heard as "dealer louder": a player asking the
+    dealer to slow down got a louder dealer. "louder" has no "s": a "louder" whose word starts with the hiss of
+    one is "slower" now (vosk_spotter.LOUDER_S). The same voice's "dealer louder", and every fixture player's,
+    are still heard as "louder", and the corpus's two "dealer louder"s too."""
+    import json
+    import shutil
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed")
+    heard = [d.word for d in _spot(vosk_model, _espeak("dealer slower", "en-gb-x-gbcwmd+m1", 195, 32))]
+    assert heard == ["dealer slower"], heard
+    voices = [("en-gb-x-gbcwmd+m1", 195, 32)]
+    voices += [(v["voice"], v["speed"], v["pitch"]) for v in
+               json.loads((CORPUS_DIR.parent / "voices.json").read_text())["players"].values()]
+    louder = [" / ".join(d.word for d in _spot(vosk_model, _espeak("dealer louder", *v))) for v in voices]
+    assert louder == ["dealer louder"] * len(voices), list(zip(voices, louder))
+    for name in ("commands_1", "commands_2"):
+        fx, data, rate = _fixture(name)
+        dets = _spot(vosk_model, data, rate)
+        for seg in fx.segments:
+            if seg.text == "dealer louder":
+                near = [d.word for d in dets if d.word.startswith("dealer ") and abs(d.onset - seg.onset / rate) < 0.25]
+                assert near == ["dealer louder"], (name, near)
+
+
 def _word_times(model, samples: np.ndarray, word: str) -> tuple[float, float] | None:
     """Where Vosk places ``word`` (a grammar of it alone), as the spotter's command pass places its words."""
     import json
