@@ -186,21 +186,34 @@ def test_an_input_device_the_player_named_that_cannot_be_opened_stops_play(data:
 
 def test_the_keys_printed_name_each_seats_own_call_in_silent_and_animal_snap(data: Path) -> None:
     """The keys were printed before the game as in Classic Snap ("q=snap"), while in Silent Snap q sends a
-    slam and in Animal Snap the player's own noise."""
+    slam and in Animal Snap the player's own noise. With --text (for a screen reader) they are words: the
+    lines "Alice: q=snap a=snap pool" and "-=slower +=faster >=louder" were read aloud as "q equals snap",
+    "minus equals slower plus equals faster greater equals louder"."""
     from voicesnap import variants
 
     for variant, seat_word in (("silent", lambda _i: "slam"), ("animal", None), ("classic", lambda _i: "snap")):
-        run = play(["--players", "Alice,Bob", "--engine", "none", "--text", "--quiet", "--seed", "3",
-                    "--variant", variant], b"\x1b", data)
-        assert run.returncode == 0, run.stderr.decode()
-        out = run.stdout.decode()
         game = variants.create(variant, ("Alice", "Bob"), 3)
-        for i, (name, key) in enumerate((("Alice", "q"), ("Bob", "w"))):
-            word = seat_word(i) if seat_word else game.call_words(i)["snap"]
-            assert f"{name}: {key}={word}\n" in out or f"{name}: {key}={word} " in out, (variant, out)
-        # only the keys the variant has: no slap key but in Slapjack, no pool key in Silent Snap (the slam is both)
-        assert "z=slap" not in out and ("a=snap pool" in out) == (variant != "silent"), (variant, out)
-        assert out.count("space=flip") == 1, out
+        words = [seat_word(i) if seat_word else game.call_words(i)["snap"] for i in range(2)]
+        for shown in ("--text", "display"):
+            run = play(["--players", "Alice,Bob", "--engine", "none", "--quiet", "--seed", "3", "--variant", variant,
+                        *(["--text"] if shown == "--text" else [])], b"\x1b", data)
+            assert run.returncode == 0, run.stderr.decode()
+            out = run.stdout.decode()
+            if shown == "--text":
+                pool = variant != "silent"  # no pool key in Silent Snap (the slam is both)
+                seats = "; ".join(f"{name} {key} {word}" + (f", {pk} snap pool" if pool else "")
+                                  for (name, key, pk), word in zip((("Alice", "q", "a"), ("Bob", "w", "s")), words))
+                assert f"Call keys: {seats}.\n" in out, (variant, out)
+                assert out.count("Command keys: p pause, l repeat, i status, k score, minus slower, plus faster, "
+                                 "greater-than louder, less-than quieter, question mark help, Escape end game, "
+                                 "space flip.\n") == 1, out
+                assert not any(f"={w}" in out for w in (*words, "snap pool", "flip", "slower", "help")), (variant, out)
+                continue
+            for i, (name, key) in enumerate((("Alice", "q"), ("Bob", "w"))):
+                assert f"{name}: {key}={words[i]}\n" in out or f"{name}: {key}={words[i]} " in out, (variant, out)
+            # only the keys the variant has: no slap key but in Slapjack, no pool key in Silent Snap
+            assert "z=slap" not in out and ("a=snap pool" in out) == (variant != "silent"), (variant, out)
+            assert out.count("space=flip") == 1, out
 
 
 def test_a_channel_or_an_engine_that_cannot_hear_the_input_file_stops_play(data: Path,
@@ -455,7 +468,7 @@ def test_animal_snap_gives_each_player_the_noise_they_enrolled_and_says_it(data:
     run = play([*base, "--record", str(tmp_path / "g")], b"\x1b", data)
     assert run.returncode == 0, run.stderr.decode()
     out = run.stdout.decode()
-    assert "Alice: q=woof " in out and "Bob: w=meow " in out and "Cara: e=moo " in out, out
+    assert "Call keys: Alice q woof, a snap pool; Bob w meow, s snap pool; Cara e moo, d snap pool." in out, out
     assert "Calls: Alice woof, Bob meow, Cara moo." in out, out  # (the start's line, spoken with --quiet off)
     started = next(e for e in _events(tmp_path / "g") if type(e).__name__ == "GameStarted")
     assert dict(started.config) == {"Alice": "woof", "Bob": "meow", "Cara": "moo"}

@@ -1436,7 +1436,10 @@ def play_session(
             if redraw:  # a screen drawn in place would wipe printed keys: they are listed under the table
                 keys[:] = keymap.help_lines()
             else:  # printed when they change: each seat's own word (Silent Snap's slam, Animal Snap's noise)
-                help_lines = keymap.help_lines()
+                # --text (a screen reader) gets them in words: "Alice: q=snap" and "-=slower" were read
+                # aloud as "q equals snap" and "minus equals slower"
+                help_lines = ([f"Call keys: {keymap.call_keys()}.", help_text(False, keys=True, voice=False)] if text
+                              else keymap.help_lines())
                 if help_lines != shown_keys:
                     shown_keys[:] = help_lines
                     for line in help_lines:
