@@ -53,7 +53,9 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     second = play(["--resume", "--record", str(folder), "--engine", "none", "--text", "--quiet", "--pace", "0.002"],
                   b"", data, timeout=120)
     assert second.returncode == 0, second.stderr.decode()
-    assert f"resuming {folder}: game 1, before its first flip (Alice 25, Bob 26, pool 1 cards)" in second.stdout.decode()
+    # each count with its noun ("pool 1 cards" was read aloud so)
+    assert (f"resuming {folder}: game 1, before its first flip (Alice 25 cards, Bob 26 cards, pool 1 card)"
+            in second.stdout.decode())
     said = second.stdout.decode()
     # once (it was printed again as "Alice wins the session (1 game(s))."), in words with no "(s)"
     assert said.count("wins the session") == 1 and "wins the session after 1 game. Scores: " in said, said

@@ -787,10 +787,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"that session is over: {resumed.session.winner} won. Start a new one without --resume.")
             return 0
         game = resumed.game
-        print(f"resuming {folder}: " + (f"game {resumed.games}, {f'after flip {game.flips}' if game.flips else 'before its first flip'} ("
-                                         + ", ".join(f"{p} {game.holds(i)}" for i, p in enumerate(game.players))
-                                         + f"{f', pool {len(game.pool)}' if game.pool else ''} cards)"
-                                         if game is not None else f"game {resumed.games + 1} is next"))
+        if game is not None:  # each count with its own noun: "pool 1 cards" was read aloud as written
+            held = [f"{p} {counted(game.holds(i), 'card')}" for i, p in enumerate(game.players)]
+            held += [f"pool {counted(len(game.pool), 'card')}"] if game.pool else []
+            at = f"after flip {game.flips}" if game.flips else "before its first flip"
+            print(f"resuming {folder}: game {resumed.games}, {at} ({', '.join(held)})")
+        else:
+            print(f"resuming {folder}: game {resumed.games + 1} is next")
     else:
         players = parse_players(args.players)
         for option, default in NEW_SESSION_DEFAULTS.items():
