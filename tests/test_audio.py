@@ -192,8 +192,11 @@ def test_read_wav_truncated_file(tmp_path: Path) -> None:
     assert info.value.reason.startswith("truncated: its header promises 16000 bytes") and "re-" not in info.value.reason
     header_only = tmp_path / "header.wav"
     header_only.write_bytes(raw[:20])
-    with pytest.raises(AudioFileError, match="truncated"):
+    with pytest.raises(AudioFileError, match="truncated") as info:
         read_wav(header_only)
+    # the chunk by its name, not its bytes' repr ("inside its b'fmt ' header chunk")
+    assert info.value.reason == "truncated inside its fmt header chunk", info.value.reason
+    assert str(info.value) == f"{header_only}: WAV file is truncated inside its fmt header chunk; re-record or re-export it"
 
 
 def test_read_wav_without_frames(tmp_path: Path) -> None:

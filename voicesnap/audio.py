@@ -179,9 +179,12 @@ def _check_riff(path: Path, raw_head: bytes, size: int) -> None:
                 return
             pos += 8 + chunk_len + (chunk_len & 1)
             if pos > size:
+                # the chunk's name as letters ("fmt"): its bytes' repr, b'fmt ', was read aloud as "b quote fmt"
+                name = chunk_id.decode("latin-1").strip()
+                where = f"its {name} header chunk" if name.isascii() and name.isprintable() and name else "a header chunk"
                 raise AudioFileError(
-                    f"{path}: WAV file is truncated inside its {chunk_id!r} header chunk; "
-                    "re-record or re-export it", f"truncated inside its {chunk_id!r} header chunk"
+                    f"{path}: WAV file is truncated inside {where}; re-record or re-export it",
+                    f"truncated inside {where}"
                 )
             handle.seek(pos)
 
