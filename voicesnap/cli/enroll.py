@@ -53,6 +53,11 @@ SPEECH_PROMPT = ("Now talk for about twenty seconds, in your normal voice, after
 SPEECH_FILE_SECONDS = 60.0  # of speech files used: more adds time, not accuracy
 
 
+def _good_takes(have: int) -> str:
+    """ "only 3 good takes", or "no good takes" ("only 0 good takes" read oddly aloud)."""
+    return f"only {counted(have, 'good take')}" if have else "no good takes"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", help="the player's name (letters, digits, spaces, - _ .)")
     parser.add_argument("--word", default="snap",
@@ -475,7 +480,7 @@ def _contrast_only(args: argparse.Namespace, name: str) -> int:
     for w in words:
         have = sum(1 for t in kept if t.phrase == w)
         if have < 2:
-            raise UserError(f"only {counted(have, 'good take')} of '{w}', 2 or more needed; "
+            raise UserError(f"{_good_takes(have)} of '{w}', 2 or more needed; "
                             + (f"give recordings with '{w}' in their file name" if args.from_files
                                else "run it again"))
     prof.extra["contrast"] = V.contrast_extra(kept)
@@ -541,7 +546,7 @@ def run(args: argparse.Namespace) -> int:
         if have < count:
             hint = ("give more recordings with --from-files" if args.from_files
                     else "run the enrollment again")
-            raise UserError(f"only {counted(have, 'good take')} of '{phrase}', {count} needed; {hint}")
+            raise UserError(f"{_good_takes(have)} of '{phrase}', {count} needed; {hint}")
     existed = V.profile_path(name, args.data_dir).exists()
     others = [t for t in kept if t.phrase in contrast]
     profile = V.build_profile(name, word, [t for t in kept if t.phrase not in contrast], channel=args.channel)
