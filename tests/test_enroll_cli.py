@@ -91,7 +91,7 @@ def test_slap_takes_are_enrolled_as_a_contrast_word_not_a_call(capsys):
     assert [len(ts) for ts in V.profile_contrast(prof).values()] == [3]
     assert main(["players"]) == 0
     listed = capsys.readouterr()
-    assert "3x 'slap' (no call but in Slapjack)" in listed.out and "takes of 'slap'" not in listed.err
+    assert "3 of 'slap' (no call but in Slapjack)" in listed.out and "takes of 'slap'" not in listed.err
     assert main(["enroll", "alice", "--contrast-takes", "0", "--from-files", *files("alice"),
                  *contrast_files("alice")]) == 0
     assert "a take of 'slap', skipped (--contrast-takes 0)" in capsys.readouterr().out

@@ -25,6 +25,19 @@ def test_list(capsys):
     assert [line.split()[0] for line in out.splitlines()] == ["alice", "bob", "dev"]
 
 
+def test_the_list_reads_well_aloud(capsys):
+    """A screen reader read "6x 'snap'" as "six ex snap" and "enrolled 2026-12-07T18:30:51+00:00" digit by
+    digit, colons and plus sign: the takes are counted as enroll says them, the date in words."""
+    prof = V.load_profile("bob")
+    prof.created = "2026-12-07T18:30:51+00:00"
+    V.save_profile(prof)
+    assert main(["players"]) == 0
+    bob = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("bob"))
+    takes = prof.extra["takes"]
+    assert f"takes: {takes['snap']} of 'snap', {takes['snap pool']} of 'snap pool'" in bob, bob
+    assert "enrolled 7 December 2026, 18:30 UTC" in bob and "x '" not in bob and "T18" not in bob, bob
+
+
 def test_rename_and_forget(capsys):
     assert main(["players", "rename", "bob", "robert"]) == 0
     assert V.list_players() == ["alice", "dev", "robert"]

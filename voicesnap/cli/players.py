@@ -39,6 +39,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ide.add_argument("--channel", type=int, help="use this channel of a multichannel file")
 
 
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def _date_words(stamp: str) -> str:
+    """An ISO time as a screen reader reads it well: "7 December 2026, 18:30 UTC" (the stamp itself if it is
+    not one)."""
+    import datetime
+
+    try:
+        when = datetime.datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return stamp
+    zone = "" if when.utcoffset() is None else " UTC" if not when.utcoffset() else f" {when:%z}"
+    return f"{when.day} {_MONTHS[when.month - 1]} {when.year}, {when:%H:%M}{zone}"
+
+
 def _list(args: argparse.Namespace) -> int:
     from .. import voices as V
 
@@ -61,10 +78,12 @@ def _list(args: argparse.Namespace) -> int:
             print(f"{name:16s} DAMAGED: {exc}")
             continue
         # a pool phrase but "snap pool" (Animal Snap players enrolled before stop 50: "woof pool") no game takes
-        takes = ", ".join(f"{n}x '{ph}'" + (" (no game takes it: enroll again for 'snap pool')"
+        # "6 of 'snap'", as enroll says it, and the date in words: "6x" and "2026-12-07T18:30:51+00:00" were
+        # read aloud by a screen reader as "six ex" and digit by digit, colons and all
+        takes = "takes: " + ", ".join(f"{n} of '{ph}'" + (" (no game takes it: enroll again for 'snap pool')"
                                            if ph.endswith(V.POOL_SUFFIX) and ph != "snap pool" else "")
                           for ph, n in p.extra.get("takes", {}).items())
-        takes += "".join(f", {len(ts)}x '{w}' (no call but in Slapjack)" for w, ts in V.profile_contrast(p).items())
+        takes += "".join(f", {len(ts)} of '{w}' (no call but in Slapjack)" for w, ts in V.profile_contrast(p).items())
         chan = f"mic channel {p.channel}" if p.channel is not None else "any mic"
         embs = V.profile_embeddings(p)
         with_enc = enc is not None and embs is not None and embs[0] == enc.fingerprint
@@ -80,7 +99,7 @@ def _list(args: argparse.Namespace) -> int:
             bare.append(p.name)
         if V.missing_contrast(p):
             unlike.append(p.name)
-        print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {p.created}{mark}")
+        print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {_date_words(p.created)}{mark}")
     sys.stdout.flush()  # (the notes go to stderr: after the list, not into its last line when both are piped)
     if mute:
         print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
