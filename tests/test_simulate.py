@@ -218,3 +218,28 @@ def test_a_simulated_games_log_replays_to_the_same_table(variant: str) -> None:
     over = [ev for ev in log if type(ev) is rules.GameOver][0]
     assert game.is_over() and game.winner == over.winner
     assert tuple(game.holds(s) for s in range(4)) == over.cards
+
+
+def test_ctrl_c_while_the_command_line_starts_up_stops_it_without_a_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A real SIGINT while the command line builds its parser (it loads every command's module: about half
+    a second of a command's start) reached the terminal as a Python traceback."""
+    import signal
+    import sys
+
+    def interrupt(frame, event, _arg):  # type: ignore[no-untyped-def]
+        if event == "call" and frame.f_code.co_name == "build_parser":
+            sys.setprofile(None)
+            signal.raise_signal(signal.SIGINT)  # Python's own handler: KeyboardInterrupt inside build_parser
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a command (an xdist worker's may differ)
+    sys.setprofile(interrupt)
+    try:
+        code = main(["simulate", "--games", "1"])
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C while starting up escaped main(): the player saw a traceback")
+    finally:
+        sys.setprofile(None)
+        signal.signal(signal.SIGINT, before)
+    got = capsys.readouterr()
+    assert code == 130 and got.err == "voicesnap: stopped.\n" and got.out == "", got

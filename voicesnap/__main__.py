@@ -1,5 +1,9 @@
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while Python loads the command line: no traceback (main says it after)
+    print("voicesnap: stopped.", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

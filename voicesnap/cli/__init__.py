@@ -60,6 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; Ctrl-C while it starts up (loading numpy and every command's module, about half a
+    second) stops it with one line, as Ctrl-C in a command does (it printed a traceback)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("voicesnap: stopped.", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     # One BLAS thread (unless the user chose otherwise): the game does many small
     # products on a live stream, where OpenBLAS's worker threads only spin, and
     # measured 7-15x the CPU on a busy 2-core machine. Set before numpy loads.
