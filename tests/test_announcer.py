@@ -293,7 +293,10 @@ def test_repeat_status_and_adjust(cache):
     assert cache.settings.rate == before.rate - 25 and cache.cached("Eight of Hearts")
     ann.adjust(volume=0.2)
     assert cache.settings.volume == pytest.approx(before.volume + 0.2)
-    assert out.getvalue().splitlines()[-2:] == ["Rate 175.", "Volume 120."]
+    assert out.getvalue().splitlines()[-2:] == ["Speaking slower: 175 words a minute.", "Louder: volume 120 percent."]
+    for _ in range(10):  # to the top of the range, and said so
+        ann.adjust(volume=0.2)
+    assert out.getvalue().splitlines()[-1] == "The announcer is as loud as it goes: volume 200 percent."
 
 
 def test_startup_set_covers_every_flip_phrase():

@@ -1257,3 +1257,37 @@ def test_a_speed_snap_session_with_real_speech_says_every_card_whole(tmp_path: P
         ends = [ended[ann.log[i].id] for i in ids]
         assert all(e.completed for e in ends), [ann.log[i].text for i in ids]
         assert after >= max(e.t for e in ends) + Output.ROUND_GAP - 0.05  # (a 20 ms chunk, a tick)
+
+
+def test_louder_and_quieter_are_answered_in_words_printed_with_text_and_with_speech_off(tmp_path: Path) -> None:
+    """"louder" and "quieter" were answered by the announcer alone ("Volume 120.": a number with no unit),
+    so --text printed nothing, and with speech off (--quiet) the key or command got no answer at all. The
+    answer is now the table's, like status or score: said, printed with --text, shown on the display."""
+    from voicesnap import gamelog
+    from voicesnap.announcer import Announcer, Settings, TableSpeaker
+    from voicesnap.keyboard import RawKeyboard
+    from voicesnap.playback import VirtualPlayback
+    from voicesnap.speech import NoSpeechEngine, SpeechCache, VoiceSettings
+
+    try:
+        cache = SpeechCache.in_data_dir(tmp_path, VoiceSettings(), rate=16000)
+        cache.get("Eight")
+    except NoSpeechEngine:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng): it speaks the answers")
+    ann = Announcer(cache, VirtualPlayback(16000), Settings(text=False))
+    speaker = TableSpeaker(ann)
+    presses = [(0.3, b">"), (0.5, b">"), (0.7, b"<"), (0.9, b"\x1b")]
+    for speech in (True, False):
+        printed: list[str] = []
+        settings = TableSession(players=PLAYERS, seed=7, pace=0.0)
+        with gamelog.GameLog(tmp_path / f"log-{speech}.jsonl") as log, _keys_later(presses) as pipe, \
+                RawKeyboard(pipe) as keys:
+            play_session(settings, log, keyboard=keys, lines=printed.append, text=True,
+                         say=speaker.say if speech else None, setting=speaker.setting if speech else None)
+        if speech:
+            answers = ["Louder: volume 120 percent.", "Louder: volume 140 percent.", "Quieter: volume 120 percent."]
+            assert [line for line in printed if "volume" in line] == answers, printed
+            assert [a.text for a in ann.log if "volume" in a.text] == answers  # said once each, by the table
+            assert cache.settings.volume == pytest.approx(1.2)
+        else:
+            assert printed.count("Speech is off: there is no announcer's voice to change.") == 3, printed

@@ -547,15 +547,31 @@ class Announcer:
         return self.say("No score yet.", Priority.INFO, t)
 
     def adjust(self, rate: int = 0, volume: float = 0.0, t: float = 0.0) -> Announcement:
-        """slower/faster/louder/quieter: new settings, start-up set re-rendered (a few ms)."""
+        """slower/faster/louder/quieter: new settings, start-up set re-rendered (a few ms), and said."""
         if self.speech is None:
             return self.say("Speech is off.", Priority.INFO, t)
-        new = self.speech.settings.adjusted(rate=rate, volume=volume)
+        return self.say(self.change(rate, volume), Priority.RULING, t)  # asked for: never cut by the next card
+
+    def change(self, rate: int = 0, volume: float = 0.0) -> str:
+        """Move the speech rate or volume a step (start-up set re-rendered) and return the answer in words,
+        unsaid: "Louder: volume 120 percent." ("Volume 120." said nothing of what the number was), and at
+        either end of the range that it goes no further."""
+        if self.speech is None:
+            return "Speech is off: there is no announcer's voice to change."
+        old = self.speech.settings
+        new = old.adjusted(rate=rate, volume=volume)
         self.speech.settings = new
         self.speech.prerender(startup_phrases(self.players, self.settings.verbosity))
-        what = "Rate" if rate else "Volume"
-        value = new.rate if rate else int(round(new.volume * 100))
-        return self.say(f"{what} {value}.", Priority.RULING, t)  # asked for: never cut by the next card
+        if rate:
+            how = "faster" if rate > 0 else "slower"
+            if new.rate == old.rate:
+                return f"The announcer speaks as {how[:-2]} as it can: {new.rate} words a minute."
+            return f"Speaking {how}: {new.rate} words a minute."
+        up = volume > 0
+        level = f"volume {int(round(new.volume * 100))} percent"
+        if new.volume == old.volume:
+            return f"The announcer is as {'loud' if up else 'quiet'} as it goes: {level}."
+        return f"{'Louder' if up else 'Quieter'}: {level}."
 
     def prepare(self) -> float:
         """Render the start-up set now; returns seconds taken (0 with speech off)."""
@@ -643,11 +659,14 @@ class TableSpeaker:
         ann.say(text, prio, getattr(event, "t", 0.0), getattr(event, "EVENT_TYPE", "reply"), ear,
                 ends=getattr(event, "ends", ""))  # a table Notice: the notice it makes stale
 
-    def setting(self, name: str) -> None:
+    def setting(self, name: str) -> str | None:
+        """Change the voice (louder, quieter, slower, faster) and return the answer for the table to say,
+        print and show as it does every answer (the announcer said it itself, so --text never printed it)."""
         steps = {"slower": (-25, 0.0), "faster": (25, 0.0), "louder": (0, 0.2), "quieter": (0, -0.2)}
-        if name in steps:
-            rate, volume = steps[name]
-            self.announcer.adjust(rate=rate, volume=volume)
+        if name not in steps:
+            return None
+        rate, volume = steps[name]
+        return self.announcer.change(rate=rate, volume=volume)
 
     def poll(self) -> list[Any]:
         from .playback import SPEAKER_GONE, SpeakerNotice, SpeechStopped

@@ -986,7 +986,7 @@ class Output:
 
     def __init__(self, log: Any, *, say: Callable[[str, int, Any], None] | None = None,
                  lines: Callable[[str], None] = print, text: bool = True,
-                 view: Callable[[], Any] | None = None, setting: Callable[[str], None] | None = None,
+                 view: Callable[[], Any] | None = None, setting: Callable[[str], str | None] | None = None,
                  redraw: bool = False, width: int = 80, hears_speech: bool = True, game: Any = None,
                  clock: Callable[[], float] | None = None) -> None:
         self.log = log
@@ -1105,8 +1105,11 @@ class Output:
                     self.say(a.text, PRIORITY_RULING, a)
                 self.lines(a.text)
                 changed = True
-            elif isinstance(a, Setting) and self.setting is not None:
-                self.setting(a.name)
+            elif isinstance(a, Setting):  # louder, quieter: the answer said, printed and shown as any answer
+                answer = (self.setting(a.name) if self.setting is not None
+                          else "Speech is off: there is no announcer's voice to change.")
+                if answer:
+                    self([Say(answer, PRIORITY_RULING, answer=True)])
         if changed and not self.text and self.view is not None:
             from .display import render
 
@@ -1302,7 +1305,7 @@ def play_session(
     say: Callable[[str, int, Any], None] | None = None,
     lines: Callable[[str], None] = print,
     text: bool = True,
-    setting: Callable[[str], None] | None = None,
+    setting: Callable[[str], str | None] | None = None,
     resumed: Resumed | None = None,
     schedule: Sequence[float] | None = None,
     stop_at: Sequence[float] | None = None,
