@@ -256,3 +256,22 @@ def test_a_damaged_wheel_or_weights_file_for_the_encoder_is_named(
     assert main(["models", "install", "--kind", "encoder", str(weights)]) == 2
     err = capsys.readouterr().err
     assert str(weights) in err and "Resemblyzer-0.1.4-py3-none-any.whl" in err, err
+
+
+def test_a_download_s_progress_is_a_line_each_step_where_it_is_not_a_terminal(tmp_path: Path) -> None:
+    """The progress was drawn in place with carriage returns wherever it went: in a log, a pipe or a screen
+    reader's capture every step ran into one line ("\\rdownloading w.whl:   6% ...\\rdownloading ...")."""
+    import hashlib
+    import io
+
+    src = tmp_path / "w.whl"
+    src.write_bytes(os.urandom(1 << 20))  # 16 blocks of 64 KiB: a step about every 10%
+    out = io.StringIO()
+    with models.fetch_pinned(src.as_uri(), hashlib.sha256(src.read_bytes()).hexdigest(), tmp_path / "m",
+                             "the thing", models.ModelError, ("x", "y"), progress=out) as got:
+        assert got.read_bytes() == src.read_bytes()
+    lines = out.getvalue().split("\n")
+    assert "\r" not in out.getvalue() and lines[-1] == "", out.getvalue()
+    assert len(lines) > 5 and all(line.startswith("downloading w.whl: ") and line.endswith("% of 1.0 MB")
+                                  for line in lines[:-1]), lines
+    assert lines[-2] == "downloading w.whl: 100% of 1.0 MB"

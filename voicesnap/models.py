@@ -361,6 +361,9 @@ def fetch_pinned(url: str, sha256: str, dest_root: Path, what: str, error: type[
                 with urllib.request.urlopen(url, timeout=60) as resp:
                     total = int(resp.headers.get("Content-Length") or 0)
                     done, shown = 0, -10
+                    # drawn in place on a terminal; elsewhere (a log, a pipe, a screen reader's capture) a
+                    # line each, where the carriage returns ran every step into one line
+                    inplace = bool(getattr(out, "isatty", lambda: False)())
                     while block := resp.read(1 << 16):
                         handle.write(block)
                         digest.update(block)
@@ -368,9 +371,11 @@ def fetch_pinned(url: str, sha256: str, dest_root: Path, what: str, error: type[
                         pct = done * 100 // total if total else 0
                         if total and pct >= shown + 10 or done == total:  # every 10%: readable in a log too
                             shown = pct
-                            print(f"\rdownloading {file_name}: {pct:3d}% of {total / 1e6:.1f} MB",
-                                  end="", file=out, flush=True)
-                    print(file=out)
+                            step = f"downloading {file_name}: {pct}% of {total / 1e6:.1f} MB"
+                            print(f"\r{step:<{len(file_name) + 30}}" if inplace else step,
+                                  end="" if inplace else "\n", file=out, flush=True)
+                    if inplace:
+                        print(file=out)
             except (urllib.error.URLError, OSError, TimeoutError) as exc:
                 raise error(
                     f"could not download {what} from {url} ({exc}); on a machine with internet, "
