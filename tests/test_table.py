@@ -906,6 +906,13 @@ def test_a_game_says_who_goes_first_and_a_resumed_one_says_where_it_is(tmp_path:
                      say=say, lines=lambda s: None, resumed=back)
     assert spoken[0][0].startswith("Resuming game 1. ") and spoken[0][1] == PRIORITY_RULING, spoken[:2]
     assert spoken[0][0] == f"Resuming game 1. {where}"
+    # Speed Snap: everyone flips at once, so nobody goes first (it said "bob goes first")
+    spoken.clear()
+    with gamelog.GameLog(tmp_path / "speed.jsonl") as log:
+        play_session(TableSession(players=PLAYERS, seed=7, pace=1.0, variant="speed"), log,
+                     chunks=ArraySource(np.zeros(16000, np.int16), 16000, chunk_frames=320), say=say,
+                     lines=lambda s: None)
+    assert spoken[0] == (f"Game 1. {PLAYERS[game.dealer]} deals; everyone turns a card at once.", PRIORITY_RULING)
 
 
 def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None:

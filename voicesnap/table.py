@@ -1423,7 +1423,9 @@ def play_session(
                  if len(set(own.values())) > 1 else "")
         if fresh:
             dealer, first = game.players[game.dealer], game.players[game.active]
-            output([Say(f"Game {session.games + 1}. {dealer} deals; {first} goes first.{calls}", PRIORITY_RULING)])
+            # Speed Snap has no first player: "Bob goes first" told a player by ear to wait for Bob
+            opening = "everyone turns a card at once" if game.whose_turn() is None else f"{first} goes first"
+            output([Say(f"Game {session.games + 1}. {dealer} deals; {opening}.{calls}", PRIORITY_RULING)])
         elif resumed is not None and game is resumed.game:
             output([Say(f"Resuming game {session.games + 1}. {status_text(game)}{calls}", PRIORITY_RULING)])
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,
