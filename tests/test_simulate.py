@@ -188,7 +188,9 @@ def test_tiebreak_wins_are_counted_apart(capsys: pytest.CaptureFixture[str]) -> 
     assert sum(capped) == data["capped_games"] > 5
     assert all(c <= w for c, w in zip(capped, data["wins_by_seat"]))
     code, out, _ = _cli(capsys, "--players", "2", "--games", "100", "--seed", "1")
-    assert code == 0 and f"of them by the tiebreak          1:{capped[0]}  2:{capped[1]}" in out
+    # each count named by its seat, in words a screen reader reads (it printed "1:48  2:51", read "1 colon 48")
+    assert code == 0 and f"of them by the tiebreak          seat 1: {capped[0]}, seat 2: {capped[1]}\n" in out
+    assert "10th to 90th percentile " in out and "10-90%" not in out and "games of 5 to 15 minutes" in out
 
 
 def test_default_bots_are_human_spread_and_tight_is_an_option(capsys: pytest.CaptureFixture[str]) -> None:

@@ -191,20 +191,19 @@ class Report:
             f, m = d["flips_per_game"], d["minutes"]
             rows = [
                 ("flips per game", f"mean {f['mean']:.0f}, median {f['median']:.0f}, "
-                                   f"10-90% {f['p10']:.0f}-{f['p90']:.0f}, max {f['max']:.0f}"),
+                                   f"10th to 90th percentile {f['p10']:.0f} to {f['p90']:.0f}, max {f['max']:.0f}"),
                 ("matches per flip", f"{d['matches_per_flip']:.3f}"),
                 ("snaps won per game", f"{d['snaps_won_per_game']:.1f}"),
                 ("ties per game", f"{d['ties_per_game']:.2f}"),
                 ("pools formed / won per game", f"{d['pools_formed_per_game']:.2f} / {d['pools_won_per_game']:.2f}"),
                 ("wrong calls per game", f"{d['wrong_calls_per_game']:.2f}"),
                 ("game length, minutes", f"mean {m['mean']:.1f}, median {m['median']:.1f}, "
-                                         f"10-90% {m['p10']:.1f}-{m['p90']:.1f}"),
-                ("games of 5-15 minutes", f"{100 * d['share_5_to_15_minutes']:.0f}%"),
+                                         f"10th to 90th percentile {m['p10']:.1f} to {m['p90']:.1f}"),
+                ("games of 5 to 15 minutes", f"{100 * d['share_5_to_15_minutes']:.0f}%"),
                 ("ended by the cycle/flip cap", f"{d['capped_games']} of {d['games']}"),
                 ("cards left in the pool at the end", f"{d['pool_at_end_per_game']:.1f}"),
-                ("wins by seat", "  ".join(f"{i + 1}:{w}" for i, w in enumerate(d["wins_by_seat"]))),
-                ("  of them by the tiebreak", "  ".join(f"{i + 1}:{w}"
-                                                       for i, w in enumerate(d["wins_by_seat_capped"]))),
+                ("wins by seat", _by_seat(d["wins_by_seat"])),
+                ("  of them by the tiebreak", _by_seat(d["wins_by_seat_capped"])),
             ]
             if "sessions" in d:
                 ss = d["sessions"]
@@ -213,14 +212,19 @@ class Report:
                     ("sessions", f"{ss['sessions']} ({self.session})"),
                     ("games per session", f"mean {g['mean']:.1f}, max {g['max']:.0f}"),
                     ("sessions with sudden death", f"{100 * ss['sudden_death_share']:.0f}%"),
-                    ("session length, minutes", f"mean {sm['mean']:.1f}, 10-90% {sm['p10']:.1f}-{sm['p90']:.1f}"),
-                    ("sessions won by seat", "  ".join(f"{i + 1}:{w}" for i, w in enumerate(ss["wins_by_seat"]))),
+                    ("session length, minutes", f"mean {sm['mean']:.1f}, 10th to 90th percentile {sm['p10']:.1f} to {sm['p90']:.1f}"),
+                    ("sessions won by seat", _by_seat(ss["wins_by_seat"])),
                 ]
             width = max(len(k) for k, _ in rows)
             lines.append(f"{c.players} players")
             lines.extend(f"  {k.ljust(width)}  {v}" for k, v in rows)
             lines.append("")
         return "\n".join(lines)
+
+
+def _by_seat(counts: Sequence[int]) -> str:
+    """ "seat 1: 21, seat 2: 29" (it was "1:21  2:29", which a screen reader read as "1 colon 21 2 colon 29")."""
+    return ", ".join(f"seat {i + 1}: {n}" for i, n in enumerate(counts))
 
 
 def simulate(
