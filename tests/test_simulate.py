@@ -245,3 +245,19 @@ def test_ctrl_c_while_the_command_line_starts_up_stops_it_without_a_traceback(
         signal.signal(signal.SIGINT, before)
     got = capsys.readouterr()
     assert code == 130 and got.err == "voicesnap: stopped.\n" and got.out == "", got
+
+
+def test_a_mistyped_option_is_one_line_without_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse printed the command's whole usage before the mistake (15 lines of "[--pace PACE]" for play),
+    which a screen reader reads out bracket by bracket: the mistake is now the one line, with where the
+    options are listed."""
+    for argv, said in ((["simulate", "--games", "x"], "voicesnap simulate: argument --games: invalid int value: 'x'"),
+                       (["play", "--players", "A,B", "--verbosity", "loud"],
+                        "voicesnap play: argument --verbosity: invalid choice: 'loud' (choose from 'ranks', 'names', "
+                        "'all')"),
+                       (["bogus"], "voicesnap: argument COMMAND: invalid choice: 'bogus'")):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.count("\n") == 1 and "usage:" not in err and "[" not in err, err
+        assert err.startswith(said) and err.endswith(f"; {said.split(':')[0]} --help lists the options\n"), err

@@ -12,7 +12,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from .. import __version__
 from ..errors import UserError
@@ -39,8 +39,17 @@ def _available() -> dict[str, tuple[str, str]]:
     return found
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose mistakes are one line: what was wrong and where the options are listed.
+    argparse printed the whole usage first (15 lines of "[--listen-lag LISTEN_LAG]" for play), which a
+    screen reader reads out, bracket by bracket, before it comes to the mistake."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}; {self.prog} --help lists the options\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="voicesnap",
         description="Snap, the card game, played hands-free by voice.",
     )
