@@ -78,6 +78,9 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     (["--players", "Ann,Ben", "--channels", "ann=0,ANN=1", "--engine", "none"], "--channels names Ann twice"),
     (["--players", "A,B", "--channels", "A=0,B=0", "--engine", "none"], "same input channel"),
     (["--resume"], "no session to resume"),
+    # with the way out (it said only "no game log at /nonexistent/log.jsonl")
+    (["--resume", "--record", "/nonexistent"], "--record /nonexistent holds no game to resume (no log.jsonl there): "
+                                               "give the folder a game was played with --record, or leave --record"),
     (["--players", "A,B", "--strict-calls"], "--strict-calls is for one microphone per player"),
     (["--players", "A,B", "--channels", "A=0,B=1", "--strict-calls", "--engine", "none"], "--engine none hears none"),
     (["--players", "A,B", "--pace", "nan"], "--pace nan is impossible"),

@@ -772,6 +772,9 @@ def run(args: argparse.Namespace) -> int:
     resumed = None
     if args.resume:
         folder = Path(args.record) if args.record else latest_session(root)
+        if args.record and not (folder / "log.jsonl").is_file():  # (it said "no game log at DIR/log.jsonl")
+            raise UserError(f"--record {folder} holds no game to resume (no log.jsonl there): give the folder "
+                            "a game was played with --record, or leave --record out to resume the last game")
         from ..files import recover_sound_files
 
         recover_sound_files(folder, tell=print)  # what a killed game was recording, kept for replay
