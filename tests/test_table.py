@@ -1298,3 +1298,21 @@ def test_louder_and_quieter_are_answered_in_words_printed_with_text_and_with_spe
             assert cache.settings.volume == pytest.approx(1.2)
         else:
             assert printed.count("Speech is off: there is no announcer's voice to change.") == 3, printed
+
+
+def test_silent_snap_on_one_microphone_says_that_slams_are_keys(tmp_path: Path) -> None:
+    """On one microphone a slam on the table cannot be heard as a call, only its key: that was printed
+    before the game and never said, so a player by ear slammed the table and nothing happened. The start
+    says each seat's slam key; with a microphone per player (slams heard), it does not."""
+    from voicesnap.keyboard import RawKeyboard
+
+    for engine, heard in (("keyboard", False), ("combined+keyword", False), ("vosk+slam", True)):
+        spoken: list[str] = []
+        settings = TableSession(players=PLAYERS, seed=7, pace=1.0, variant="silent", engine=engine)
+        with gamelog.GameLog(tmp_path / f"{engine}.jsonl") as log, _keys_later([(0.3, b"\x1b")]) as pipe, \
+                RawKeyboard(pipe) as keys:
+            play_session(settings, log, keyboard=keys, say=lambda text, _p, _e: spoken.append(text),
+                         lines=lambda s: None)
+        game = rules.Game(PLAYERS, 7)
+        opening = f"Game 1. {PLAYERS[game.dealer]} deals; {PLAYERS[game.active]} goes first."
+        assert spoken[0] == opening + ("" if heard else " Slams are keys: Alice q, Bob w, Cara e."), (engine, spoken)

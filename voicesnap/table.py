@@ -1326,7 +1326,7 @@ def play_session(
     for the referee at that moment (TableLoop.announced), and the log's flip
     times are those, so a replay judges the same.
     """
-    from .keyboard import Keymap, pump_keys
+    from .keyboard import KeyCall, Keymap, pump_keys
     from .referee import Call, Referee
     from .rules import GameOver
 
@@ -1421,6 +1421,12 @@ def play_session(
         # Animal Snap: each player's own noise, said (a player playing by ear has no keys line to read)
         calls = (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."
                  if len(set(own.values())) > 1 else "")
+        if keyboard is not None and "slam" in own.values() and "slam" not in settings.engine:
+            # Silent Snap on one microphone: a slam on the table is not heard, only its key. Said as well as
+            # printed: a player by ear slammed the table and nothing happened
+            keymap_said = Keymap(game.players, snap_words=own, calls=key_calls(game))
+            slams = {k.player: key for key, k in keymap_said.keys.items() if isinstance(k, KeyCall) and k.kind == "slam"}
+            calls += " Slams are keys: " + ", ".join(f"{p} {slams[p]}" for p in game.players if p in slams) + "."
         if fresh:
             dealer, first = game.players[game.dealer], game.players[game.active]
             # Speed Snap has no first player: "Bob goes first" told a player by ear to wait for Bob
