@@ -1012,6 +1012,13 @@ def test_help_and_the_pause_notice_in_a_game_whose_engine_hears_no_commands_name
     helped = next(line for line in said["combined"] if line.startswith("Call snap or snap pool. Call keys: Alice q"))
     assert "Commands, said after the word dealer or by key: p pause" in helped
     assert "paused: to go on, say resume after dealer or press o" in said["combined"]
+    # said at the start too (it was only printed before the game): a player by ear said "dealer pause" and
+    # heard nothing
+    game = rules.Game(PLAYERS, 7)
+    opening = f"Game 1. {PLAYERS[game.dealer]} deals; {PLAYERS[game.active]} goes first."
+    assert said["keyword"][0] == (opening + " Voice commands are not heard in this game; press question mark for "
+                                  "the command keys."), said["keyword"][:2]
+    assert said["combined"][0] == opening, said["combined"][:2]
 
 
 def test_the_screen_shows_the_answers_to_commands_until_the_next_answer_or_notice(tmp_path: Path) -> None:

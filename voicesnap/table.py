@@ -1427,6 +1427,11 @@ def play_session(
             keymap_said = Keymap(game.players, snap_words=own, calls=key_calls(game))
             slams = {k.player: key for key, k in keymap_said.keys.items() if isinstance(k, KeyCall) and k.kind == "slam"}
             calls += " Slams are keys: " + ", ".join(f"{p} {slams[p]}" for p in game.players if p in slams) + "."
+        if heard and not loop.voice and session.games == 0 and fresh:
+            # calls by voice, commands not (no Vosk): printed before the game, and now said once, as a player
+            # by ear said "dealer pause" and heard nothing
+            calls += (" Voice commands are not heard in this game; press question mark for the command keys."
+                      if keyboard is not None else " Voice commands are not heard in this game.")
         if fresh:
             dealer, first = game.players[game.dealer], game.players[game.active]
             # Speed Snap has no first player: "Bob goes first" told a player by ear to wait for Bob
