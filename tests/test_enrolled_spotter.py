@@ -430,6 +430,10 @@ def test_one_damaged_profile_does_not_stop_listen_for_the_others(saved_players, 
     got = capsys.readouterr()
     assert "bob.json is damaged" in got.err and "left out" in got.err, got.err
     assert "player cara" in got.out, got.out
+    # each number named ("conf 0.50  ch 0  player cara 0.72" read aloud as bare numbers)
+    line = next(ln for ln in got.out.splitlines() if "player cara" in ln)
+    assert ", confidence " in line and ", channel 0, player cara, voice match 0." in line, line
+    assert " conf " not in line and " ch 0 " not in line, line
 
 
 def test_an_animal_noise_is_not_put_to_the_near_miss_check_measured_on_snap() -> None:
