@@ -206,7 +206,7 @@ def test_the_keys_printed_name_each_seats_own_call_in_silent_and_animal_snap(dat
             out = run.stdout.decode()
             if shown == "--text":
                 pool = variant != "silent"  # no pool key in Silent Snap (the slam is both)
-                seats = "; ".join(f"{name} {key} {word}" + (f", {pk} snap pool" if pool else "")
+                seats = "; ".join(f"{name} {key} for {word}" + (f", {pk} for snap pool" if pool else "")
                                   for (name, key, pk), word in zip((("Alice", "q", "a"), ("Bob", "w", "s")), words))
                 assert f"Call keys: {seats}.\n" in out, (variant, out)
                 assert out.count("Command keys: p pause, l repeat, i status, k score, minus slower, plus faster, "
@@ -473,7 +473,7 @@ def test_animal_snap_gives_each_player_the_noise_they_enrolled_and_says_it(data:
     run = play([*base, "--record", str(tmp_path / "g")], b"\x1b", data)
     assert run.returncode == 0, run.stderr.decode()
     out = run.stdout.decode()
-    assert "Call keys: Alice q woof, a snap pool; Bob w meow, s snap pool; Cara e moo, d snap pool." in out, out
+    assert "Call keys: Alice q for woof, a for snap pool; Bob w for meow, s for snap pool; Cara e for moo, d for snap pool." in out, out
     assert "Calls: Alice woof, Bob meow, Cara moo." in out, out  # (the start's line, spoken with --quiet off)
     started = next(e for e in _events(tmp_path / "g") if type(e).__name__ == "GameStarted")
     assert dict(started.config) == {"Alice": "woof", "Bob": "meow", "Cara": "moo"}

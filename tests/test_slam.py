@@ -140,7 +140,7 @@ def test_silent_snap_on_one_mic_says_slams_are_keys(tmp_path: Path) -> None:
                 "--seed", "3", "--record", str(tmp_path / "k")], tmp_path / "data", keys=b"\x1b")
     out = run.stdout.decode()
     assert "a slam on the table cannot say whose hand it was, so slams are the snap keys" in out
-    assert "Call keys: Alice q slam; Bob w slam." in out
+    assert "Call keys: Alice q for slam; Bob w for slam." in out
 
 
 def test_listen_shows_the_slams_a_silent_snap_game_would_hear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -956,7 +956,8 @@ def test_help_says_how_to_call_and_command_in_the_ways_this_game_hears() -> None
     """Help said "Call snap, or snap pool. You can say pause, ... each after the word dealer" in a keyboard
     game with nothing listening, and never named the seats' call keys (printed once, at the start)."""
     seats = Keymap(PLAYERS, calls=("snap", "snap pool")).call_keys()  # (the classic game's: play_session's key_calls)
-    assert seats == "Alice q snap, a snap pool; Bob w snap, s snap pool; Cara e snap, d snap pool"
+    # "for" between key and call: said as "Alice q snap, a snap pool", the key a was heard as the word "a"
+    assert seats == "Alice q for snap, a for snap pool; Bob w for snap, s for snap pool; Cara e for snap, d for snap pool"
     keys_only, _ = new_loop(7, pace=1.0)
     keys_only.voice, keys_only.call_words, keys_only.call_keys = False, "", seats
     said = _help_of(keys_only, 0.5)
@@ -1052,7 +1053,7 @@ def test_the_screen_shows_the_answers_to_commands_until_the_next_answer_or_notic
     status = next(a for a in shown if a.startswith("Alice "))
     assert "Pool empty." in status and status.endswith("'s turn."), status  # whole, wrapped, not cut
     assert "Games won: Alice 0, Bob 0, Cara 0." in shown
-    assert any(a.startswith("Call keys: Alice q snap") and a.endswith("space flip.") for a in shown), shown
+    assert any(a.startswith("Call keys: Alice q for snap") and a.endswith("space flip.") for a in shown), shown
     assert shown[-1] == "" and "!! paused: to go on, press o" in drawn[-1]  # the notice takes the answer's place
     # each answer was drawn when it came: the frame after it holds it (before, nothing redrew)
     assert shown.index("Games won: Alice 0, Bob 0, Cara 0.") > shown.index(status)

@@ -129,10 +129,11 @@ class Keymap:
                          engine="keyboard", detected_at=onset)
 
     def call_keys(self) -> str:
-        """Each seat's call keys in words, for help said aloud: "Alice q snap, a snap pool; Bob w snap, ..."."""
+        """Each seat's call keys in words, for help said aloud: "Alice q for snap, a for snap pool; Bob w for
+        snap, ...". (Said as "Alice q snap, a snap pool", the key a was heard as the word "a".)"""
         parts = []
         for seat, name in enumerate(self.players):
-            keys = [f"{k} {self.keys[k].kind}" for k in SEAT_KEYS[seat] if k in self.keys]  # type: ignore[union-attr]
+            keys = [f"{k} for {self.keys[k].kind}" for k in SEAT_KEYS[seat] if k in self.keys]  # type: ignore[union-attr]
             parts.append(f"{name} {', '.join(keys)}")
         return "; ".join(parts)
 
