@@ -142,6 +142,43 @@ def test_rulings_are_never_cancelled():
         assert not set(q.submit(_a(i, Priority.FLIP, i))) & {1, 2, 3, 4, 5}
 
 
+def test_an_answer_cuts_the_answers_before_it_and_nothing_else():
+    """A player who asks for the score in the middle of the help (16 s of it) wants the score now."""
+    q = SpeechQueue()
+    help_ = Announcement(1, 0.0, "reply", Priority.RULING, "help", 1, answer=True)
+    assert q.submit(help_) == []
+    assert q.submit(_a(2, Priority.RULING, 1)) == []  # a ruling never cuts an answer
+    assert q.submit(_a(3, Priority.FLIP, 2)) == []  # nor does the next card
+    assert q.submit(Announcement(4, 0.0, "reply", Priority.RULING, "score", 2, answer=True)) == [1]
+    assert set(q.active) == {2, 3, 4}
+
+
+def test_a_spoken_answer_is_cut_by_the_next_one(cache):
+    """Through the real speaker path: the table's Say of an answer reaches the queue as an answer,
+    the help playing is cut at once, and the score is heard whole."""
+    from voicesnap.announcer import TableSpeaker
+    from voicesnap.playback import SpeechEnded
+    from voicesnap.table import PRIORITY_RULING, Say
+
+    pb = VirtualPlayback(16000, block=128)
+    ann = Announcer(cache, pb, Settings(text=False))
+    speaker = TableSpeaker(ann)
+    helps = Say("To call, say snap. To ask for the score, say dealer score. " * 3, PRIORITY_RULING, answer=True)
+    speaker.say(helps.text, helps.priority, helps)
+    pb.advance_to(1.0)
+    events = speaker.poll()
+    score = Say("Alice 2 games, Bob 1.", PRIORITY_RULING, answer=True)
+    speaker.say(score.text, score.priority, score)
+    ruling = Say("Bob wins 4 cards.", PRIORITY_RULING)  # not an answer: never cut by one
+    speaker.say(ruling.text, ruling.priority, None)
+    pb.advance_to(8.0)
+    events += speaker.poll()
+    ended = {e.id: e for e in events if isinstance(e, SpeechEnded)}
+    help_id, score_id, ruling_id = (a.id for a in ann.log[-3:])
+    assert not ended[help_id].completed and ended[help_id].t < 1.1, ended  # cut about when the score was asked
+    assert ended[score_id].completed and ended[ruling_id].completed, ended
+
+
 # --- a seeded game's timeline ----------------------------------------------------
 
 

@@ -346,6 +346,30 @@ def test_a_reopened_microphone_is_back_only_once_it_delivers_sound() -> None:
     assert 2 * (0.3 + 0.05) - 0.05 <= gap <= took  # both stalls and both reopenings are on the clock
 
 
+def test_the_next_flip_does_not_wait_for_an_answer_the_next_answer_cut() -> None:
+    """An answer cuts the answers before it (announcer.SpeechQueue): the help cut by "score" is never
+    reported finished, so the table must not wait for it (it waited SPEECH_LIMIT, 30 s)."""
+    from voicesnap.playback import SpeechEnded, SpeechStarted
+    from voicesnap.table import Output, PRIORITY_RULING
+
+    handed: list[tuple[str, bool]] = []
+    out = Output(_Log(), say=lambda text, priority, ev: handed.append((text, getattr(ev, "answer", False))),
+                 lines=lambda s: None)
+    out([Say("the help, 16 seconds of it", PRIORITY_RULING, answer=True)])
+    out([Log(SpeechStarted(7, "the help, 16 seconds of it", 1.2))])
+    out([Say("Alice 2 games, Bob 1.", PRIORITY_RULING, answer=True)])
+    assert handed == [("the help, 16 seconds of it", True), ("Alice 2 games, Bob 1.", True)]
+    out([Log(SpeechEnded(7, 2.0, False)), Log(SpeechStarted(8, "Alice 2 games, Bob 1.", 2.0))])
+    assert out.busy()
+    out([Log(SpeechEnded(8, 3.1, True))])
+    assert not out.busy()
+    # a ruling is still waited for, whatever answer comes after it
+    out([Say("Bob wins 4 cards.", PRIORITY_RULING)])
+    out([Say("Alice 2 games, Bob 1.", PRIORITY_RULING, answer=True)])
+    out([Log(SpeechStarted(9, "Bob wins 4 cards.", 3.2)), Log(SpeechEnded(9, 4.0, True))])
+    assert out.busy()  # the answer after it, not yet said
+
+
 def test_the_next_flip_waits_while_a_ruling_is_spoken() -> None:
     """Output knows a ruling is playing from the speaker's own start/end reports; the loop waits."""
     from voicesnap.playback import SpeechEnded, SpeechStarted

@@ -83,6 +83,7 @@ class Announcement:
     flip: int = 0
     earcon: str | None = None
     ends: str = ""  # a notice: how the earlier notice it makes stale begins ("lost", when back)
+    answer: bool = False  # the answer to a command (status, help, ...): the next answer cuts it
 
 
 # --- wording (pure) ----------------------------------------------------------
@@ -289,7 +290,10 @@ class SpeechQueue:
     information, never a flip or another ruling. Rulings are never cancelled.
     A notice that ``ends`` another (the microphone is back) cancels that one
     (the microphone was lost): what the table said about itself is news only
-    while it is true. So at any moment nothing stale is waiting behind the game.
+    while it is true. An answer to a command cancels the answers before it: a
+    player who asks for the score in the middle of the help (16 s of it) wants
+    the score now, as a screen reader stops reading at the next key. So at any
+    moment nothing stale is waiting behind the game.
     """
 
     def __init__(self) -> None:
@@ -309,6 +313,8 @@ class SpeechQueue:
             cancel = []
         if ann.ends:
             cancel += [i for i, a in self.active.items() if a.kind == "notice" and a.text.startswith(ann.ends)]
+        if ann.answer:
+            cancel += [i for i, a in self.active.items() if a.answer and i not in cancel]
         for i in cancel:
             del self.active[i]
         self.dropped += len(cancel)
@@ -431,9 +437,9 @@ class Announcer:
             self._flip_t = ev.t
 
     def say(self, text: str, priority: Priority, t: float, kind: str = "reply", ear: str | None = None,
-            card: Flipped | None = None, ends: str = "") -> Announcement:
+            card: Flipped | None = None, ends: str = "", answer: bool = False) -> Announcement:
         ann = Announcement(self._next_id, t, kind, priority, text, self.flip, ear if self.settings.earcons else None,
-                           ends)
+                           ends, answer)
         self._next_id += 1
         self.log.append(ann)
         if priority is not Priority.INFO or kind != "reply":
@@ -657,7 +663,8 @@ class TableSpeaker:
             d = describe(event, ann.settings.verbosity)
             ear = d[2] if d else None
         ann.say(text, prio, getattr(event, "t", 0.0), getattr(event, "EVENT_TYPE", "reply"), ear,
-                ends=getattr(event, "ends", ""))  # a table Notice: the notice it makes stale
+                ends=getattr(event, "ends", ""),  # a table Notice: the notice it makes stale
+                answer=bool(getattr(event, "answer", False)))  # a table Say answering a command
 
     def setting(self, name: str) -> str | None:
         """Change the voice (louder, quieter, slower, faster) and return the answer for the table to say,

@@ -1009,8 +1009,9 @@ class Output:
         # started (text, when handed, a round's card), in order, and those playing, by their speech id. Not
         # by text alone: a ruling and "repeat"'s answer are the same words, and the first one's end let the
         # card be turned while the second was still being said.
-        self._handed: list[tuple[str, float, bool]] = []
-        self._playing: dict[int, tuple[str, float, bool]] = {}
+        # (text, when handed, what: "card" of a round, "answer" to a command, or "" a ruling)
+        self._handed: list[tuple[str, float, str]] = []
+        self._playing: dict[int, tuple[str, float, str]] = {}
         self._round_left = 0  # the last round's cards (Speed Snap) still to be said
         self._round_said: float | None = None  # when its last card was reported said (``clock``)
         self.said: list[tuple[str, Any]] = []  # (text, event) in order, for tests and replays
@@ -1027,8 +1028,8 @@ class Output:
             if at is not None:
                 self._playing[record.id] = self._handed.pop(at)
         elif kind == "speech-ended" and record.id in self._playing:
-            _text, _when, card = self._playing.pop(record.id)
-            if card:
+            _text, _when, what = self._playing.pop(record.id)
+            if what == "card":
                 self._round_left -= 1
                 if self._round_left == 0 and self.clock is not None:
                     self._round_said = self.clock()  # (the record's own time may be on the speaker's clock)
@@ -1042,13 +1043,13 @@ class Output:
         in turn, about 1.2 s each, and the next round would cut what is left: with 4 players at a pace
         of 3 s, 9 cards in 93 were never heard. So a round is waited for like a ruling, and then
         ``ROUND_GAP`` more. Any new card ends the wait for an older round (its rest is cut)."""
-        self._handed = [h for h in self._handed if not h[2]]
-        self._playing = {i: p for i, p in self._playing.items() if not p[2]}
+        self._handed = [h for h in self._handed if h[2] != "card"]
+        self._playing = {i: p for i, p in self._playing.items() if p[2] != "card"}
         self._round_left, self._round_said = 0, None
         if not self.hears_speech or self.say is None or len(says) < 2:
             return
         when = time.monotonic()
-        self._handed += [(a.text, when, True) for a in says]
+        self._handed += [(a.text, when, "card") for a in says]
         self._round_left = len(says)
 
     def busy(self) -> bool:
@@ -1088,9 +1089,13 @@ class Output:
             elif isinstance(a, Say):
                 self.said.append((a.text, a.source))
                 if self.say is not None:
+                    if a.answer:  # it cuts the answers before it (announcer.SpeechQueue): no more waiting for them
+                        self._handed = [h for h in self._handed if h[2] != "answer"]
+                        self._playing = {i: p for i, p in self._playing.items() if p[2] != "answer"}
                     if a.priority >= PRIORITY_RULING and self.hears_speech:
-                        self._handed.append((a.text, time.monotonic(), False))
-                    self.say(a.text, a.priority, a.source)
+                        self._handed.append((a.text, time.monotonic(), "answer" if a.answer else ""))
+                    # (an answer goes with its Say, whose ``answer`` tells the speaker what it may cut)
+                    self.say(a.text, a.priority, a if a.answer and a.source is None else a.source)
                 if self.text:
                     self.lines(a.text)
                 if a.answer:  # shown as well as spoken: with --quiet, or speech failed, it was lost
