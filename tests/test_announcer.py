@@ -498,6 +498,33 @@ def test_the_microphone_back_cuts_the_still_playing_lost_notice(cache):
     assert ended[said_back.id].completed
 
 
+def test_the_end_command_s_farewell_cuts_the_help_still_being_said(cache):
+    """A player by ear said "dealer end game" during the help (about 16 s) and heard all of it before
+    the game said it had ended. play's farewell is now the end command's answer, and cuts it; a
+    session won still waits for what is being said (a ruling is never cut)."""
+    from voicesnap.announcer import TableSpeaker
+    from voicesnap.cli.play import _say_farewell
+    from voicesnap.playback import SpeechEnded, SpeechStarted
+    from voicesnap.table import PRIORITY_RULING, Say, SessionResult
+
+    for reason, cut in (("ended", True), ("over", False)):
+        pb = VirtualPlayback(16000, block=128)
+        ann = Announcer(cache, pb, Settings(text=False))
+        speaker = TableSpeaker(ann)
+        helps = Say("To call, say snap. To ask for the score, say dealer score. " * 3, PRIORITY_RULING, answer=True)
+        speaker.say(helps.text, helps.priority, helps)
+        pb.advance_to(1.0)
+        events = speaker.poll()
+        _say_farewell(speaker.say, SessionResult(reason, "Alice" if reason == "over" else None, 1, []))
+        pb.advance_to(30.0)
+        events += speaker.poll()
+        help_id, bye_id = (a.id for a in ann.log[-2:])
+        ended = {e.id: e for e in events if isinstance(e, SpeechEnded)}
+        started = {e.id: e.t for e in events if isinstance(e, SpeechStarted)}
+        assert ended[help_id].completed is not cut, (reason, ended)
+        assert (started[bye_id] < 1.1) is cut, (reason, started)
+        assert ended[bye_id].completed
+
 def test_hush_drops_waiting_rulings_so_the_stop_is_said_at_once(cache):
     """Rulings are never cancelled in play; after a flood of calls, a game stopped by Ctrl-C went on
     saying them for 20 s, and the stop's own words, queued behind, were never heard (a QA tester's

@@ -765,7 +765,7 @@ def run(args: argparse.Namespace) -> int:
     from ..session import parse_format
     from ..live import LiveInput
     from ..table import (
-        PRIORITY_RULING, SessionResult, TableSession, hears_commands, interrupts_deferred, play_session, rebuild,
+        SessionResult, TableSession, hears_commands, interrupts_deferred, play_session, rebuild,
     )
 
     root = data_dir(args.data_dir)
@@ -1006,11 +1006,7 @@ def run(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:  # between two games of a session (in one, the table stops it)
                 result = SessionResult("interrupted", None, 0, [])
             _print_end(result, folder, args.record, printed=args.text)  # at once: the last words below take seconds
-            farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
-            if result.reason == "interrupted":  # the players stopped it: what was still to be said is stale
-                _hush(say)
-            if say is not None and farewell:  # said, not only printed: a player may be playing by ear
-                say(farewell, PRIORITY_RULING, None)
+            _say_farewell(say, result)
             began = time.monotonic()  # let the last words finish (20 s at most), and log when they started
             try:
                 while say is not None and time.monotonic() < began + LAST_WORDS_S:
@@ -1081,6 +1077,20 @@ def _stop_on_hangup() -> Any:
     except ValueError:  # not the main thread: nothing to take over
         return lambda: None
     return lambda: [signal.signal(k, h) for k, h in before.items()]
+
+
+def _say_farewell(say: Any, result: SessionResult) -> None:
+    """Say how the session ended (said, not only printed: a player may be playing by ear). Stopped by
+    Ctrl-C, what was still to be said is stale and is dropped first; ended by the end command, the
+    farewell is that command's answer and cuts an answer still being said (the help is 16 s long)."""
+    from ..table import PRIORITY_RULING, Say
+
+    farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
+    if result.reason == "interrupted":
+        _hush(say)
+    if say is not None and farewell:
+        answer = Say(farewell, PRIORITY_RULING, answer=True) if result.reason == "ended" else None
+        say(farewell, PRIORITY_RULING, answer)
 
 
 def _announcer_of(say: Any) -> Any:
