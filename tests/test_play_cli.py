@@ -162,7 +162,7 @@ def test_without_the_vosk_model_play_says_voice_commands_are_not_heard(data: Pat
     assert main(["play", "--players", "alice,bob", "--input-file", str(wav), "--quiet", "--text", "--no-keyboard",
                  "--pace", "1", "--seed", "3"]) == 0
     out = capsys.readouterr().out
-    assert "calls by keyword" in out and "voice commands such as 'dealer status'" in out
+    assert "calls heard by the keyword model" in out and "voice commands such as 'dealer status'" in out
     assert "voicesnap models download" in out
     # with the model installed and another engine chosen, downloading it again was the advice
     if model:

@@ -242,7 +242,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
         assert voices.load_profile("finn", str(data)).extra["speech"]["seconds"] >= voices.SPEECH_MIN_SECONDS
     assert voices.load_profile("finn", str(data)).extra["takes"] == {"snap": 5, "snap pool": 3}
     assert [len(ts) for ts in voices.profile_contrast(voices.load_profile("finn", str(data))).values()] == [3]
-    assert "calls by enrolled" in text and flips >= 1, text  # and the game started
+    assert "calls heard by the players' enrolled calls" in text and flips >= 1, text  # and the game started
 
 
 def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_takes(devices: dict,

@@ -1247,6 +1247,22 @@ def hears_commands(engine: str) -> bool:
     return "vosk" in engine or "combined" in engine
 
 
+# What each part of an engine's logged name means, for the line a game starts with (a screen reader read
+# "combined+keyword" as "combined plus keyword", which says nothing to a player).
+_ENGINE_WORDS = {"vosk": "Vosk", "keyword": "the keyword model", "enrolled": "the players' enrolled calls",
+                 "slam": "table slams", "slams": "table slams"}
+
+
+def engine_words(engine: str) -> str:
+    """Who hears the calls, in words: "combined+keyword" -> "Vosk and the keyword model, each caller known
+    by their voice"; "vosk+slams" -> "Vosk and table slams". An unknown part is given as it is."""
+    parts = engine.split("+")
+    voices = "combined" in parts
+    heard = [_ENGINE_WORDS.get(p, p) for p in (["vosk"] if voices else []) + [p for p in parts if p != "combined"]]
+    said = heard[0] if len(heard) == 1 else ", ".join(heard[:-1]) + " and " + heard[-1]
+    return said + (", each caller known by their voice" if voices else "")
+
+
 def call_words_text(game: Any, slams: bool = True) -> str:
     """How to call by voice in this variant, for help: "Call snap or snap pool.", each player's own word
     (Animal Snap), or a slam (Silent Snap; "" where ``slams`` are not heard: one microphone cannot say

@@ -765,7 +765,7 @@ def run(args: argparse.Namespace) -> int:
     from ..session import parse_format
     from ..live import LiveInput
     from ..table import (
-        SessionResult, TableSession, hears_commands, interrupts_deferred, play_session, rebuild,
+        SessionResult, TableSession, engine_words, hears_commands, interrupts_deferred, play_session, rebuild,
     )
 
     root = data_dir(args.data_dir)
@@ -978,7 +978,7 @@ def run(args: argparse.Namespace) -> int:
         return list(poll_speech())
 
     print(f"voicesnap: {', '.join(players)}; {settings.variant}, {settings.format}; "
-          f"calls by {engine_name if spotter is not None else 'keyboard'}")
+          f"calls {'heard by ' + engine_words(engine_name) if spotter is not None else 'by keyboard'}")
     if spotter is not None and not hears_commands(engine_name):
         # a player who relies on hearing the game asks for it by voice: say that no one is listening for that
         from .. import models
