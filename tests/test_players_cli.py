@@ -110,7 +110,7 @@ def test_identify_stranger_is_nobody(capsys, tmp_path):
     assert glossed and all(f" {term} " in why[0] for term in glossed), out
     assert main(["players", "identify", "--json", str(tmp_path / "s.wav")]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["player"] is None and data["reason"]  # e.g. "closest is bob, but voice 1.40 > 1.25"
+    assert data["player"] is None and data["reason"]  # e.g. "closest is bob, but voice 1.40 over 1.25"
     assert data["score"] < V.ACCEPT_SCORE or "but" in data["reason"] or "game's own voice" in data["reason"]
 
 

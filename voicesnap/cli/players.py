@@ -194,16 +194,16 @@ def _explain(voices: object = None) -> str:
                 f"leave-one-out cosine of their takes, at most {V.ENC_CAP}), 1.0 = the boundary; 'template' = "
                 "DTW distance / the player's threshold (how well the call fits their recorded call word); "
                 "'voiceprint' = the older voice measure's ratio; 'combined' = the mean of voice and template. "
-                f"The player with the lowest combined is named when voice <= 1.0, template <= {V.R_LIMIT}, and "
-                f"either combined <= {V.ACCEPT} (or <= 1.0 when voice <= {V.STRONG_VOICE}) with template and "
-                f"voiceprint averaging <= {V.ENC_WHAT_LIMIT}, or the voiceprint rule names the same player; "
+                f"The player with the lowest combined is named when voice is at most 1.0, template at most {V.R_LIMIT}, and "
+                f"either combined at most {V.ACCEPT} (or at most 1.0 when voice is at most {V.STRONG_VOICE}) with template and "
+                f"voiceprint averaging at most {V.ENC_WHAT_LIMIT}, or the voiceprint rule names the same player; "
                 f"otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the acceptance line. "
                 "Voices starting '<announcer>' are the game's own voice: when one fits best, the call is nobody's.")
     return ("ratios are distance / the player's own threshold, calibrated from their enrollment "
             "takes (1.0 = the boundary): 'template' = how well the call fits their recorded call "
             "word (DTW), 'voice' = how close the voice is to their voiceprint, 'combined' = the "
-            f"mean of the two. A player is named when combined <= {V.ACCEPT} (or voice <= "
-            f"{V.STRONG_VOICE} and combined <= 1.0), template <= {V.R_LIMIT} and voice <= {V.V_LIMIT}; "
+            f"mean of the two. A player is named when combined is at most {V.ACCEPT} (or voice at most "
+            f"{V.STRONG_VOICE} and combined at most 1.0), template at most {V.R_LIMIT} and voice at most {V.V_LIMIT}; "
             f"otherwise nobody. score = 1 - combined/2, so {V.ACCEPT_SCORE:.3f} is the acceptance line. "
             "Voices starting '<announcer>' are the game's own voice: when one fits best, the call is nobody's.")
 

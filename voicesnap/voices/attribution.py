@@ -504,11 +504,11 @@ class Voices:
         strong = v <= STRONG_VOICE and comb <= 1.0  # the voice itself is unmistakable
         why = []
         if comb > accept and not strong:
-            why.append(f"combined {comb:.2f} > {accept:.2f} (and voice {v:.2f} > {STRONG_VOICE:.2f})")
+            why.append(f"combined {comb:.2f} over {accept:.2f} (and voice {v:.2f} over {STRONG_VOICE:.2f})")
         if r > r_limit:
-            why.append("template {} > {}".format(*_apart(r, r_limit)))
+            why.append("template {} over {}".format(*_apart(r, r_limit)))
         if v > V_LIMIT:
-            why.append(f"voice {v:.2f} > {V_LIMIT:.2f}")
+            why.append(f"voice {v:.2f} over {V_LIMIT:.2f}")
         if why:
             if rank is not None:
                 # the player closest by their own ratios may still be accepted (two voices
@@ -519,8 +519,8 @@ class Voices:
             return Attribution(None, scores[name], None, scores, h.start, h.end, details,
                                f"closest is {name}, but " + "; ".join(why))
         return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
-                           f"{name}: combined {comb:.2f} <= {accept:.2f}" if comb <= accept else
-                           f"{name}: voice {v:.2f} <= {STRONG_VOICE:.2f} and combined {comb:.2f} <= 1.00")
+                           f"{name}: combined {comb:.2f} at most {accept:.2f}" if comb <= accept else
+                           f"{name}: voice {v:.2f} at most {STRONG_VOICE:.2f} and combined {comb:.2f} at most 1.00")
 
     def decide_encoder(self, best: dict[tuple[str, str], tuple[float, Hit]], enc: dict[str, float],
                        accept: float = ACCEPT, r_limit: float = R_LIMIT,
@@ -573,27 +573,27 @@ class Voices:
         strong = er[name] <= STRONG_VOICE and comb[name] <= 1.0
         why = []
         if er[name] > 1.0:
-            why.append("voice {} < {}".format(*_apart(enc[name], thr)))
+            why.append("voice {} under {}".format(*_apart(enc[name], thr)))
         if r > r_limit:
-            why.append(f"template {r:.2f} > {r_limit:.2f}")
+            why.append(f"template {r:.2f} over {r_limit:.2f}")
         if comb[name] > accept and not strong:
-            why.append("combined {} > {}".format(*_apart(comb[name], accept)))
+            why.append("combined {} over {}".format(*_apart(comb[name], accept)))
         if voice and name in voice and 0.5 * (r + voice[name]) > ENC_WHAT_LIMIT:
-            why.append(f"template and voiceprint {0.5 * (r + voice[name]):.2f} > {ENC_WHAT_LIMIT:.2f}")
+            why.append(f"template and voiceprint {0.5 * (r + voice[name]):.2f} over {ENC_WHAT_LIMIT:.2f}")
         if why and by_voiceprint == name and er[name] <= 1.0 and r <= r_limit:
             return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
-                               f"{name}: voice {enc[name]:.2f} >= {thr:.2f}, and the voiceprint rule accepts "
-                               f"(combined {comb[name]:.2f} > {accept:.2f})")
+                               f"{name}: voice {enc[name]:.2f} at least {thr:.2f}, and the voiceprint rule accepts "
+                               f"(combined {comb[name]:.2f} over {accept:.2f})")
         if why and heard_snr is not None and heard_snr < ENC_MIN_SNR and er[name] <= 1.0 and r <= r_limit:
             return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
-                               f"{name}: voice {enc[name]:.2f} >= {thr:.2f} in noise ({heard_snr:.0f} dB over "
+                               f"{name}: voice {enc[name]:.2f} at least {thr:.2f} in noise ({heard_snr:.0f} dB over "
                                f"the floor), where the other checks fail real calls")
         if why:
             return Attribution(None, scores[name], None, scores, h.start, h.end, details,
                                f"closest is {name}, but " + "; ".join(why))
         return Attribution(name, scores[name], phrase, scores, h.start, h.end, details,
-                           f"{name}: voice {enc[name]:.2f} >= {thr:.2f}, combined {comb[name]:.2f} <= "
-                           + (f"{accept:.2f}" if comb[name] <= accept else f"1.00 (voice ratio {er[name]:.2f} <= "
+                           f"{name}: voice {enc[name]:.2f} at least {thr:.2f}, combined {comb[name]:.2f} at most "
+                           + (f"{accept:.2f}" if comb[name] <= accept else f"1.00 (voice ratio {er[name]:.2f} at most "
                               f"{STRONG_VOICE})"))
 
     def player_for_channel(self, channel: int) -> str | None:

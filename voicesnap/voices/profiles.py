@@ -60,7 +60,7 @@ def speech_mismatch(calls: np.ndarray, sample: dict) -> str | None:
         return None
     cos = float(unit(np.mean(calls, axis=0)) @ np.asarray(sample["embedding"], np.float32))
     if cos < SPEECH_MIN_COSINE:
-        return (f"it does not sound like the voice of the calls (likeness {cos:.2f} < {SPEECH_MIN_COSINE:.2f}): "
+        return (f"it does not sound like the voice of the calls (likeness {cos:.2f}, under {SPEECH_MIN_COSINE:.2f}): "
                 "was someone else talking, or a noise? Only the player should talk")
     return None
 
