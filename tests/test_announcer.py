@@ -153,11 +153,10 @@ def test_an_answer_cuts_the_answers_before_it_and_nothing_else():
     assert set(q.active) == {2, 3, 4}
 
 
-def test_a_spoken_answer_is_cut_by_the_next_one(cache):
-    """Through the real speaker path: the table's Say of an answer reaches the queue as an answer,
-    the help playing is cut at once, and the score is heard whole."""
+def _saying_help(cache):
+    """A real announcer behind the table's speaker, 1 s into a long help answer: (announcer, playback,
+    speaker, its playback events so far)."""
     from voicesnap.announcer import TableSpeaker
-    from voicesnap.playback import SpeechEnded
     from voicesnap.table import PRIORITY_RULING, Say
 
     pb = VirtualPlayback(16000, block=128)
@@ -166,7 +165,16 @@ def test_a_spoken_answer_is_cut_by_the_next_one(cache):
     helps = Say("To call, say snap. To ask for the score, say dealer score. " * 3, PRIORITY_RULING, answer=True)
     speaker.say(helps.text, helps.priority, helps)
     pb.advance_to(1.0)
-    events = speaker.poll()
+    return ann, pb, speaker, speaker.poll()
+
+
+def test_a_spoken_answer_is_cut_by_the_next_one(cache):
+    """Through the real speaker path: the table's Say of an answer reaches the queue as an answer,
+    the help playing is cut at once, and the score is heard whole."""
+    from voicesnap.playback import SpeechEnded
+    from voicesnap.table import PRIORITY_RULING, Say
+
+    ann, pb, speaker, events = _saying_help(cache)
     score = Say("Alice 2 games, Bob 1.", PRIORITY_RULING, answer=True)
     speaker.say(score.text, score.priority, score)
     ruling = Say("Bob wins 4 cards.", PRIORITY_RULING)  # not an answer: never cut by one
@@ -502,19 +510,12 @@ def test_the_end_command_s_farewell_cuts_the_help_still_being_said(cache):
     """A player by ear said "dealer end game" during the help (about 16 s) and heard all of it before
     the game said it had ended. play's farewell is now the end command's answer, and cuts it; a
     session won still waits for what is being said (a ruling is never cut)."""
-    from voicesnap.announcer import TableSpeaker
     from voicesnap.cli.play import _say_farewell
     from voicesnap.playback import SpeechEnded, SpeechStarted
-    from voicesnap.table import PRIORITY_RULING, Say, SessionResult
+    from voicesnap.table import SessionResult
 
     for reason, cut in (("ended", True), ("over", False)):
-        pb = VirtualPlayback(16000, block=128)
-        ann = Announcer(cache, pb, Settings(text=False))
-        speaker = TableSpeaker(ann)
-        helps = Say("To call, say snap. To ask for the score, say dealer score. " * 3, PRIORITY_RULING, answer=True)
-        speaker.say(helps.text, helps.priority, helps)
-        pb.advance_to(1.0)
-        events = speaker.poll()
+        ann, pb, speaker, events = _saying_help(cache)
         _say_farewell(speaker.say, SessionResult(reason, "Alice" if reason == "over" else None, 1, []))
         pb.advance_to(30.0)
         events += speaker.poll()
@@ -524,6 +525,7 @@ def test_the_end_command_s_farewell_cuts_the_help_still_being_said(cache):
         assert ended[help_id].completed is not cut, (reason, ended)
         assert (started[bye_id] < 1.1) is cut, (reason, started)
         assert ended[bye_id].completed
+
 
 def test_hush_drops_waiting_rulings_so_the_stop_is_said_at_once(cache):
     """Rulings are never cancelled in play; after a flood of calls, a game stopped by Ctrl-C went on
