@@ -24,7 +24,7 @@ from .profiles import (VOICE_MIN_THRESHOLD, VOICE_SCALE_FLOOR, VOICE_THRESHOLD_F
 from .takes import POOL_SUFFIX, Take, pool_phrase, trim
 from .templates import Hit, TemplateBank, frame_cost, voiceprint
 from .ties import (TIE_CALLER, TIE_CLEAR, TIE_FAR_WARPS, TIE_GAIN, TIE_MAX_OFFSET, TIE_NEAR_WARPS, TIE_PAIRS,
-                   TIE_R_LIMIT, TIE_SINGLE_MAX, TIE_SINGLE_OK, TIE_STEP, TIE_WINDOW, Tie, aligned_path,
+                   TIE_BOTH_ORDERS, TIE_R_LIMIT, TIE_SINGLE_MAX, TIE_SINGLE_OK, TIE_STEP, TIE_WINDOW, Tie, aligned_path,
                    joint_offset, mix_parts, warped)
 
 # A call is accepted when template and voice together fit (mean of the two
@@ -664,12 +664,22 @@ class Voices:
         keep = set(sorted(fit, key=fit.__getitem__)[:TIE_PAIRS])
         finer = [mixed(pa, pb, d) for pa, pb in pairs if frozenset((pa, pb)) in keep
                  for d in range(TIE_STEP, TIE_MAX_OFFSET + 1, coarse)]
-        h = min([*hits, *(TemplateBank(finer).match_log_mel(log_mel, floor) if finer else [])],
-                key=lambda h: h.distance)
+        tried = [*hits, *(TemplateBank(finer).match_log_mel(log_mel, floor) if finer else [])]
+        h = min(tried, key=lambda h: h.distance)
         pa, _pha, pb, _phb = h.player.split("\n")
-        d0 = int(h.phrase)
-        near = [mixed(pa, pb, d) for d in range(max(0, d0 - TIE_STEP + 1), min(TIE_MAX_OFFSET, d0 + TIE_STEP - 1) + 1)
-                if d != d0]
+        # the best pair's neighbouring offsets in both orders, each around that order's best offset
+        # (TIE_BOTH_ORDERS): two calls a frame or two apart fit either way round, and a caller may fit
+        # their place only in one (emma and finn at once: emma 0-2 frames first, the only order refined
+        # before, left finn unnamed; finn 1 frame first fits better and names both)
+        near = []
+        for x, y in ((pa, pb), (pb, pa)) if TIE_BOTH_ORDERS else ((pa, pb),):
+            same = [t for t in tried if t.player.split("\n")[0::2] == [x, y]]
+            dx = int(min(same, key=lambda t: t.distance).phrase) if same else 0
+            # (offset 0 is one mixture whichever order it was tried in)
+            done = {int(t.phrase) for t in same} | {0 for t in tried if t.phrase == "0"
+                                                    and set(t.player.split("\n")[0::2]) == {x, y}}
+            near += [mixed(x, y, d) for d in range(max(0, dx - TIE_STEP + 1), min(TIE_MAX_OFFSET, dx + TIE_STEP - 1) + 1)
+                     if d not in done]
         if near:
             h = min([h, *TemplateBank(near).match_log_mel(log_mel, floor)], key=lambda h: h.distance)
         first, ph1, second, ph2 = h.player.split("\n")
