@@ -305,6 +305,24 @@ def _ties(fixtures: Iterable[Fixture], scores: dict[str, Score]) -> tuple[int, i
     return ok, total
 
 
+def named_as(hits: Iterable[Any]) -> dict[int, str | None]:
+    """The player each hit's call counts as named to (by ``id`` of the hit): its detection's, except that
+    two calls whose true onsets are within TIE_TOLERANCE of each other (two players at once on one mic)
+    have no order to get right, so when their two detections name the two callers between them, each
+    counts as named right. The scorer pairs calls and detections by onset only: finn's and emma's calls
+    at the same instant, detected as finn's 0 ms and emma's 5 ms after it, were paired crosswise and
+    counted as two calls named to the wrong player."""
+    hits = list(hits)
+    out: dict[int, str | None] = {id(m): m.detection.player for m in hits}
+    for i, a in enumerate(hits):
+        for b in hits[i + 1:]:
+            if (a.fixture == b.fixture and a.segment.speaker != b.segment.speaker
+                    and abs((a.detection.onset - a.onset_error) - (b.detection.onset - b.onset_error)) <= TIE_TOLERANCE
+                    and {a.detection.player, b.detection.player} == {a.segment.speaker, b.segment.speaker}):
+                out[id(a)], out[id(b)] = a.segment.speaker, b.segment.speaker
+    return out
+
+
 def _game_view(engine: str, calls: Score, false_calls: list[tuple[str, Detection]], non_call_s: float,
                area: str) -> list[Row]:
     """What a one-mic game acts on, for engines that name the caller (enrolled, combined).
@@ -316,7 +334,8 @@ def _game_view(engine: str, calls: Score, false_calls: list[tuple[str, Detection
     """
     if not any(m.detection.player for m in calls.hits) and not any(d.player for _, d in false_calls):
         return []  # an engine that never names a caller (vosk, pocketsphinx): a game needs per-player mics
-    right = sum(1 for m in calls.hits if m.detection.player == m.segment.speaker)
+    named = named_as(calls.hits)
+    right = sum(1 for m in calls.hits if named[id(m)] == m.segment.speaker)
     nobody = sum(1 for m in calls.hits if m.detection.player is None)
     wrong = len(calls.hits) - right - nobody
     named_false = [d for _, d in false_calls if d.player is not None]
@@ -447,8 +466,9 @@ def main(argv: list[str] | None = None) -> int:
             for _, det in s.false:
                 print(f"FALSE {fx.name:28} {det.onset:7.2f}s {det.word!r} conf {det.confidence:.2f}")
             names = any(d.player for f in fixtures for d in result.detections[f.name])
+            named = named_as(s.hits)
             for m in s.hits if names else ():  # an engine that names callers: whom it did not name
-                if m.detection.word in CALL_WORDS and m.detection.player != m.segment.speaker:
+                if m.detection.word in CALL_WORDS and named[id(m)] != m.segment.speaker:
                     print(f"{'NOBODY' if m.detection.player is None else 'WRONG':5} {fx.name:28} "
                           f"{m.segment.onset / fx.rate:7.2f}s {m.segment.speaker:8} {m.segment.text}"
                           + (f" (named {m.detection.player})" if m.detection.player else ""))

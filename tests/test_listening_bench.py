@@ -136,3 +136,25 @@ def test_the_no_call_stream_is_rendered_once_holds_no_call_and_is_scored(tmp_pat
     assert rows["no-call hour: near-miss words and sentences taken for a call"].value == 1.0
     assert rows["no-call hour: false calls named to a player, per hour"].value == pytest.approx(len(said) / hours)
     assert f"{len(said)} in " in rows["no-call hour: false calls per hour"].note
+
+
+def test_two_calls_at_the_same_instant_named_crosswise_count_as_named_right() -> None:
+    """emma and finn call at the same instant on one mic (overlap_000ms_emma_finn); an engine that names
+    both, finn's detection 0 ms and emma's 5 ms after the true onset, is paired crosswise by the scorer
+    (onset only), and the game view counted two calls given to the wrong player. Two calls within
+    TIE_TOLERANCE have no order to get right: each counts as named right. 20 ms apart (cara before dev)
+    the order is there to get right, and a swap still counts as wrong."""
+    def run(name: str, named: dict[str, float]):
+        f = FIXTURES[name]
+        end = max(s.end for s in f.segments) / f.rate
+        dets = [Detection("snap", t, end, 1.0, player=p, detected_at=end + 0.2) for p, t in named.items()]
+        calls = score(f, dets, words=spotting.CALL_WORDS)
+        rows = spotting._game_view("combined", calls, [], 60.0, "listening")
+        return _rows(rows)["one mic, as the game acts on it: calls given to the right player"]
+
+    row = run("overlap_000ms_emma_finn", {"finn": 0.800, "emma": 0.805})
+    assert row.value == 1.0 and "to the wrong player 0" in row.note, row
+    row = run("overlap_020ms_cara_dev", {"dev": 0.800, "cara": 0.815})  # cara called 20 ms first
+    assert row.value == 0.0 and "to the wrong player 2" in row.note, row
+    row = run("overlap_020ms_cara_dev", {"cara": 0.800, "dev": 0.805})
+    assert row.value == 1.0, row
