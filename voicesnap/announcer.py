@@ -563,7 +563,9 @@ class Announcer:
         unsaid: "Louder: volume 120 percent." ("Volume 120." said nothing of what the number was), and at
         either end of the range that it goes no further."""
         if self.speech is None:
-            return "Speech is off: there is no announcer's voice to change."
+            from .table import NO_VOICE_TO_CHANGE
+
+            return NO_VOICE_TO_CHANGE
         old = self.speech.settings
         new = old.adjusted(rate=rate, volume=volume)
         self.speech.settings = new

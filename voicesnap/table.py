@@ -1111,8 +1111,7 @@ class Output:
                 self.lines(a.text)
                 changed = True
             elif isinstance(a, Setting):  # louder, quieter: the answer said, printed and shown as any answer
-                answer = (self.setting(a.name) if self.setting is not None
-                          else "Speech is off: there is no announcer's voice to change.")
+                answer = self.setting(a.name) if self.setting is not None else NO_VOICE_TO_CHANGE
                 if answer:
                     self([Say(answer, PRIORITY_RULING, answer=True)])
         if changed and not self.text and self.view is not None:
@@ -1245,6 +1244,9 @@ def hears_commands(engine: str) -> bool:
     """Whether calls heard by this engine (play's logged name: "combined+keyword", "vosk+slams", ...) come
     with the voice commands: only Vosk hears "dealer pause" and the rest; without it commands are keys."""
     return "vosk" in engine or "combined" in engine
+
+
+NO_VOICE_TO_CHANGE = "Speech is off: there is no announcer's voice to change."  # louder, quieter without speech
 
 
 # What each part of an engine's logged name means, for the line a game starts with (a screen reader read

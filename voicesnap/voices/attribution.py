@@ -336,12 +336,9 @@ class Voices:
     def _second_look(self, y: np.ndarray, cos: dict[str, float]) -> None:
         """Raise, in place, the cosine of each player just under their line (LOOP_GREY and up) whom
         the word played twice fits (``LOOP_LINE``): the better view of the two, on the first's scale."""
-        grey = [n for n in self.players if n in cos and LOOP_GREY <= cos[n] < self._enc_models[n][1]]
+        models = self._loop_models  # (empty without the encoder)
+        grey = [n for n in self.players if n in cos and n in models and LOOP_GREY <= cos[n] < self._enc_models[n][1]]
         if not grey or self.encoder is None:
-            return
-        models = self._loop_models
-        grey = [n for n in grey if n in models]
-        if not grey:
             return
         e = self.encoder.embed_looped([y])[0]
         for n in grey:

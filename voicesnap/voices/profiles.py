@@ -232,8 +232,7 @@ def build_profile(name: str, word: str, takes: Sequence[Take], channel: int | No
     extra: dict = {"audio": [[t.phrase, encode_audio(t.audio)] for t in takes]}
     if isinstance(enc, E.Encoder):
         extra["encoder"] = enc.fingerprint
-        extra["embeddings"] = [[t.phrase, [round(float(v), 5) for v in e]]
-                               for t, e in zip(takes, enc.embed_many([t.audio for t in takes]))]
+        extra["embeddings"] = _phrase_vectors(takes, enc.embed_many([t.audio for t in takes]))
         if speech is not None:
             extra["speech"] = speech_extra(enc, name, speech)
             extra["looped"] = looped_extra(enc, takes)
@@ -277,7 +276,12 @@ def profile_looped(prof: Profile) -> dict[str, np.ndarray] | None:
 def looped_extra(enc: E.Encoder, takes: Sequence[Take]) -> list[list]:
     """A profile's ``extra["looped"]``: each take's embedding played twice, as ``extra["embeddings"]``
     keeps it played once. Computed at enrollment (about 0.1 s a take), never in the middle of a game."""
-    return [[t.phrase, [round(float(v), 5) for v in e]] for t, e in zip(takes, enc.embed_looped([t.audio for t in takes]))]
+    return _phrase_vectors(takes, enc.embed_looped([t.audio for t in takes]))
+
+
+def _phrase_vectors(takes: Sequence[Take], embs: Sequence[np.ndarray]) -> list[list]:
+    """[[phrase, rounded values], ...] of each take's embedding, as a profile keeps them (``_by_phrase``)."""
+    return [[t.phrase, [round(float(v), 5) for v in e]] for t, e in zip(takes, embs)]
 
 
 def set_speech(prof: Profile, enc: E.Encoder, sample: dict) -> None:
