@@ -37,6 +37,55 @@ def play(args: list[str], keys: bytes, data: Path, timeout: float = 60) -> subpr
                           capture_output=True, timeout=timeout)
 
 
+CLEAR = "\x1b[H\x1b[2J"  # the display's redraw: home, clear screen
+
+
+def play_on_a_terminal(args: list[str], keys: bytes, data: Path, timeout: float = 120) -> tuple[int, list[str], str]:
+    """`voicesnap play` with its output on a pseudo-terminal, as the table display is drawn only there:
+    (exit status, the frames drawn, in order, each with "\n" line ends, stderr)."""
+    import pty
+    import select
+
+    env = dict(os.environ, VOICESNAP_DATA_DIR=str(data), COLUMNS="80", LINES="24")
+    main_fd, child_fd = pty.openpty()
+    game = subprocess.Popen([sys.executable, "-m", "voicesnap", "play", *args], stdin=subprocess.PIPE,
+                            stdout=child_fd, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+    os.close(child_fd)
+    assert game.stdin is not None
+    game.stdin.write(keys)
+    game.stdin.close()
+    got = bytearray()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if select.select([main_fd], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # EIO: the game closed the terminal's last end
+                break
+            if not chunk:
+                break
+            got += chunk
+        elif game.poll() is not None and not select.select([main_fd], [], [], 0.2)[0]:
+            break
+    os.close(main_fd)
+    code = game.wait(timeout=max(1.0, end - time.monotonic()))
+    err = game.stderr.read().decode() if game.stderr else ""
+    return code, got.decode().replace("\r\n", "\n").split(CLEAR), err
+
+
+def test_a_piped_game_prints_each_event_once_as_a_line_of_words(data: Path) -> None:
+    """stdout to a pipe (a log file, a braille display's logger) without --text printed the whole table
+    after every change: its grid, suit symbols and clock, each ruling again under every later card."""
+    got = play(["--players", "Alice,Bob", "--engine", "none", "--quiet", "--seed", "3", "--pace", "0.002"],
+               b"q", data, timeout=120)  # Alice's wrong call, then the pace plays the game out
+    assert got.returncode == 0, got.stderr.decode()
+    out = got.stdout.decode()
+    assert "\x1b" not in out and "down   up" not in out and "pool: " not in out, out[:2000]
+    assert not any(ch in out for ch in "\u2660\u2665\u2666\u2663"), out[:2000]  # cards in words
+    assert out.count("Wrong call by Alice") == 1, out[:2000]
+    assert "Call keys: Alice q for snap" in out and "Bob, Jack of Diamonds" in out, out[:2000]
+
+
 def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Path) -> None:
     folder = tmp_path / "kb"
     # Alice (q) calls snap at once (wrong: nothing is showing), then Esc ends the game.
@@ -200,10 +249,15 @@ def test_the_keys_printed_name_each_seats_own_call_in_silent_and_animal_snap(dat
         game = variants.create(variant, ("Alice", "Bob"), 3)
         words = [seat_word(i) if seat_word else game.call_words(i)["snap"] for i in range(2)]
         for shown in ("--text", "display"):
-            run = play(["--players", "Alice,Bob", "--engine", "none", "--quiet", "--seed", "3", "--variant", variant,
-                        *(["--text"] if shown == "--text" else [])], b"\x1b", data)
-            assert run.returncode == 0, run.stderr.decode()
-            out = run.stdout.decode()
+            args = ["--players", "Alice,Bob", "--engine", "none", "--quiet", "--seed", "3", "--variant", variant]
+            if shown == "display":  # drawn only on a terminal, the keys under each frame: the game played out
+                code, frames, err = play_on_a_terminal([*args, "--pace", "0.002"], b"", data)
+                assert code == 0, err
+                out = frames[-1]
+            else:
+                run = play([*args, "--text"], b"\x1b", data)
+                assert run.returncode == 0, run.stderr.decode()
+                out = run.stdout.decode()
             if shown == "--text":
                 pool = variant != "silent"  # no pool key in Silent Snap (the slam is both)
                 seats = "; ".join(f"{name} {key} for {word}" + (f", {pk} for snap pool" if pool else "")
@@ -275,10 +329,10 @@ def test_strict_calls_name_the_players_who_must_enroll_first(data: Path, capsys:
 
 
 def test_the_table_display_fits_80_columns(data: Path, tmp_path: Path) -> None:
-    run = play(["--players", "Alice,Bob,Cara", "--engine", "none", "--quiet", "--seed", "9", "--pace", "0.002",
-                "--record", str(tmp_path / "d")], b"", data, timeout=120)
-    assert run.returncode == 0, run.stderr.decode()
-    lines = run.stdout.decode().splitlines()
+    code, frames, err = play_on_a_terminal(["--players", "Alice,Bob,Cara", "--engine", "none", "--quiet", "--seed",
+                                            "9", "--pace", "0.002", "--record", str(tmp_path / "d")], b"", data)
+    assert code == 0, err
+    lines = [line for frame in frames for line in frame.splitlines()]
     assert any(line.startswith("   pool:") for line in lines)
     table = [line for line in lines if not line.startswith("log in ")]
     assert all(len(line) <= 80 for line in table), max(table, key=len)
@@ -290,9 +344,11 @@ def test_a_best_of_three_session_plays_to_a_winner_and_the_winner_deals(data: Pa
     from voicesnap.session import GameScored, SessionOver
 
     folder = tmp_path / "bo3"
-    run = play(["--players", "Alice,Bob,Cara", "--engine", "none", "--quiet", "--seed", "4",
-                "--pace", "0.001", "--session", "best-of-3", "--record", str(folder)], b"", data, timeout=120)
-    assert run.returncode == 0, run.stderr.decode()
+    code, frames, err = play_on_a_terminal(["--players", "Alice,Bob,Cara", "--engine", "none", "--quiet", "--seed",
+                                            "4", "--pace", "0.001", "--session", "best-of-3", "--record",
+                                            str(folder)], b"", data)
+    assert code == 0, err
+    out = "".join(frames)
     records = [ev for _, ev in gamelog.read(folder / "log.jsonl")]
     started = [r for r in records if isinstance(r, rules.GameStarted)]
     scored = [r for r in records if isinstance(r, GameScored)]
@@ -301,11 +357,11 @@ def test_a_best_of_three_session_plays_to_a_winner_and_the_winner_deals(data: Pa
     assert max(over[0].scores) == 2 and over[0].winner == scored[-1].winner
     for prev, nxt in zip(scored, started[1:]):  # the winner of a game deals the next
         assert nxt.players[nxt.dealer] == prev.winner
-    assert f"{over[0].winner} wins the session" in run.stdout.decode()
+    assert f"{over[0].winner} wins the session" in out
     # printed once, in the announcer's words (the display lists no session's end of its own)
-    assert run.stdout.decode().count("wins the session") == 1
-    assert f"{over[0].winner} wins the session after {over[0].games} games. Scores: " in run.stdout.decode()
-    lines = run.stdout.decode().splitlines()
+    assert out.count("wins the session") == 1
+    assert f"{over[0].winner} wins the session after {over[0].games} games. Scores: " in out
+    lines = out.splitlines()
     header = max(i for i, line in enumerate(lines) if line.split()[:1] == ["player"])
     rows = {}
     for line in lines[header + 1:header + 4]:  # the three seat rows of the last table drawn

@@ -60,7 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "in it (far fewer false calls from table talk, more calls missed in loud noise)")
     parser.add_argument("--text", action="store_true",
                         help="print every announcement as one plain line (for screen readers) "
-                        "instead of the table display")
+                        "instead of the table display (always so when output is not a terminal)")
     parser.add_argument("--quiet", action="store_true", help="do not speak (text only)")
     parser.add_argument("--verbosity", choices=("ranks", "names", "all"), default=None,
                         help="ranks: flips as the rank only; names: with player and suit (default; on --resume, "
@@ -769,6 +769,9 @@ def run(args: argparse.Namespace) -> int:
     )
 
     root = data_dir(args.data_dir)
+    # stdout to a file, a pipe or a braille display's logger: a redrawn table there is the whole table again
+    # after every card, each ruling repeated under it; plain lines give each event once
+    text = args.text or not sys.stdout.isatty()
     resumed = None
     if args.resume:
         folder = Path(args.record) if args.record else latest_session(root)
@@ -997,15 +1000,15 @@ def run(args: argparse.Namespace) -> int:
                 result = play_session(
                     settings, log, chunks=chunks, spotter=spotter,
                     tap=recorder.write if recorder is not None else None,
-                    keyboard=keys if keyboard_on else None, say=say, lines=lines, text=args.text,
+                    keyboard=keys if keyboard_on else None, say=say, lines=lines, text=text,
                     setting=setting, resumed=resumed, pool_flag=pool_flag, hook=hook,
-                    redraw=not args.text and sys.stdout.isatty(),
+                    redraw=not text,
                     # speech start times are on the microphone's clock: flips count from when they are heard
                     announce_flips=say is not None and clock_map is not None and live is not None,
                 )
             except KeyboardInterrupt:  # between two games of a session (in one, the table stops it)
                 result = SessionResult("interrupted", None, 0, [])
-            _print_end(result, folder, args.record, printed=args.text)  # at once: the last words below take seconds
+            _print_end(result, folder, args.record, printed=text)  # at once: the last words below take seconds
             _say_farewell(say, result)
             began = time.monotonic()  # let the last words finish (20 s at most), and log when they started
             try:
