@@ -125,7 +125,7 @@ def test_a_replay_stopped_part_way_compares_nothing(recorded, capsys, monkeypatc
     assert code == 130
     out = capsys.readouterr()
     assert "stopped before the end" in out.err and "no rulings compared" in out.err, out
-    assert "agree" not in out.out and "DIFF" not in out.out, out.out
+    assert "agree" not in out.out and "different: " not in out.out, out.out
 
 
 def test_replay_rebuilds_the_speech_gate_setting_the_game_used(recorded, capsys, tmp_path: Path) -> None:
@@ -159,9 +159,23 @@ def test_a_call_missing_from_the_audio_is_explained(recorded, capsys, tmp_path: 
     write_wav(copy / "audio.wav", samples, rate)
     assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 1
     text = capsys.readouterr().out.splitlines()
-    diff = next(i for i, line in enumerate(text) if "DIFF" in line)
-    assert "snap-won" in text[diff] and "bob" in text[diff] and f"{shout.onset:.3f}" in text[diff]
-    assert "why: replay heard no call from bob" in text[diff + 1] and "did not hear" in text[diff + 1]
+    diff = next(i for i, line in enumerate(text) if line.startswith("  different: "))
+    at = f"{shout.onset:.3f}".rstrip("0").rstrip(".")
+    assert text[diff] == f"  different: at {at} seconds, the game ruled: bob won 4 cards; the replay did not", text
+    assert "why: the replay heard no call from bob" in text[diff + 1] and "did not hear" in text[diff + 1]
+
+
+def test_replay_says_each_ruling_in_words(recorded, capsys) -> None:
+    """Read by a screen reader, a ruling was "same 7.600 s tie-to-pool alice,cara": the event's wire name,
+    names joined by a comma, "s" for seconds. Now a line of words, with its unit and card counts."""
+    folder, data, model, script = recorded
+    assert main(["--data-dir", str(data), "replay", str(folder), "--model", model]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert rows == ["  same: at 3.1 seconds, alice won 2 cards",
+                    "  same: at 7.6 seconds, tie between alice and cara, the pool then had 2 cards",
+                    "  same: at 9.1 seconds, wrong call by cara, the pool then had 3 cards",
+                    "  same: at 13.6 seconds, bob won 4 cards",
+                    "  same: at 18.1 seconds, bob won the pool, 3 cards"], rows
 
 
 def test_a_session_without_audio_says_how_to_record_one(tmp_path: Path, capsys) -> None:
@@ -264,11 +278,13 @@ def test_a_call_missing_from_a_resumed_stretchs_audio_is_explained_on_its_clock(
     text = capsys.readouterr().out.splitlines()
     assert f"replay of {copy}, stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
     assert f"replay of {copy}, stretch 2 of 2 (audio-resumed-1.wav): 3 of 5 rulings agree" in text, text
-    diff = next(i for i, line in enumerate(text) if "DIFF" in line)
-    assert "wrong-call" in text[diff] and "bob" in text[diff] and f"{shout.onset:.3f} s" in text[diff], text
-    assert f"why: replay heard no call from bob near {shout.onset:.3f} s" in text[diff + 1], text
+    diff = next(i for i, line in enumerate(text) if line.startswith("  different: "))
+    at = f"{shout.onset:.3f}".rstrip("0").rstrip(".")
+    assert text[diff].startswith(f"  different: at {at} seconds, the game ruled: wrong call by bob"), text
+    assert f"why: the replay heard no call from bob near {at} seconds" in text[diff + 1], text
     # his wrong call's cards never went to the pool, so his next snap won a different number of them
-    assert "DIFF" in text[diff + 2] and "snap-won" in text[diff + 2] and "same call, different outcome" in text[diff + 3]
+    assert text[diff + 2].startswith("  different: ") and "the game ruled: " in text[diff + 2], text
+    assert " won " in text[diff + 2] and "the same call, ruled differently" in text[diff + 3], text
     assert text[-1] == f"replay of {copy}, the whole game: 8 of 10 rulings agree", text
 
 

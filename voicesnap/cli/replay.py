@@ -84,20 +84,63 @@ def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
                          "agree": same, "why": "" if same else _why_shift(r, q)})
         else:
             rows.append({"t": r.t, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": None,
-                         "agree": False, "why": _why_missing(r, live, again, "live", "replay", unprofiled, offset)})
+                         "agree": False, "why": _why_missing(r, live, again, "game", "replay", unprofiled, offset)})
     for j, q in enumerate(b):
         if j not in used:
             rows.append({"t": q.t, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
-                         "agree": False, "why": _why_missing(q, again, live, "replay", "live", (), offset)})
+                         "agree": False, "why": _why_missing(q, again, live, "replay", "game", (), offset)})
     rows.sort(key=lambda row: row["t"])
     return rows
+
+
+def _seconds(t: float) -> str:
+    """A time as a screen reader says it well: "13.6 seconds", not "13.600 s" ("thirteen point six zero
+    zero s"); to the millisecond still."""
+    return f"{f'{t:.3f}'.rstrip('0').rstrip('.')} seconds".replace("-0 seconds", "0 seconds")
+
+
+def _later(ms: float) -> str:
+    """How far apart two onsets are, in words: "40 milliseconds later", "at the same moment" (it said
+    "-0 ms")."""
+    n = round(ms)
+    if n == 0:
+        return "at the same moment"
+    return f"{counted(abs(n), 'millisecond')} {'later' if n > 0 else 'earlier'}"
+
+
+def _names(who: str) -> str:
+    names = [n for n in who.split(",") if n]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def _cards(detail: str) -> str:
+    return counted(int(detail), "card") if detail.isdigit() else detail
+
+
+def ruling_words(kind: str, who: str, detail: str) -> str:
+    """A compared ruling in words, as a screen reader reads it ("tie between alice and cara, the pool
+    then had 2 cards"); the rows keep the event's wire name and bare number for --json."""
+    names = _names(who)
+    if kind == "snap-won":
+        return f"{names} won {_cards(detail)}"
+    if kind == "tie-to-pool":
+        return f"tie between {names}, the pool then had {_cards(detail)}"
+    if kind == "pool-tied":
+        return f"tie for the pool between {names}"
+    if kind == "wrong-call":
+        return f"wrong call by {names}, the pool then had {_cards(detail)}"
+    if kind == "pool-won":
+        return f"{names} won the pool, {_cards(detail)}"
+    if kind == "call-ignored":
+        return f"{names}'s call ignored: {detail}"
+    return f"{kind.replace('-', ' ')}: {names}{', ' + detail if detail else ''}"
 
 
 def _why_shift(r: Ruling, q: Ruling) -> str:
     dt = (q.t - r.t) * 1000
     if abs(dt) > CLOSE * 1000:
-        return f"same ruling, but the call's onset moved {dt:+.0f} ms on replay"
-    return f"same call, different outcome: live {r.detail!r}, replay {q.detail!r}"
+        return f"the same ruling, but the replay heard the call {_later(dt)}"
+    return "the same call, ruled differently"
 
 
 def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: str,
@@ -107,18 +150,20 @@ def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: st
     own = [c for c in _calls(mine) if c.player in players and abs((c.onset or 0) - r.t) <= 0.01]
     lost = sorted(players & set(unprofiled))
     if not near and lost and them == "replay":
-        return (f"replay cannot tell {', '.join(lost)}'s calls by voice: no voice profile in the data folder "
+        return (f"the replay cannot tell {', '.join(lost)}'s calls by voice: no voice profile in the data folder "
                 "now (see the note above)")
     if not near:
         what = own[0].word if own else "a call"
-        return (f"{them} heard no call from {r.who} near {r.t:.3f} s: the spotter did not hear "
-                f"{what!r} there ({me} heard it{' from the keyboard' if own and own[0].engine == 'keyboard' else ''})")
+        return (f"the {them} heard no call from {_names(r.who)} near {_seconds(r.t)}: the spotter did not hear "
+                f"{what!r} there (the {me} heard it"
+                f"{' from the keyboard' if own and own[0].engine == 'keyboard' else ''})")
     c = near[0]
     dt = ((c.onset or 0) - r.t) * 1000
     if r.kind == "tie-to-pool" or any(q.kind == "tie-to-pool" for q in _rulings(other, offset) if abs(q.t - r.t) < 0.2):
-        return (f"{them} heard {c.player} {c.word!r} {dt:+.0f} ms from here, which changes who was within "
+        return (f"the {them} heard {c.player} say {c.word!r} {_later(dt)}, which changes who was within "
                 "the tie window")
-    return f"{them} heard {c.player} {c.word!r} at {c.onset:.3f} s ({dt:+.0f} ms), which the referee ruled otherwise"
+    return (f"the {them} heard {c.player} say {c.word!r} at {_seconds(c.onset or 0)} ({_later(dt)}), which the "
+            "referee ruled otherwise")
 
 
 class _Keys:
@@ -468,14 +513,24 @@ def _agreeing(agree: int, total: int) -> str:
 
 
 def _print_rows(rows: list[dict[str, Any]]) -> None:
+    """One line of words per ruling, then why it differs: it printed "DIFF  7.600 s  tie-to-pool
+    alice,cara  live: 2  replay: None", the event's wire name and a bare number read out as they were."""
     for r in rows:
-        mark = "same" if r["agree"] else "DIFF"
-        line = f"  {mark} {r['t']:8.3f} s  {r['ruling']:<13} {r['who']:<16}"
-        if r["live"] != r["replay"]:
-            line += f" live: {r['live']}  replay: {r['replay']}"
-        print(line.rstrip())
+        def said(detail: str) -> str:
+            return ruling_words(r["ruling"], r["who"], detail)
+
+        line = f"  {'same' if r['agree'] else 'different'}: at {_seconds(r['t'])}, "
+        if r["agree"] or r["live"] == r["replay"]:
+            line += said(r["live"])
+        elif r["replay"] is None:
+            line += f"the game ruled: {said(r['live'])}; the replay did not"
+        elif r["live"] is None:
+            line += f"the replay ruled: {said(r['replay'])}; the game did not"
+        else:
+            line += f"the game ruled: {said(r['live'])}; the replay: {said(r['replay'])}"
+        print(line)
         if r["why"]:
-            print(f"         why: {r['why']}")
+            print(f"    why: {r['why']}")
 
 
 @dataclass
