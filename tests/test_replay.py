@@ -493,6 +493,8 @@ def test_a_game_killed_mid_play_is_compared_only_as_far_as_its_log_reached(recor
     assert code == 0 and got["total"] == got["agree"] == 3, got  # the rulings before bob's snap
     assert any("without the game's end" in note and "only rulings on calls up to" in note
                for note in got["notes"]), got["notes"]
+    assert not any(" s " in note or " s)" in note or " s:" in note or ".000" in note for note in got["notes"]), (
+        got["notes"])  # times in words: "13.6 seconds", not "13.600 s"
 
 
 def test_audio_shorter_than_the_log_is_compared_only_as_far_as_it_runs(recorded, capsys, tmp_path: Path) -> None:
@@ -506,7 +508,7 @@ def test_audio_shorter_than_the_log_is_compared_only_as_far_as_it_runs(recorded,
     write_wav(short / "audio.wav", samples[: 12 * rate], rate)  # bob's snap at 13.6 s and all after: gone
     code, got = rejudge(short, data, model, capsys)
     assert code == 0 and got["total"] == got["agree"] == 3, got
-    assert any(note.startswith("audio.wav ends at 12.000 s, before what the game heard") for note in got["notes"])
+    assert any(note.startswith("audio.wav ends at 12 seconds, before what the game heard") for note in got["notes"])
 
 
 def test_players_without_a_profile_now_are_named_in_replays_terms(tmp_path: Path, capsys) -> None:
@@ -593,7 +595,7 @@ def test_a_recording_with_fewer_channels_than_the_games_mics_is_not_taken_for_it
             assert "has 1 channel," in err and "not this game's recording" in err, err
         else:
             code, got = rejudge(copy, data, model, capsys)
-            note = next(n for n in got["notes"] if n.startswith("audio.wav ends at 0.500 s"))
+            note = next(n for n in got["notes"] if n.startswith("audio.wav ends at 0.5 seconds"))
             assert "too soon for any ruling" in note and " -" not in note, note
 
 

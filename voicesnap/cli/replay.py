@@ -435,19 +435,19 @@ def _comparable_until(live: list[Any], settings: TableSession, audio_seconds: fl
         until = max(reached, default=0.0)
         last = max((r.now - offset if isinstance(r, TableEnd) else r.now
                     for r in live if isinstance(r, (TableStep, TableEnd))), default=0.0)
-        notes.append(f"the log stops at {last:.3f} s without the game's end (the game was cut off): only rulings on "
-                     f"calls up to {until - window:.3f} s, which the live referee had surely reached, are compared")
+        notes.append(f"the log stops at {_seconds(last)} without the game's end (the game was cut off): only "
+                     f"rulings on calls up to {_seconds(until - window)}, which the live referee had surely reached, are compared")
     heard = [r.heard for r in live if isinstance(r, TableStep) and r.heard is not None]
     heard += [r.now - offset for r in live if isinstance(r, TableEnd)]
     log_heard = max(heard, default=0.0)
     if log_heard > audio_seconds + 0.02:  # (a chunk's end is what was heard; the recorder wrote it first)
         until = min(until, audio_seconds - lag)
         if until - window <= 0:  # (it said "up to -1.174 s")
-            notes.append(f"{audio_name} ends at {audio_seconds:.3f} s, before what the game heard "
-                         f"({log_heard:.3f} s), too soon for any ruling to be re-judged from it")
+            notes.append(f"{audio_name} ends at {_seconds(audio_seconds)}, before what the game heard "
+                         f"({_seconds(log_heard)}), too soon for any ruling to be re-judged from it")
         else:
-            notes.append(f"{audio_name} ends at {audio_seconds:.3f} s, before what the game heard ({log_heard:.3f} s): "
-                         f"only rulings on calls up to {until - window:.3f} s can be re-judged from it, and are "
+            notes.append(f"{audio_name} ends at {_seconds(audio_seconds)}, before what the game heard "
+                         f"({_seconds(log_heard)}): only rulings on calls up to {_seconds(until - window)} can be re-judged from it, and are "
                          "compared")
     return None if until == float("inf") else until
 
