@@ -183,6 +183,26 @@ def test_a_session_without_audio_says_how_to_record_one(tmp_path: Path, capsys) 
     assert "--record" in capsys.readouterr().err
 
 
+def test_a_wrong_folder_is_named_for_what_it_is_with_where_the_games_are(tmp_path: Path, capsys) -> None:
+    """A mistyped folder, a file, and the log file itself were each said to "have no log.jsonl", with "the
+    data folder's games/" for where to look: no path a player could go to."""
+    from voicesnap import events
+
+    data = tmp_path / "d"
+    game = tmp_path / "game"
+    game.mkdir()
+    (game / "log.jsonl").write_text(events.dumps(TableSession(players=("Ann", "Ben"), seed=1, engine="vosk")) + "\n")
+    (tmp_path / "notes.txt").write_text("x")
+    said = {}
+    for name, path in (("typo", tmp_path / "gaem"), ("file", tmp_path / "notes.txt"), ("log", game / "log.jsonl")):
+        assert main(["--data-dir", str(data), "replay", str(path)]) == 2
+        said[name] = capsys.readouterr().err
+    games = f"a game's folder in {data / 'games'} "
+    assert f"there is no folder {tmp_path / 'gaem'}; " in said["typo"] and games in said["typo"], said
+    assert f"{tmp_path / 'notes.txt'} is a file, not a game's folder" in said["file"] and games in said["file"], said
+    assert f"is the game's log: give its folder, voicesnap replay {game}" in said["log"], said
+
+
 def test_a_session_whose_recording_is_gone_says_the_file_is_missing(tmp_path: Path, capsys) -> None:
     """Replay told a player whose audio.wav was deleted to record the session with --record, which they had."""
     from voicesnap import events

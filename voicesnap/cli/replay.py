@@ -478,8 +478,7 @@ def _with_reference(spotter: Any, folder: Path, live: list[Any], notes: list[str
 def run(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not (folder / "log.jsonl").is_file():
-        raise UserError(f"{folder} has no log.jsonl; give the folder you passed to voicesnap play --record, or a "
-                        f"game's folder in the data folder's games/")
+        raise UserError(_not_a_game(folder, data_dir(args.data_dir, create=False)))
     root = data_dir(args.data_dir)
     try:
         settings, live = read_session(folder)
@@ -505,6 +504,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"replay of {folder}: {_agreeing(agree, len(rows))}")
         _print_rows(rows)
     return 0 if agree == len(rows) else 1
+
+
+def _not_a_game(folder: Path, root: Path) -> str:
+    """Why ``folder`` is no game to replay, and where the games are: a mistyped folder was said to "have no
+    log.jsonl", the log file itself too, and "the data folder's games/" named no place to look."""
+    if folder.name == "log.jsonl" and folder.is_file():
+        return f"{folder} is the game's log: give its folder, voicesnap replay {shlex.quote(str(folder.parent))}"
+    what = (f"there is no folder {folder}" if not folder.exists() else
+            f"{folder} is a file, not a game's folder" if not folder.is_dir() else
+            f"{folder} holds no game (no log.jsonl in it)")
+    return (f"{what}; give the folder you passed to voicesnap play --record, or a game's folder in "
+            f"{root / 'games'} (each named by the date and time the game began)")
 
 
 def _agreeing(agree: int, total: int) -> str:
