@@ -165,6 +165,31 @@ def test_a_call_missing_from_the_audio_is_explained(recorded, capsys, tmp_path: 
     assert "why: the replay heard no call from bob" in text[diff + 1] and "did not hear" in text[diff + 1]
 
 
+def test_a_tie_lost_on_replay_names_the_caller_it_did_not_hear(recorded, capsys, tmp_path: Path) -> None:
+    """cara's half of the tie cut from her microphone: both rows blamed alice, whom both sides heard ("the
+    replay heard alice say 'snap' -0 ms from here"); they now name cara, the call one side did not hear."""
+    folder, data, model, script = recorded
+    copy = tmp_path / "untied"
+    copy.mkdir()
+    (copy / "log.jsonl").write_bytes((folder / "log.jsonl").read_bytes())
+    samples, rate = read_wav(folder / "audio.wav")
+    tie = next(t for kind, _who, t in script.rulings() if kind == "tie-to-pool")
+    shout = next(s for s in script.shouts if s.player == "cara" and abs(s.onset - tie) < 0.2)
+    a = int(shout.onset * rate) - 1600
+    samples = samples.copy()
+    samples[a: a + rate, script.players.index("cara")] = 0
+    write_wav(copy / "audio.wav", samples, rate)
+    assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 1
+    text = capsys.readouterr().out.splitlines()
+    lost = next(i for i, line in enumerate(text) if "the game ruled: tie between alice and cara" in line)
+    at = f"{tie:.3f}".rstrip("0").rstrip(".")
+    assert text[lost + 1] == (f"    why: the replay heard no call from cara near {at} seconds (the game heard "
+                              "'snap'), so it ruled no tie there"), text
+    won = next(i for i, line in enumerate(text) if "the replay ruled: alice won" in line)
+    assert text[won + 1].startswith("    why: the game also heard cara say 'snap' "), text
+    assert text[won + 1].endswith("later, within the tie window, so it ruled a tie"), text
+
+
 def test_replay_says_each_ruling_in_words(recorded, capsys) -> None:
     """Read by a screen reader, a ruling was "same 7.600 s tie-to-pool alice,cara": the event's wire name,
     names joined by a comma, "s" for seconds. Now a line of words, with its unit and card counts."""

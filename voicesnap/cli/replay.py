@@ -159,7 +159,21 @@ def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: st
                 f"{' from the keyboard' if own and own[0].engine == 'keyboard' else ''})")
     c = near[0]
     dt = ((c.onset or 0) - r.t) * 1000
-    if r.kind == "tie-to-pool" or any(q.kind == "tie-to-pool" for q in _rulings(other, offset) if abs(q.t - r.t) < 0.2):
+    ties = [q for q in _rulings(other, offset) if q.kind == "tie-to-pool" and abs(q.t - r.t) < 0.2]
+    if r.kind == "tie-to-pool" or ties:
+        # the caller one side heard and the other did not, not whichever tied caller both heard: it named
+        # alice, heard "at the same moment" on both sides, for a tie lost with cara's call
+        unheard = sorted(p for p in players if not any(n.player == p for n in near))
+        if r.kind == "tie-to-pool" and unheard:
+            word = next((o.word for o in _calls(mine) if o.player in unheard and abs((o.onset or 0) - r.t) <= 0.5),
+                        "a call")
+            return (f"the {them} heard no call from {_names(','.join(unheard))} near {_seconds(r.t)} (the {me} "
+                    f"heard {word!r}), so it ruled no tie there")
+        tied = {p for q in ties for p in q.who.split(",")} - players
+        rival = next((n for n in _calls(other) if n.player in tied and abs((n.onset or 0) - r.t) <= 0.5), None)
+        if rival is not None:
+            return (f"the {them} also heard {rival.player} say {rival.word!r} "
+                    f"{_later(((rival.onset or 0) - r.t) * 1000)}, within the tie window, so it ruled a tie")
         return (f"the {them} heard {c.player} say {c.word!r} {_later(dt)}, which changes who was within "
                 "the tie window")
     return (f"the {them} heard {c.player} say {c.word!r} at {_seconds(c.onset or 0)} ({_later(dt)}), which the "
