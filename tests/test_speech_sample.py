@@ -152,6 +152,7 @@ def test_a_speech_sample_is_added_to_an_enrolled_player_keeping_the_takes(tmp_pa
 
     check = doctor.check_profiles(data_dir(None))
     assert not check.ok and not check.needed and "voicesnap enroll dev --speech-only" in check.fix, check
+    assert "(20 seconds of talking each)" in check.fix, check.fix  # ("20 s": read out as "twenty s")
     # the sample must be dev's: emma's talk is refused and the profile stays as it was
     assert main(["enroll", "dev", "--speech-only", "--from-files", str(_speech_file(tmp_path, "dev", voice="emma"))]) == 2
     assert "does not sound like the voice of the calls" in capsys.readouterr().err

@@ -45,7 +45,9 @@ def check_portaudio() -> Check:
     except ImportError as exc:
         return Check("PortAudio", False, f"the sounddevice package is missing ({exc})",
                      'install it: python3 -m pip install "sounddevice>=0.4.6"')
-    return Check("PortAudio", True, f"sounddevice {sd.__version__}, {sd.get_portaudio_version()[1]}")
+    # without its build's git revision: 40 hex digits a screen reader reads out one by one
+    version = sd.get_portaudio_version()[1].split(", revision")[0]
+    return Check("PortAudio", True, f"sounddevice {sd.__version__}, {version}")
 
 
 def check_espeak() -> Check:
@@ -244,7 +246,7 @@ def check_profiles(root: Path) -> Check:
     if mute:
         gaps.append(f"without a speech sample: {', '.join(mute)} (a stranger saying the call word is more often "
                     "taken for them)")
-        fixes.append("; ".join(f"voicesnap enroll {shlex.quote(n)} --speech-only" for n in mute) + "   (20 s of talking each)")
+        fixes.append("; ".join(f"voicesnap enroll {shlex.quote(n)} --speech-only" for n in mute) + "   (20 seconds of talking each)")
     if unlike:
         gaps.append(f"without takes of 'slap': {', '.join(unlike)} (a 'slap' is more often heard as their 'snap')")
         fixes.append("; ".join(f"voicesnap enroll {shlex.quote(n)} --contrast-only" for n in unlike) + "   (3 takes each)")
