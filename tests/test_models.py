@@ -156,9 +156,24 @@ def test_cli_where_list_install(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert where == str(models.models_dir() / "vosk-model-small-en-us-0.15")
     assert main(["models"]) == 0
     listing = capsys.readouterr().out
-    assert "* " + where in listing and "[data dir]" in listing
+    assert f"  in use: {where} (in the data folder)" in listing, listing
     assert main(["models", "install"]) == 2
     assert "needs a PATH" in capsys.readouterr().err
+
+
+def test_models_list_says_in_words_which_model_is_used(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A screen reader read the list's marks as "star", "left bracket environment left paren ...", with the
+    model not in use marked by a blank nobody hears."""
+    assert main(["models", "install", str(_layout(tmp_path / "vosk-model-small-en-us-0.15"))]) == 0
+    monkeypatch.setenv("VOICESNAP_VOSK_MODEL", str(_layout(tmp_path / "mine")))
+    capsys.readouterr()
+    assert main(["models"]) == 0
+    listing = capsys.readouterr().out
+    assert f"  in use: {tmp_path / 'mine'} (from the environment variable VOICESNAP_VOSK_MODEL)" in listing, listing
+    assert (f"  also found, not used: {models.models_dir() / 'vosk-model-small-en-us-0.15'} (in the data folder)"
+            in listing), listing
+    assert "*" not in listing and "[" not in listing, listing
 
 
 def test_cli_install_takes_the_path_after_an_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

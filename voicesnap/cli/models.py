@@ -40,6 +40,14 @@ def take_extra(args: argparse.Namespace, extra: list[str]) -> bool:
     return False
 
 
+def _source_words(source: str) -> str:
+    """Where a model was found, in words: "environment (VOICESNAP_VOSK_MODEL)" -> "from the environment
+    variable VOICESNAP_VOSK_MODEL"."""
+    if source.startswith("environment (") and source.endswith(")"):
+        return f"from the environment variable {source[len('environment ('):-1]}"
+    return {"option": "given with --model", "data dir": "in the data folder"}.get(source, source)
+
+
 def run(args: argparse.Namespace) -> int:
     data = getattr(args, "data_dir", None)
     if args.action in ("download", "where") and args.path in models.KINDS:  # `models download encoder`
@@ -68,14 +76,15 @@ def run(args: argparse.Namespace) -> int:
         print(models.find_model(args.kind, None, data))
         return 0
     for key, kind in models.KINDS.items():
-        print(f"{key}: {kind.what} (download: {kind.default_name}, {kind.size}; env {kind.env})")
+        print(f"{key}: {kind.what}; download: {kind.default_name}, {kind.size}; environment variable {kind.env}")
         try:
             used = models.find_model(key, None, data)
         except models.ModelError as exc:
             print("  none installed (nothing uses it yet)" if key == "spk" else f"  none usable: {exc}")
             continue
         for found in models.candidates(key, None, data):
-            mark = "*" if found.path == used else " "
-            print(f"  {mark} {found.path}  [{found.source}]")
+            # in words: a "*" before the one used was read as "star", its source in brackets
+            mark = "in use" if found.path == used else "also found, not used"
+            print(f"  {mark}: {found.path} ({_source_words(found.source)})")
     print(f"models folder: {models.models_dir(data)}")
     return 0
