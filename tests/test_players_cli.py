@@ -36,6 +36,8 @@ def test_the_list_reads_well_aloud(capsys):
     takes = prof.extra["takes"]
     assert f"takes: {takes['snap']} of 'snap', {takes['snap pool']} of 'snap pool'" in bob, bob
     assert "enrolled 7 December 2026, 18:30 UTC" in bob and "x '" not in bob and "T18" not in bob, bob
+    # each field ends in "; " (the columns' padding is silence to a screen reader: "bob call snap any mic takes")
+    assert bob.startswith("bob") and " call 'snap'; any mic; takes: " in bob and "; enrolled 7 December" in bob, bob
 
 
 def test_rename_and_forget(capsys):

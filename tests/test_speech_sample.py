@@ -96,7 +96,7 @@ def test_enroll_from_files_keeps_the_speech_sample_and_players_shows_it(tmp_path
     plain = takes.mean(axis=0) / np.linalg.norm(takes.mean(axis=0))
     assert float(cents[0] @ V.profile_speech(prof)) > float(plain @ V.profile_speech(prof))
     assert main(["players", "list"]) == 0
-    assert re.search(r"speech sample \d+ s", capsys.readouterr().out)
+    assert re.search(r"; speech sample of \d+ seconds", capsys.readouterr().out)  # ("20 s" read "twenty s")
 
     # --no-speech leaves it out, and says so
     assert main(["enroll", "alice", "--no-speech", "--from-files", *enroll_files("alice"), str(speech)]) == 0

@@ -89,17 +89,20 @@ def _list(args: argparse.Namespace) -> int:
         with_enc = enc is not None and embs is not None and embs[0] == enc.fingerprint
         if enc is not None and not with_enc:
             without.append(p.name)
-        mark = "  speaker encoder: " + ("yes" if with_enc else "no") if enc is not None else ""
+        # fields end in "; ": a screen reader says the padding between columns as nothing at all, and
+        # "speaker encoder: yes, no speech sample" was heard as "yes no"
+        mark = "; speaker encoder: " + ("yes" if with_enc else "no") if enc is not None else ""
         if with_enc:
             sp = p.extra.get("speech")
-            mark += f", speech sample {sp['seconds']:.0f} s" if isinstance(sp, dict) else ", no speech sample"
+            mark += (f"; speech sample of {counted(round(sp['seconds']), 'second')}" if isinstance(sp, dict)
+                     else "; no speech sample")
         if V.missing_speech(p, enc):
             mute.append(p.name)
         if V.profile_takes(p) is None:
             bare.append(p.name)
         if V.missing_contrast(p):
             unlike.append(p.name)
-        print(f"{p.name:16s} call '{p.word}'  {chan:14s} {takes}  enrolled {_date_words(p.created)}{mark}")
+        print(f"{p.name:16s} call '{p.word}'; {chan}; {takes}; enrolled {_date_words(p.created)}{mark}")
     sys.stdout.flush()  # (the notes go to stderr: after the list, not into its last line when both are piped)
     if mute:
         print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
