@@ -188,6 +188,9 @@ def test_a_tie_lost_on_replay_names_the_caller_it_did_not_hear(recorded, capsys,
     won = next(i for i, line in enumerate(text) if "the replay ruled: alice won" in line)
     assert text[won + 1].startswith("    why: the game also heard cara say 'snap' "), text
     assert text[won + 1].endswith("later, within the tie window, so it ruled a tie"), text
+    # the later rulings' card counts differ with the tie: the first difference is named, not only "ruled differently"
+    after = [line for line in text[won + 2:] if line.startswith("    why: the same call, ruled differently")]
+    assert after and all(line.endswith(f" (an earlier ruling, at {at} seconds, already differed)") for line in after), text
 
 
 def test_replay_says_each_ruling_in_words(recorded, capsys) -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..tablelog import TableSession
 
 CLOSE = 0.002  # s: rulings this close in time (and alike otherwise) are the same ruling
+RULED_DIFFERENTLY = "the same call, ruled differently"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +91,10 @@ def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
             rows.append({"t": q.t, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
                          "agree": False, "why": _why_missing(q, again, live, "replay", "game", (), offset)})
     rows.sort(key=lambda row: row["t"])
+    for k, row in enumerate(rows):  # its card counts differ, most likely as an earlier ruling moved cards: say so
+        first = next((e for e in rows[:k] if not e["agree"] and e["t"] < row["t"]), None)
+        if row["why"] == RULED_DIFFERENTLY and first is not None:
+            row["why"] += f" (an earlier ruling, at {_seconds(first['t'])}, already differed)"
     return rows
 
 
@@ -140,7 +145,7 @@ def _why_shift(r: Ruling, q: Ruling) -> str:
     dt = (q.t - r.t) * 1000
     if abs(dt) > CLOSE * 1000:
         return f"the same ruling, but the replay heard the call {_later(dt)}"
-    return "the same call, ruled differently"
+    return RULED_DIFFERENTLY
 
 
 def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: str,
