@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -265,6 +266,9 @@ def test_identify_says_why_of_a_silent_file_and_of_a_file_longer_than_a_call(cap
     assert main(["players", "identify", str(tmp_path / "long.wav")]) == 0
     out = capsys.readouterr().out
     assert "  note: the file holds about" in out and "identify judges one call" in out, out
+    # read aloud: "about 4 seconds" ("4 s": "four s"), and each player's score named as one ("alice 0.80")
+    assert re.search(r"  note: the file holds about \d+ seconds of sound", out), out
+    assert re.search(r"^  dev: +score \d\.\d\d$", out, re.M), out
     assert main(["players", "identify", str(PLAYERS_DIR / "enroll" / "dev_snap_6.wav")]) == 0
     assert "note:" not in capsys.readouterr().out  # one call: no note
 

@@ -256,8 +256,8 @@ def _identify(args: argparse.Namespace) -> int:
               + " (--json adds how each is measured)")
     if note:
         print(f"  note: {note}")
-    for name, sc in sorted(att.scores.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:16s} {sc:.2f}")
+    for name, sc in sorted(att.scores.items(), key=lambda kv: -kv[1]):  # ("alice 0.80": a bare number, heard)
+        print(f"  {name + ':':17s} score {sc:.2f}")
     return 0
 
 
@@ -274,7 +274,7 @@ def _more_than_a_call(mono: np.ndarray, rate: int) -> str | None:
     seconds = sum(e - s for s, e in segs) * F.HOP / F.RATE
     if seconds <= LONGEST_CALL:
         return None
-    return (f"the file holds about {seconds:.0f} s of sound, and identify judges one call (a word like 'snap', "
+    return (f"the file holds about {counted(round(seconds), 'second')} of sound, and identify judges one call (a word like 'snap', "
             "as said in the game): cut the file to one call and try again")
 
 
