@@ -117,6 +117,24 @@ def test_identify_stranger_is_nobody(capsys, tmp_path):
     assert data["score"] < V.ACCEPT_SCORE or "but" in data["reason"] or "game's own voice" in data["reason"]
 
 
+def test_identify_names_the_games_own_voice_in_words(capsys, tmp_path):
+    """The announcer's own "snap" is nobody's, and the why says so in words a screen reader can say:
+    it read "as the game's own voice (<announcer> snap) does", spoken "less than announcer greater than"."""
+    from voicesnap.audio import write_wav
+    from voicesnap.corpus import load
+
+    fx = load(PLAYERS_DIR / "unknown" / "announcer.json")
+    x = fx.read()[:, 0]
+    whys = []
+    for i, seg in enumerate(fx.segments):
+        write_wav(tmp_path / f"a{i}.wav", x[max(0, seg.onset - 4000): seg.end + 4000], 16000)
+        assert main(["players", "identify", str(tmp_path / f"a{i}.wav")]) == 0
+        out = capsys.readouterr().out
+        assert "nobody enrolled" in out and "<" not in out and ">" not in out, out
+        whys += [line for line in out.splitlines() if "game's own voice" in line]
+    assert any("the game's own voice saying 'snap'" in w for w in whys), whys
+
+
 def test_damaged_profile_listed_not_crashing(capsys):
     (V.players_dir() / "bob.json").write_text("{")
     assert main(["players", "list"]) == 0

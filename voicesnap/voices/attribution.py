@@ -155,7 +155,14 @@ def ratio_to_score(r: float) -> float:
     return float(np.clip(1.0 - 0.5 * r, 0.0, 1.0)) if math.isfinite(r) else 0.0
 
 
-ANNOUNCER = "<announcer>"  # rival profile names start with this
+ANNOUNCER = "<announcer>"  # rival profile names start with this (no player's name can: profiles.check_name)
+
+
+def rival_words(name: str) -> str:
+    """A rival's name as a player hears it: "<announcer> snap" is read aloud as "less than announcer
+    greater than snap"."""
+    word = name[len(ANNOUNCER):].strip() if name.startswith(ANNOUNCER) else name
+    return f"the game's own voice saying '{word}'" if word else "the game's own voice"
 
 
 @lru_cache(maxsize=8)
@@ -497,7 +504,7 @@ class Voices:
         comb = own[name]
         if name in self.rivals:
             return Attribution(None, 0.0, None, scores, h.start, h.end, details,
-                               f"no enrolled player fits it as well as the game's own voice ({name}) does")
+                               f"no enrolled player fits it as well as {rival_words(name)} does")
         strong = v <= STRONG_VOICE and comb <= 1.0  # the voice itself is unmistakable
         why = []
         if comb > accept and not strong:
@@ -563,7 +570,7 @@ class Voices:
         r, phrase, h = per_player[name]
         if name in self.rivals:
             return Attribution(None, 0.0, None, scores, h.start, h.end, details,
-                               f"no enrolled player fits it as well as the game's own voice ({name}) does")
+                               f"no enrolled player fits it as well as {rival_words(name)} does")
         thr = self._enc_models[name][1]
         # as with the voiceprint: an unmistakable voice may carry a loosely fitting template
         # (clean_emma in the corpus: cosine 0.93, template 1.46)
