@@ -33,12 +33,16 @@ def test_the_list_reads_well_aloud(capsys):
     prof.created = "2026-12-07T18:30:51+00:00"
     V.save_profile(prof)
     assert main(["players"]) == 0
-    bob = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("bob"))
+    out, err = capsys.readouterr()
+    bob = next(line for line in out.splitlines() if line.startswith("bob"))
     takes = prof.extra["takes"]
     assert f"takes: {takes['snap']} of 'snap', {takes['snap pool']} of 'snap pool'" in bob, bob
     assert "enrolled 7 December 2026, 18:30 UTC" in bob and "x '" not in bob and "T18" not in bob, bob
     # each field ends in "; " (the columns' padding is silence to a screen reader: "bob call snap any mic takes")
     assert bob.startswith("bob") and " call 'snap'; any mic; takes: " in bob and "; enrolled 7 December" in bob, bob
+    # the notes name several players as said aloud: "alice, bob, dev gave..." sounds like a list cut short
+    notes = [line for line in err.splitlines() if line.startswith("note: ")]
+    assert notes and all(line.startswith("note: alice, bob and dev ") for line in notes), err
 
 
 def test_rename_and_forget(capsys):

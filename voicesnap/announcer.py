@@ -33,7 +33,7 @@ from .rules import (
     PoolTied, PoolWon, Refreshed, SnapWon, TableState, TieToPool, WrongCall,
 )
 from .session import GameScored, SessionOver, SuddenDeath
-from .text import counted
+from .text import counted, listed
 
 # Why a call was wrong, by its kind (a player who plays by ear heard only "wrong call": was nothing
 # showing, or was it another player's noise?). The event carries the word said ("snap pool", "moo"):
@@ -89,11 +89,6 @@ class Announcement:
 # --- wording (pure) ----------------------------------------------------------
 
 
-def _names(names: Sequence[str]) -> str:
-    names = list(names)
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _cards(n: int) -> str:
@@ -143,7 +138,7 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
         text = words if verbosity is Verbosity.RANKS else f"{ev.player}, {words}"
         return text, Priority.FLIP, None
     if isinstance(ev, GameStarted):
-        return (f"New game: {_names(ev.players)}." if all_ else "New game."), Priority.RULING, None
+        return (f"New game: {listed(ev.players)}." if all_ else "New game."), Priority.RULING, None
     if isinstance(ev, Dealt):
         names = state.players if state else players
         if names:
@@ -154,10 +149,10 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
     if isinstance(ev, TieToPool):
         pool = state.pool if state else ()
         moved = sum(ev.counts)
-        return (f"Tie between {_names(ev.players)}. {_cards(moved).capitalize()} to the pool; "
+        return (f"Tie between {listed(ev.players)}. {_cards(moved).capitalize()} to the pool; "
                 f"the pool has {_cards(ev.pool)}{_top(pool)}."), Priority.RULING, "pool_formed"
     if isinstance(ev, PoolTied):
-        return f"Pool tie between {_names(ev.players)}. The pool stays.", Priority.RULING, "pool_formed"
+        return f"Pool tie between {listed(ev.players)}. The pool stays.", Priority.RULING, "pool_formed"
     if isinstance(ev, WrongCall):
         moved = ev.from_pile + ev.from_stack
         pool = state.pool if state else ()
@@ -176,8 +171,7 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
     if isinstance(ev, GameScored):
         return f"Game {ev.game} to {ev.winner}. {score_words(players, ev.scores)}", Priority.RULING, None
     if isinstance(ev, SuddenDeath):  # (said only in the log's "sudden_death" before: the table went on unexplained)
-        tied = ", ".join(ev.players[:-1]) + f" and {ev.players[-1]}"
-        return (f"Sudden death: {tied} are level and play on; the next game's winner wins the session.",
+        return (f"Sudden death: {listed(ev.players)} are level and play on; the next game's winner wins the session.",
                 Priority.RULING, None)
     if isinstance(ev, SessionOver):
         return (f"{ev.winner} wins the session after {counted(ev.games, 'game')}. "

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Callable
 
 from ..files import data_dir
-from ..text import counted
+from ..text import counted, listed
 
 VOSK_ENV = "VOICESNAP_VOSK_MODEL"
 
@@ -241,14 +241,14 @@ def check_profiles(root: Path) -> Check:
         return Check("profiles", False, f"no players enrolled in {root}",
                      "enroll each player once: voicesnap enroll NAME (or play; it offers enrollment)",
                      needed=False)
-    shown = ", ".join(str(getattr(n, "name", n)) for n in names)
+    shown = listed(str(getattr(n, "name", n)) for n in names)
     gaps, fixes = [], []
     if mute:
-        gaps.append(f"without a speech sample: {', '.join(mute)} (a stranger saying the call word is more often "
+        gaps.append(f"without a speech sample: {listed(mute)} (a stranger saying the call word is more often "
                     "taken for them)")
         fixes.append("; ".join(f"voicesnap enroll {shlex.quote(n)} --speech-only" for n in mute) + "   (20 seconds of talking each)")
     if unlike:
-        gaps.append(f"without takes of 'slap': {', '.join(unlike)} (a 'slap' is more often heard as their 'snap')")
+        gaps.append(f"without takes of 'slap': {listed(unlike)} (a 'slap' is more often heard as their 'snap')")
         fixes.append("; ".join(f"voicesnap enroll {shlex.quote(n)} --contrast-only" for n in unlike) + "   (3 takes each)")
     if gaps:
         return Check("profiles", False, f"{len(names)} enrolled: {shown}; " + "; ".join(gaps), "; ".join(fixes),

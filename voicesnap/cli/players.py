@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..text import counted
+from ..text import counted, listed
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -105,18 +105,18 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{p.name:16s} call '{p.word}'; {chan}; {takes}; enrolled {_date_words(p.created)}{mark}")
     sys.stdout.flush()  # (the notes go to stderr: after the list, not into its last line when both are piped)
     if mute:
-        print(f"note: {', '.join(mute)} gave no speech sample, so a stranger saying the call word is more often "
+        print(f"note: {listed(mute)} gave no speech sample, so a stranger saying the call word is more often "
               "taken for them: " + "; ".join(f"voicesnap enroll {shlex.quote(n)} --speech-only" for n in mute), file=sys.stderr)
     if bare:
-        print(f"note: {', '.join(bare)} enrolled before voicesnap kept the takes, so a call of theirs shouted far "
+        print(f"note: {listed(bare)} enrolled before voicesnap kept the takes, so a call of theirs shouted far "
               "louder than they enrolled, or clipped by the microphone, is more often named to nobody: "
               + "; ".join(f"voicesnap enroll {shlex.quote(n)}" for n in bare), file=sys.stderr)
     if unlike:
-        print(f"note: {', '.join(unlike)} gave no takes of 'slap' at enrollment, so a 'slap' is more often heard "
+        print(f"note: {listed(unlike)} gave no takes of 'slap' at enrollment, so a 'slap' is more often heard "
               "as their 'snap': " + "; ".join(f"voicesnap enroll {shlex.quote(n)} --contrast-only" for n in unlike),
               file=sys.stderr)
     if without:  # one such player keeps the whole table on the voiceprint (Voices._encoder_models)
-        print(f"note: {', '.join(without)} enrolled without the installed speaker encoder, so voices are told "
+        print(f"note: {listed(without)} enrolled without the installed speaker encoder, so voices are told "
               "apart by the older voiceprint (weak on real voices) until they enroll again: "
               + "; ".join(f"voicesnap enroll {shlex.quote(n)}" for n in without), file=sys.stderr)
     return 0

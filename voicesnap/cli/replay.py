@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection
 
 from ..errors import UserError
-from ..text import counted
+from ..text import counted, listed
 from ..files import data_dir
 
 if TYPE_CHECKING:
@@ -114,8 +114,8 @@ def _later(ms: float) -> str:
 
 
 def _names(who: str) -> str:
-    names = [n for n in who.split(",") if n]
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+    """A log's comma-joined callers ("alice,cara") as said aloud."""
+    return listed(n for n in who.split(",") if n)
 
 
 def _cards(detail: str) -> str:
