@@ -683,3 +683,20 @@ def test_replay_help_names_the_folders_it_takes(capsys) -> None:
     text = " ".join(capsys.readouterr().out.split())
     assert "voicesnap play --record" in text and "the data folder's games/" in text, text
     assert "stretch by stretch" in text, text
+
+
+def test_a_call_both_sides_heard_but_ruled_apart_says_what_each_ruled() -> None:
+    """A replay heard bob's "snap pool" where the game did, yet ruled it a wrong call where the game gave
+    him the pool: the reason said only "which the referee ruled otherwise" (a QA tester by ear)."""
+    from voicesnap.cli.replay import compare
+
+    call = TableStep("call", 7.7, player="bob", word="snap pool", onset=7.6, engine="combined")
+    live = [call, rules.PoolWon(t=7.6, player="bob", cards=2, flip=5)]
+    again = [call, rules.WrongCall(t=7.6, player="bob", kind="snap pool", from_pile=1, from_stack=0, pool=3,
+                                   flip=5)]
+    rows = {row["ruling"]: row["why"] for row in compare(live, again)}
+    assert rows["pool-won"].endswith("and ruled: wrong call by bob, the pool then had 3 cards"), rows
+    assert rows["wrong-call"].endswith("and ruled: bob won the pool, 2 cards"), rows
+    # a call the other side heard and made nothing of says that
+    rows = {row["ruling"]: row["why"] for row in compare(live, [call])}
+    assert rows["pool-won"].endswith("at the same moment) and made no ruling of it"), rows

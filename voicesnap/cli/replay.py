@@ -181,8 +181,13 @@ def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: st
                     f"{_later(((rival.onset or 0) - r.t) * 1000)}, within the tie window, so it ruled a tie")
         return (f"the {them} heard {c.player} say {c.word!r} {_later(dt)}, which changes who was within "
                 "the tie window")
-    return (f"the {them} heard {c.player} say {c.word!r} at {_seconds(c.onset or 0)} ({_later(dt)}), which the "
-            "referee ruled otherwise")
+    heard = f"the {them} heard {c.player} say {c.word!r} at {_seconds(c.onset or 0)} ({_later(dt)})"
+    # what that side ruled of it, in words: "which the referee ruled otherwise" left the player to guess
+    theirs = [q for q in _rulings(other, offset) if c.player in q.who.split(",") and abs(q.t - (c.onset or 0)) <= 0.5]
+    if theirs:
+        q = min(theirs, key=lambda q: abs(q.t - (c.onset or 0)))
+        return f"{heard} and ruled: {ruling_words(q.kind, q.who, q.detail)}"
+    return f"{heard} and made no ruling of it"
 
 
 class _Keys:
