@@ -300,10 +300,13 @@ def test_every_stretch_of_a_resumed_game_is_rejudged_from_its_own_recording(reco
 
     assert main(["--data-dir", str(data), "replay", str(resumed), "--model", model]) == 0
     text = capsys.readouterr().out.splitlines()
-    assert f"replay of {resumed}, stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
-    assert f"replay of {resumed}, stretch 2 of 2 (audio-resumed-1.wav): 5 of 5 rulings agree" in text, text
+    assert "stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
+    assert "stretch 2 of 2 (audio-resumed-1.wav): 5 of 5 rulings agree" in text, text
     assert text[-1] == f"replay of {resumed}, the whole game: 10 of 10 rulings agree", text
     assert sum(line == "(speech gate: on, as in the game)" for line in text) == 1, text  # said once
+    # the folder is said first and last, not again on each stretch's line (a long path, heard in full)
+    assert text[0].startswith(f"replay of {resumed} (the game was resumed once"), text
+    assert sum(str(resumed) in line for line in text) == 2, text
 
 
 def test_a_call_missing_from_a_resumed_stretchs_audio_is_explained_on_its_clock(recorded, resumed, capsys,
@@ -324,8 +327,8 @@ def test_a_call_missing_from_a_resumed_stretchs_audio_is_explained_on_its_clock(
     write_wav(copy / "audio-resumed-1.wav", samples, rate)
     assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 1
     text = capsys.readouterr().out.splitlines()
-    assert f"replay of {copy}, stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
-    assert f"replay of {copy}, stretch 2 of 2 (audio-resumed-1.wav): 3 of 5 rulings agree" in text, text
+    assert "stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
+    assert "stretch 2 of 2 (audio-resumed-1.wav): 3 of 5 rulings agree" in text, text
     diff = next(i for i, line in enumerate(text) if line.startswith("  different: "))
     at = f"{shout.onset:.3f}".rstrip("0").rstrip(".")
     assert text[diff].startswith(f"  different: at {at} seconds, the game ruled: wrong call by bob"), text
@@ -355,9 +358,9 @@ def test_a_stretch_whose_recording_is_missing_or_damaged_is_named_and_the_others
     (damaged / "audio.wav").write_bytes(b"RIFF" + bytes(40))
     assert main(["--data-dir", str(data), "replay", str(damaged), "--model", model]) == 1
     text = capsys.readouterr().out.splitlines()
-    assert any(line.startswith(f"replay of {damaged}, stretch 1 of 2 (audio.wav): not re-judged, because "
+    assert any(line.startswith("stretch 1 of 2 (audio.wav): not re-judged, because "
                                f"{damaged / 'audio.wav'}") for line in text), text
-    assert f"replay of {damaged}, stretch 2 of 2 (audio-resumed-1.wav): 5 of 5 rulings agree" in text, text
+    assert "stretch 2 of 2 (audio-resumed-1.wav): 5 of 5 rulings agree" in text, text
     assert text[-1] == (f"replay of {damaged}, the whole game: 5 of 5 rulings agree in the 1 stretch of 2 "
                         "re-judged; not re-judged: stretch 1 of 2"), text
 
@@ -418,7 +421,7 @@ def test_a_single_ruling_is_counted_in_the_singular(recorded, resumed, capsys, t
     write_wav(damaged / "audio-resumed-1.wav", samples[: 6 * rate], rate)
     assert main(["--data-dir", str(data), "replay", str(damaged), "--model", model]) == 1
     text = capsys.readouterr().out.splitlines()
-    assert f"replay of {damaged}, stretch 2 of 2 (audio-resumed-1.wav): 1 of 1 ruling agrees" in text, text
+    assert "stretch 2 of 2 (audio-resumed-1.wav): 1 of 1 ruling agrees" in text, text
     assert text[-1] == (f"replay of {damaged}, the whole game: 1 of 1 ruling agrees in the 1 stretch of 2 "
                         "re-judged; not re-judged: stretch 1 of 2"), text
     assert not any("1 rulings" in line or "1 of 2 stretches" in line for line in text), text
@@ -439,9 +442,9 @@ def test_a_truncated_recording_is_called_damaged_without_asking_to_record_it_aga
     assert main(["--data-dir", str(data), "replay", str(cut), "--model", model]) == 1
     out = capsys.readouterr().out
     text = out.splitlines()
-    assert f"replay of {cut}, stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
-    line = next(x for x in text if x.startswith(f"replay of {cut}, stretch 2 of 2 (audio-resumed-1.wav): "))
-    assert line.startswith(f"replay of {cut}, stretch 2 of 2 (audio-resumed-1.wav): not re-judged, because {wav} "
+    assert "stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
+    line = next(x for x in text if x.startswith("stretch 2 of 2 (audio-resumed-1.wav): "))
+    assert line.startswith(f"stretch 2 of 2 (audio-resumed-1.wav): not re-judged, because {wav} "
                            "is damaged (truncated: its header promises"), line
     assert line.endswith("are there), so this stretch cannot be re-judged"), line
     assert "re-record" not in out and "re-export" not in out, out

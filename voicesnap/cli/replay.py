@@ -630,7 +630,7 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
     if len(failed) == n:  # the reason on stderr, and nothing else in text, as before resumes were replayed
         raise UserError(_none_rejudged(done))
     if not as_json:
-        print(f"({about})")
+        print(f"replay of {folder} ({about})")
         said: list[str] = [about]
         for d in done:
             for note in d.notes:
@@ -638,11 +638,11 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
                     said.append(note)
                     print(f"({note})")
             if d.error:
-                print(f"replay of {folder}, {d.stretch.name} ({d.stretch.audio or 'no recording'}): not re-judged, "
-                      f"because {d.error}")
+                # (the folder is said once, above and in the last line: a long path per stretch is a long listen)
+                print(f"{d.stretch.name} ({d.stretch.audio or 'no recording'}): not re-judged, because {d.error}")
                 continue
             own = sum(1 for r in d.rows if r["agree"])
-            print(f"replay of {folder}, {d.stretch.name} ({d.stretch.audio}): {_agreeing(own, len(d.rows))}")
+            print(f"{d.stretch.name} ({d.stretch.audio}): {_agreeing(own, len(d.rows))}")
             _print_rows(d.rows)
         whole = f"replay of {folder}, the whole game: {_agreeing(agree, len(rows))}"
         if failed:
