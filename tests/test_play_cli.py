@@ -756,3 +756,16 @@ def test_with_no_microphone_at_all_play_does_not_offer_to_enroll(data: Path, tmp
     assert "Enroll now" not in text, text
     assert "no voice profile for A, B: their calls need the keyboard" in text and "Game 1." in text, text
     assert "(no microphone either: cannot open the microphone" in text, text  # enrolling needs one too
+
+
+def test_speed_snap_at_verbosity_all_says_nobodys_turn(data: Path) -> None:
+    """At --verbosity all every Speed Snap card was followed by "Cy's turn." (the engine's seat counter),
+    though everyone turns a card at once and nobody has a turn; a voice "flip" was taken from that seat only."""
+    args = ["--players", "Ann,Ben,Cy", "--engine", "none", "--text", "--quiet", "--seed", "5", "--pace", "0.01",
+            "--verbosity", "all"]
+    speed = play([*args, "--variant", "speed"], b"", data, timeout=120)
+    out = speed.stdout.decode()
+    assert speed.returncode == 0 and "Ben, Jack of Hearts" in out, speed.stderr.decode()
+    assert "'s turn." not in out, out
+    classic = play([*args, "--session", "best-of-1"], b"", data, timeout=120)  # (a turn is still said where there is one)
+    assert "Ben, Jack of Hearts\nCy's turn.\n" in classic.stdout.decode()

@@ -1418,7 +1418,9 @@ def play_session(
             make_call=Call,
             describe=lambda ev, g=holder: describe(ev, settings.verbosity, g.state, g.players, g),  # type: ignore[misc]
             is_over=lambda ev: isinstance(ev, GameOver),
-            active_player=lambda g=holder: g.players[g.state.active],  # type: ignore[misc]  # (only on the flip command)
+            # whose turn, not the engine's seat counter: in Speed Snap nobody's (it said "Cy's turn." after each
+            # card at --verbosity all, and only that seat's voice could say "flip")
+            active_player=lambda g=holder: g.whose_turn(),  # type: ignore[misc]
             status=lambda g=holder: status_text(g),  # type: ignore[misc]
             score=lambda s=session: score_text(s),  # type: ignore[misc]
             offset=offset,
