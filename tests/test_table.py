@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voicesnap import gamelog, rules
+from voicesnap import gamelog, rules, variants
 from voicesnap.audio import ArraySource
 from voicesnap.keyboard import Keymap
 from voicesnap.referee import Call, Referee
@@ -936,7 +936,38 @@ def test_a_game_says_who_goes_first_and_a_resumed_one_says_where_it_is(tmp_path:
         play_session(TableSession(players=PLAYERS, seed=7, pace=1.0, variant="speed"), log,
                      chunks=ArraySource(np.zeros(16000, np.int16), 16000, chunk_frames=320), say=say,
                      lines=lambda s: None)
-    assert spoken[0] == (f"Game 1. {PLAYERS[game.dealer]} deals; everyone turns a card at once.", PRIORITY_RULING)
+    assert spoken[0][0].startswith(f"Game 1. {PLAYERS[game.dealer]} deals; everyone turns a card at once. Speed Snap:")
+    assert spoken[0][1] == PRIORITY_RULING
+
+
+def test_a_variants_rule_is_said_once_a_sitting_and_leads_help(tmp_path: Path) -> None:
+    """In Slapjack a player by ear heard "Game 1. Alice deals; Bob goes first." and never that "slap" on a
+    Jack is a call; help named the keys and commands only, as in Classic Snap. Each variant's rule is now
+    said with the first game of a sitting (a resumed one too, not each game of a session) and by help."""
+    spoken: list[str] = []
+    for name in variants.names():
+        spoken.clear()
+        path = tmp_path / f"{name}.jsonl"
+        settings = TableSession(players=PLAYERS, seed=7, pace=1.0, variant=name)
+        with gamelog.GameLog(path) as log:
+            play_session(settings, log, chunks=ArraySource(np.zeros(16000 * 2, np.int16), 16000, chunk_frames=320),
+                         say=lambda text, priority, ev: spoken.append(text), lines=lambda s: None)
+        rule = variants.create(name, PLAYERS, 7).rule_words()
+        assert bool(rule) == (name != "classic"), name
+        assert spoken[0].startswith("Game 1. ") and (rule in spoken[0] if rule else "." not in spoken[0][8:-1]), spoken[0]
+        assert sum(rule in text for text in spoken) == (1 if rule else len(spoken)), spoken
+        assert not any(c in rule for c in "`_=<>()\""), rule  # plain words for a screen reader
+        spoken.clear()
+        back = rebuild([ev for _, ev in gamelog.read(path)])
+        with gamelog.GameLog(path) as log:
+            play_session(settings, log, chunks=ArraySource(np.zeros(16000, np.int16), 16000, chunk_frames=320),
+                         say=lambda text, priority, ev: spoken.append(text), lines=lambda s: None, resumed=back)
+        assert spoken[0].startswith("Resuming game 1. ") and rule in spoken[0], spoken[0]
+    assert "slap" in variants.create("slapjack", PLAYERS, 7).rule_words()
+    assert "fruit deck" in variants.create("picture", PLAYERS, 7, deck="fruit").rule_words()
+    loop, _ = new_loop(7, pace=1.0)
+    loop.rule = variants.create("slapjack", PLAYERS, 7).rule_words()
+    assert _help_of(loop, 0.5).startswith(loop.rule + " Call snap or snap pool."), _help_of(loop, 0.5)
 
 
 def test_commands_that_make_no_sense_now_are_answered_and_not_acted_on() -> None:
@@ -1346,5 +1377,6 @@ def test_silent_snap_on_one_microphone_says_that_slams_are_keys(tmp_path: Path) 
             play_session(settings, log, keyboard=keys, say=lambda text, _p, _e: spoken.append(text),
                          lines=lambda s: None)
         game = rules.Game(PLAYERS, 7)
-        opening = f"Game 1. {PLAYERS[game.dealer]} deals; {PLAYERS[game.active]} goes first."
+        opening = (f"Game 1. {PLAYERS[game.dealer]} deals; {PLAYERS[game.active]} goes first. "
+                   + variants.SilentSnap(PLAYERS, 7).rule_words())
         assert spoken[0] == opening + ("" if heard else " Slams are keys: Alice q, Bob w, Cara e."), (engine, spoken)

@@ -459,6 +459,12 @@ class Game:
                 mine.setdefault(POOL, word)
         return mine
 
+    def rule_words(self) -> str:
+        """This variant's rule in one spoken sentence, said at the start of a sitting and by help: a player
+        by ear heard only "Ann deals; Ben goes first" in Slapjack, never that "slap" wins a Jack. Classic
+        Snap says nothing ("" here): the calls, said with the help, are its rule."""
+        return ""
+
     def on_show(self, kind: str) -> bool:
         """Would a call of this canonical kind win on the table as it is now?
         (By anyone: "pool" with ``pool_claim="flipper"`` is judged for the flipper.)"""

@@ -261,6 +261,7 @@ class TableLoop:
         # them can ask again)
         self.call_words = "Call snap or snap pool."
         self.call_keys = ""
+        self.rule = ""  # the variant's rule in one sentence (Game.rule_words), first in help
         self._command_from: float | None = None  # where a command the spotter is deciding began
         self._lag = lag
         self.players = tuple(players)
@@ -401,7 +402,7 @@ class TableLoop:
         if self.keys and self.call_keys:
             calls = f"{calls} Call keys: {self.call_keys}." if calls else f"Call keys: {self.call_keys}."
         commands = help_text(self.paused, keys=self.keys, voice=self.voice or not self.keys)
-        return f"{calls} {commands}".strip()
+        return " ".join(part for part in (self.rule, calls, commands) if part)
 
     def _ways(self, voice: str, key: str) -> str:
         """How the players can do something: by voice, by key, or both (only what this game hears)."""
@@ -1373,6 +1374,7 @@ def play_session(
     reason = "over"
     flips = list(schedule or ())
     ends = list(stop_at or ())
+    told = False  # the variant's rule said (once a sitting)
     while not session.is_over():
         fresh = game is None
         if fresh:
@@ -1436,6 +1438,7 @@ def play_session(
         heard = it is not None and spotter is not None  # calls by voice
         loop.voice, loop.keys = heard and hears_commands(settings.engine), keyboard is not None
         loop.call_words = call_words_text(game, slams="slam" in settings.engine) if heard else ""
+        loop.rule = game.rule_words()
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]
             loop.ignore_commands = True
@@ -1443,9 +1446,13 @@ def play_session(
         # Said whole before the first card (ruling priority: the card waits), so a player who plays by
         # ear knows who goes first, and that a resumed game is the one they left.
         own = snap_words(game)
+        # The variant's rule, once a sitting (the first game said here, fresh or resumed): the players chose
+        # Slapjack, but a player by ear was never told that "slap" is a call, nor when
+        calls = "" if told else (f" {game.rule_words()}" if game.rule_words() else "")
+        told = True
         # Animal Snap: each player's own noise, said (a player playing by ear has no keys line to read)
-        calls = (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."
-                 if len(set(own.values())) > 1 else "")
+        calls += (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."
+                  if len(set(own.values())) > 1 else "")
         if keyboard is not None and "slam" in own.values() and "slam" not in settings.engine:
             # Silent Snap on one microphone: a slam on the table is not heard, only its key. Said as well as
             # printed: a player by ear slammed the table and nothing happened

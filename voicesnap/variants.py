@@ -42,6 +42,9 @@ class PictureSnap(Game):
     def _new_deck(self) -> list[Card]:
         return picture_deck(self.theme)
 
+    def rule_words(self) -> str:
+        return f"Picture Snap with the {self.theme} deck: snap when two piles show the same picture."
+
     def config(self) -> tuple[tuple[str, str], ...]:
         return (("deck", self.theme),)
 
@@ -54,6 +57,9 @@ class SpeedSnap(Game):
     """Everyone flips at once: one ``flip(t)`` turns a card for every player still in."""
 
     variant = "speed"
+
+    def rule_words(self) -> str:
+        return "Speed Snap: snap when two piles show the same rank, once everyone's card is turned."
 
     def whose_turn(self) -> str | None:
         return None  # everyone flips at once
@@ -95,6 +101,10 @@ class DoubleSnap(Game):
 
     variant = "double"
 
+    def rule_words(self) -> str:
+        return ("Double Snap: whoever wins a snap also takes a face-down card from the player whose card "
+                "made the match.")
+
     def view(self) -> View:
         return View(self.t, self.flips, tuple(self.tops), tuple(self.placed), self.flipped,
                     tuple(self.top_flip))
@@ -121,6 +131,10 @@ class SinglePileSnap(Game):
     """
 
     variant = "single-pile"
+
+    def rule_words(self) -> str:
+        return ("Single Pile Snap: every card goes on one centre pile; snap when the top card matches the card "
+                "below it. Turning your last card puts you out.")
 
     def _pile_count(self) -> int:
         return 1
@@ -167,6 +181,10 @@ class SlapjackSnap(Game):
     variant = "slapjack"
     words = {**_WORDS, "slap": SLAP}
 
+    def rule_words(self) -> str:
+        return ("Slapjack: call slap whenever any pile shows a Jack, to win every pile a Jack tops; a slap with "
+                "no Jack showing is a wrong call. Snap and snap pool as usual.")
+
     def _judge_slap(self, view: View) -> tuple[str, tuple[int, ...]]:
         valid: list[int] = []
         taken = False
@@ -189,6 +207,9 @@ class SilentSnap(Game):
 
     variant = "silent"
     words = {"slam": SLAM}
+
+    def rule_words(self) -> str:
+        return "Silent Snap: the only call is a slam on the table, for a snap or the pool; spoken calls are ignored."
 
 
 ANIMAL_NOISES = ("moo", "woof", "meow", "baa", "oink", "quack")
@@ -227,6 +248,10 @@ class AnimalSnap(Game):
         self._noise_of = noises
         self._seat_of_noise = {noise: s for s, noise in enumerate(noises)}
         super().__init__(players, seed, options, dealer, t)
+
+    def rule_words(self) -> str:
+        return ("Animal Snap: call your own animal noise instead of snap; another player's noise is a wrong "
+                "call, and snap pool claims the pool.")
 
     def config(self) -> tuple[tuple[str, str], ...]:
         return tuple(self.animals.items())
