@@ -1380,3 +1380,20 @@ def test_silent_snap_on_one_microphone_says_that_slams_are_keys(tmp_path: Path) 
         opening = (f"Game 1. {PLAYERS[game.dealer]} deals; {PLAYERS[game.active]} goes first. "
                    + variants.SilentSnap(PLAYERS, 7).rule_words())
         assert spoken[0] == opening + ("" if heard else " Slams are keys: Alice q, Bob w, Cara e."), (engine, spoken)
+
+
+@pytest.mark.parametrize("players, seed, said", [
+    (2, 5041, "Game over: the same cards came round again. bot2 wins on the tie-break, most cards won by calls."),
+    (2, 5146, "Game over: the same cards came round again. bot2 wins on the tie-break, by drawing lots."),
+    (3, 5011, "Game over: the last players went out together. bot1 wins on the tie-break, most cards won by calls."),
+])
+def test_a_game_the_tiebreak_settles_says_what_settled_it(players: int, seed: int, said: str) -> None:
+    """"bot2 wins on the tie-break" never said which step (docs/rules.md promised "Ben wins on most cards won
+    by calls"), and a ruling that put the last players out together was followed by "Game over. bot1 wins.",
+    just after "bot1 is out.", with no why. Bots' games (the simulator's) that end each way."""
+    from voicesnap import simulate
+
+    game = variants.create("classic", simulate.bot_names(players), seed)
+    simulate.play(game, seed)
+    over = next(ev for ev in game.events if isinstance(ev, rules.GameOver))
+    assert describe(over, state=game.state, players=game.players, game=game) == (said, PRIORITY_RULING)

@@ -108,29 +108,41 @@ def _top(cards: Sequence[Card]) -> str:
 _ENDED = {
     "flip cap": "the flip limit is reached",
     "repeat": "the same cards came round again",
+    # (it said only "Game over. Ann wins." just after "Ann is out. Ben is out.")
+    "all out": "the last players went out together",
+}
+
+# What settled a tie-break (rules.Game.tiebreak_step), as said after "wins on the tie-break": "on the
+# tie-break" alone left a player by ear to guess why a level game went to Ann.
+_TIEBREAK = {
+    "most cards won by calls": ", most cards won by calls",
+    "the latest winning call": ", the latest to win cards",
+    "lots": ", by drawing lots",
 }
 
 
-def _game_over(ev: GameOver, players: Sequence[str]) -> str:
+def _game_over(ev: GameOver, players: Sequence[str], tiebreak: str | None = None) -> str:
     why = _ENDED.get(ev.reason)
-    if why is None:  # the last player holding cards, or all out together: the win says it
+    if why is None:  # the last player holding cards: the win says it
         return f"Game over. {ev.winner} wins."
     if len(players) != len(ev.cards):  # (the display's short line has no seats to count)
         return f"Game over: {why}. {ev.winner} wins."
     held = dict(zip(players, ev.cards))
     most = all(n < held[ev.winner] for p, n in held.items() if p != ev.winner)
-    how = f"with the most cards, {held[ev.winner]}" if most else "on the tie-break"
+    how = f"with the most cards, {held[ev.winner]}" if most else "on the tie-break" + _TIEBREAK.get(tiebreak or "", "")
     return f"Game over: {why}. {ev.winner} wins {how}."
 
 
 def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
              players: Sequence[str] = (),
-             kind_of: Callable[[str, str], str | None] | None = None) -> tuple[str, Priority, str | None] | None:
+             kind_of: Callable[[str, str], str | None] | None = None,
+             tiebreak: str | None = None) -> tuple[str, Priority, str | None] | None:
     """(text, priority, earcon) for one event, or None when this verbosity skips it.
 
     ``state`` is the table after the event (for the pool's top card). ``kind_of(player, word)``: the
     kind of call a word is for that player in this game (``rules.Game.call_kind``), for why a call was
-    wrong; without it only the classic words are known ("snap", "snap pool").
+    wrong; without it only the classic words are known ("snap", "snap pool"). ``tiebreak``: what
+    settled a game the tie-break decided (``rules.Game.tiebreak_step``), for its game-over line.
     """
     all_ = verbosity is Verbosity.ALL
     if isinstance(ev, Flipped):
@@ -167,7 +179,7 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
     if isinstance(ev, Eliminated):
         return f"{ev.player} is out.", Priority.RULING, "elimination"
     if isinstance(ev, GameOver):
-        return _game_over(ev, state.players if state else players), Priority.RULING, None
+        return _game_over(ev, state.players if state else players, tiebreak), Priority.RULING, None
     if isinstance(ev, GameScored):
         return f"Game {ev.game} to {ev.winner}. {score_words(players, ev.scores)}", Priority.RULING, None
     if isinstance(ev, SuddenDeath):  # (said only in the log's "sudden_death" before: the table went on unexplained)

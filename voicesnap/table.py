@@ -908,9 +908,10 @@ def describe(ev: Any, verbosity: str = "names", state: Any = None,
     would spell out. ``state`` is the table after the event (the pool's top); ``game``, the game it
     happened in, says what kind of call a word was (why a call in Animal Snap was wrong).
     """
-    from . import announcer
+    from . import announcer, rules
 
-    said = announcer.describe(ev, announcer.Verbosity.parse(verbosity), state, players, kind_of(game))
+    step = game.tiebreak_step() if game is not None and isinstance(ev, rules.GameOver) else None
+    said = announcer.describe(ev, announcer.Verbosity.parse(verbosity), state, players, kind_of(game), step)
     if said is None:
         return None
     text, priority, _earcon = said
