@@ -39,7 +39,8 @@ def _words(game: Game, name: str) -> list[str]:
 def play(p: dict[str, Any], max_flips: int = 400, shuffle_arrivals: int | None = None) -> tuple[Game, list]:
     """A whole game: bots call on matches (and at random), calls arrive in batches."""
     n = p["players"]
-    options = Options(tie_window=p["tie_window"], pool_claim=p["pool_claim"],
+    claim = "anyone" if p["variant"] == "speed" else p["pool_claim"]  # (everyone is Speed Snap's flipper)
+    options = Options(tie_window=p["tie_window"], pool_claim=claim,
                       flipper_may_call=p["flipper_may_call"], max_flips=max_flips)
     game = variants.create(p["variant"], NAMES[:n], p["seed"], options, p["dealer"] % n)
     ref = Referee(game, decision_window=0.4)

@@ -10,7 +10,7 @@ from voicesnap.cards import DeckError
 from voicesnap.errors import UserError
 from voicesnap.referee import Call
 from voicesnap.rules import (
-    CallIgnored, Eliminated, Flipped, Forfeit, Game, PoolWon, RulesError, SnapWon, WrongCall,
+    CallIgnored, Eliminated, Flipped, Forfeit, Game, Options, PoolWon, RulesError, SnapWon, WrongCall,
 )
 
 
@@ -254,3 +254,11 @@ def test_single_pile_public_view_is_one_central_pile() -> None:
     assert {game.pile_index(s) for s in range(3)} == {0}
     game.flip(1.0)
     assert len(game.showing()) == 1 and game.showing()[0] == game.state.piles[0][-1]
+
+
+def test_speed_snap_refuses_a_pool_claim_for_the_flipper_alone() -> None:
+    """Everyone is the flipper in Speed Snap: `simulate --variant speed --pool-claim flipper` played as
+    "anyone" while its report said "pool claimed by flipper"."""
+    with pytest.raises(RulesError, match="Speed Snap has no single flipper"):
+        variants.create("speed", NAMES[:3], 1, Options(pool_claim="flipper"))
+    assert variants.create("single-pile", NAMES[:3], 1, Options(pool_claim="flipper")).options.pool_claim == "flipper"

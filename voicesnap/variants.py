@@ -58,6 +58,13 @@ class SpeedSnap(Game):
 
     variant = "speed"
 
+    def __init__(self, players: Sequence[str], seed: int, options: Options | None = None,
+                 dealer: int = 0, t: float = 0.0) -> None:
+        if options is not None and options.pool_claim == "flipper":  # (it played as "anyone", unsaid)
+            raise RulesError("Speed Snap has no single flipper (everyone turns a card at once), so the pool "
+                             "cannot be the flipper's alone: leave the pool claim to anyone")
+        super().__init__(players, seed, options, dealer, t)
+
     def rule_words(self) -> str:
         return "Speed Snap: snap when two piles show the same rank, once everyone's card is turned."
 
