@@ -1397,3 +1397,15 @@ def test_a_game_the_tiebreak_settles_says_what_settled_it(players: int, seed: in
     simulate.play(game, seed)
     over = next(ev for ev in game.events if isinstance(ev, rules.GameOver))
     assert describe(over, state=game.state, players=game.players, game=game) == (said, PRIORITY_RULING)
+
+
+def test_an_ignored_call_is_printed_in_plain_words() -> None:
+    """--text printed "Fay 'slap' ignored: out of the game" and "Ann 'snap' ignored: not a call in silent":
+    quotes, and the variant's id, for a screen reader to read out."""
+    from voicesnap.table import ruling_line
+
+    assert ruling_line(rules.CallIgnored(2.2, "Ann", "snap", "not a call in silent")) == (
+        "Ann's snap ignored: not a call in this game.")
+    assert ruling_line(rules.CallIgnored(2.2, "Fay", "slap", "out of the game")) == "Fay's slap ignored: out of the game."
+    said = describe(rules.CallIgnored(2.2, "Ann", "moo", "not a call in animal"), "all")
+    assert said is not None and said[0] == "Ann's moo ignored: not a call in this game."

@@ -43,7 +43,7 @@ _WRONG_WHY = {SNAP: ": no match", POOL: ": no pool match", SLAP: ": no Jack", SL
 
 __all__ = [
     "Verbosity", "Priority", "Announcement", "SpeechQueue", "Announcer", "describe", "earcon",
-    "EARCONS", "startup_phrases", "open_announcer", "rehearse", "for_table", "TableSpeaker", "Settings", "status_words", "score_words",
+    "EARCONS", "ignored_words", "startup_phrases", "open_announcer", "rehearse", "for_table", "TableSpeaker", "Settings", "status_words", "score_words",
 ]
 
 
@@ -194,9 +194,16 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
         return None
     if isinstance(ev, CallIgnored):
         if all_:
-            return f"{ev.player}'s {ev.kind} ignored: {ev.reason}.", Priority.INFO, None
+            return ignored_words(ev), Priority.INFO, None
         return None
     return None
+
+
+def ignored_words(ev: CallIgnored) -> str:
+    """An ignored call in words, "Ann's snap ignored: out of the game.": --text printed "Ann 'snap' ignored:
+    not a call in silent", quotes and the variant's id for a screen reader to read out."""
+    reason = "not a call in this game" if ev.reason.startswith("not a call in ") else ev.reason
+    return f"{ev.player}'s {ev.kind} ignored: {reason}."
 
 
 def score_words(players: Sequence[str], scores: Sequence[int]) -> str:

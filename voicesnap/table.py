@@ -932,9 +932,10 @@ def ruling_line(ev: Any, game: Any = None) -> str | None:
     """Short text of a ruling for the display's "last rulings" (ignored calls included); ``game`` as
     for ``describe``."""
     from . import rules
+    from .announcer import ignored_words
 
     if isinstance(ev, rules.CallIgnored):
-        return f"{ev.player} '{ev.kind}' ignored: {ev.reason}"
+        return ignored_words(ev)
     if isinstance(ev, rules.RULINGS) or isinstance(ev, (rules.Eliminated, rules.GameOver)):
         said = describe(ev, game=game)
         return said[0] if said else None
