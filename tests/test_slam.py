@@ -141,6 +141,12 @@ def test_silent_snap_on_one_mic_says_slams_are_keys(tmp_path: Path) -> None:
     out = run.stdout.decode()
     assert "a slam on the table cannot say whose hand it was, so slams are the snap keys" in out
     assert "Call keys: Alice q for slam; Bob w for slam." in out
+    # a resumed session was told to add --channels, which --resume refuses (it keeps the session's mics)
+    run = play(["--resume", "--record", str(tmp_path / "k"), "--engine", "none", "--quiet", "--text"],
+               tmp_path / "data", keys=b"\x1b")
+    out = run.stdout.decode()
+    assert run.returncode == 0 and "slams are the snap keys" in out, run.stderr.decode()
+    assert "a new session with a microphone per player (--channels Alice=0,Bob=1) hears slams" in out, out
 
 
 def test_listen_shows_the_slams_a_silent_snap_game_would_hear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

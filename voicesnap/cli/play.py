@@ -852,9 +852,12 @@ def run(args: argparse.Namespace) -> int:
                             "slammed, so slams are keys, and --no-keyboard turns the keys off: give each player a microphone (--channels "
                             f"{','.join(f'{p}={i}' for i, p in enumerate(players))}) to hear slams, or drop "
                             "--no-keyboard to slam with the keys")
+        mics = f"--channels {','.join(f'{p}={i}' for i, p in enumerate(players))}"
+        # (a resumed session keeps its microphones: --channels there is refused, so it is not offered as is)
+        heard = (f"a new session with a microphone per player ({mics}) hears slams on the table" if args.resume
+                 else f"with a microphone per player ({mics}) slams on the table are heard")
         print("Silent Snap on one microphone: a slam on the table cannot say whose hand it was, so slams are the "
-              f"snap keys, printed below{' (voice commands still work)' if args.engine != 'none' else ''}; with a microphone per player (--channels "
-              f"{','.join(f'{p}={i}' for i, p in enumerate(players))}) slams on the table are heard")
+              f"snap keys, printed below{' (voice commands still work)' if args.engine != 'none' else ''}; {heard}")
     if args.engine != "none" and not channels:
         ask = not args.input_file and sys.stdin is not None and sys.stdin.isatty()
         if ask and len(enrolled_names(root, players)) < len(players):
