@@ -20,7 +20,7 @@ from voicesnap.live import LiveInput
 from voicesnap.playback import SpeechEnded as _SpeechEnded
 from voicesnap.playback import SpeechStarted as _SpeechStarted
 from voicesnap.table import (
-    PRIORITY_RULING, Log, Notice, Output, Say, Stop, TableLoop, TableSession, TableStep, describe,
+    PRIORITY_INFO, PRIORITY_RULING, Log, Notice, Output, Say, Stop, TableLoop, TableSession, TableStep, describe,
     play_session, rebuild, status_text, view_of,
 )
 from voicesnap.display import render
@@ -141,7 +141,6 @@ def test_players_are_told_of_a_call_from_an_unknown_voice_once_per_half_minute()
     """A call nobody's voice matches does not count; the table says so, briefly and at information
     priority (a card's announcement cuts it, no card waits for it), at most once every 30 s of audio,
     so a bystander shouting "snap" over and over does not drown the game."""
-    from voicesnap.table import PRIORITY_INFO
 
     loop, _game = new_loop()
     told = []
@@ -1409,3 +1408,17 @@ def test_an_ignored_call_is_printed_in_plain_words() -> None:
     assert ruling_line(rules.CallIgnored(2.2, "Fay", "slap", "out of the game")) == "Fay's slap ignored: out of the game."
     said = describe(rules.CallIgnored(2.2, "Ann", "moo", "not a call in animal"), "all")
     assert said is not None and said[0] == "Ann's moo ignored: not a call in this game."
+
+
+def test_a_word_that_is_no_call_in_this_game_is_said_at_every_verbosity() -> None:
+    """In Animal or Silent Snap an enrolled player's "snap" was ignored in silence (said only at --verbosity
+    all), while an unknown voice's was told "'snap' is no call in this game": the player never learnt why."""
+    for verbosity in ("ranks", "names", "all"):
+        said = describe(rules.CallIgnored(2.2, "Ann", "snap", "not a call in animal"), verbosity)
+        assert said == ("Ann's snap ignored: not a call in this game.", PRIORITY_INFO), (verbosity, said)
+    # the referee's other reasons stay for --verbosity all (a rival's call after a won snap, every time)
+    assert describe(rules.CallIgnored(2.2, "Fay", "snap", "out of the game"), "names") is None
+    # the reason the referee gives is the one the announcer knows
+    ref = Referee(variants.create("animal", ["Ann", "Ben"], 1))
+    ignored = ref.submit(Call("Ann", "snap", 0.5)) + ref.advance(5.0) + ref.close()
+    assert any(isinstance(ev, rules.CallIgnored) and ev.reason.startswith(rules.NOT_A_CALL) for ev in ignored), ignored

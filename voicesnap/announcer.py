@@ -29,7 +29,7 @@ import numpy as np
 from .cards import Card, Rank, Suit
 from .events import event
 from .rules import (
-    POOL, SLAM, SLAP, SNAP, WRONG, CallIgnored, Dealt, Eliminated, Flipped, Forfeit, Game, GameOver, GameStarted,
+    NOT_A_CALL, POOL, SLAM, SLAP, SNAP, WRONG, CallIgnored, Dealt, Eliminated, Flipped, Forfeit, Game, GameOver, GameStarted,
     PoolTied, PoolWon, Refreshed, SnapWon, TableState, TieToPool, WrongCall,
 )
 from .session import GameScored, SessionOver, SuddenDeath
@@ -193,7 +193,9 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
             return f"{ev.player} turns over {_cards(ev.cards)}.", Priority.INFO, None
         return None
     if isinstance(ev, CallIgnored):
-        if all_:
+        # a word that is no call in this game is said at every verbosity: in Animal or Silent Snap an
+        # enrolled player's "snap" met silence, while an unknown voice's was told "no call in this game"
+        if all_ or ev.reason.startswith(NOT_A_CALL):
             return ignored_words(ev), Priority.INFO, None
         return None
     return None
@@ -202,7 +204,7 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
 def ignored_words(ev: CallIgnored) -> str:
     """An ignored call in words, "Ann's snap ignored: out of the game.": --text printed "Ann 'snap' ignored:
     not a call in silent", quotes and the variant's id for a screen reader to read out."""
-    reason = "not a call in this game" if ev.reason.startswith("not a call in ") else ev.reason
+    reason = "not a call in this game" if ev.reason.startswith(NOT_A_CALL) else ev.reason
     return f"{ev.player}'s {ev.kind} ignored: {reason}."
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import event
-from .rules import POOL, SLAM, WRONG, CallError, CallIgnored, Game, RulesError, View
+from .rules import NOT_A_CALL, POOL, SLAM, WRONG, CallError, CallIgnored, Game, RulesError, View
 
 __all__ = ["Call", "Referee", "DEFAULT_DECISION_WINDOW", "make_call"]
 
@@ -186,7 +186,7 @@ class Referee:
             return game.ignored(onset, player, call.kind, "out of the game")
         kind = game.call_kind(seat, call.kind)
         if kind is None:
-            return game.ignored(onset, player, call.kind, f"not a call in {game.variant}")
+            return game.ignored(onset, player, call.kind, f"{NOT_A_CALL}{game.variant}")
         view = self._view_at(onset)
         if kind == WRONG:
             return game.wrong_call(onset, player, call.kind, view)

@@ -39,7 +39,7 @@ __all__ = [
     "RulesError", "CallError", "Options", "View", "TableState", "Game",
     "GameStarted", "Dealt", "Flipped", "Refreshed", "SnapWon", "TieToPool", "PoolTied",
     "WrongCall", "PoolWon", "CallIgnored", "Forfeit", "Eliminated", "GameOver",
-    "MIN_PLAYERS", "MAX_PLAYERS", "CALL_KINDS",
+    "MIN_PLAYERS", "MAX_PLAYERS", "CALL_KINDS", "NOT_A_CALL",
 ]
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 6
@@ -261,6 +261,7 @@ class GameOver:
 
 
 RULINGS = (SnapWon, TieToPool, PoolTied, WrongCall, PoolWon, CallIgnored)
+NOT_A_CALL = "not a call in "  # a CallIgnored's reason, then the variant: a word this game does not take as a call
 
 
 # --------------------------------------------------------------------------- views
