@@ -201,7 +201,8 @@ def test_every_wrong_call_the_referee_rules_says_why_in_each_variant() -> None:
     out = play(animal, 1.0, Call("Ann", "moo", 1.3), ("advance", 2.0), 2.0, Call("Cat", "woof", 2.3),
                ("advance", 3.0), 3.0, Call("Ben", "snap pool", 3.3))
     assert [e.kind for e in out if isinstance(e, WrongCall)] == ["moo", "woof", "snap pool"]  # the words said
-    assert said(animal, out) == ["Wrong call by Ann: no match", "Wrong call by Cat: not their call",
+    # (whose noise Cat said, by name: "not their call" alone left a player by ear to guess whose it was)
+    assert said(animal, out) == ["Wrong call by Ann: no match", "Wrong call by Cat: woof is Ben's call",
                                  "Wrong call by Ben: no pool match"]
     classic = rig(["7H 2C", "7S 3C", "9D 4C"], pool="5C")
     # a pool claim with no pool match showing, and a snap with no match

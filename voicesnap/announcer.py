@@ -170,6 +170,11 @@ def describe(ev: Any, verbosity: Verbosity, state: TableState | None = None,
         pool = state.pool if state else ()
         kind = kind_of(ev.player, ev.kind) if kind_of is not None else Game.words.get(ev.kind, ev.kind)
         why = _WRONG_WHY.get(kind or "", "")
+        if kind == WRONG and kind_of is not None:  # Animal Snap: whose noise it was ("not their call" alone
+            owners = [p for p in (state.players if state else players)  # left Ben to guess whose it is)
+                      if p != ev.player and kind_of(p, ev.kind) not in (None, WRONG)]
+            if owners:
+                why = f": {ev.kind} is {listed(owners)}'s call"
         return (f"Wrong call by {ev.player}{why}. {_cards(moved).capitalize()} to the pool; "
                 f"the pool has {_cards(ev.pool)}{_top(pool)}."), Priority.RULING, "wrong_call"
     if isinstance(ev, PoolWon):

@@ -911,6 +911,7 @@ def describe(ev: Any, verbosity: str = "names", state: Any = None,
     from . import announcer, rules
 
     step = game.tiebreak_step() if game is not None and isinstance(ev, rules.GameOver) else None
+    players = players or (tuple(game.players) if game is not None else ())  # (whose noise a wrong call was)
     said = announcer.describe(ev, announcer.Verbosity.parse(verbosity), state, players, kind_of(game), step)
     if said is None:
         return None
