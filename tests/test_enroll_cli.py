@@ -99,7 +99,7 @@ def test_slap_takes_are_enrolled_as_a_contrast_word_not_a_call(capsys):
     assert main(["enroll", "bob", "--from-files", *files("bob")]) == 0
     assert "no takes of 'slap'" in capsys.readouterr().out
     assert main(["players"]) == 0
-    assert "alice, bob gave no takes of 'slap' at enrollment" in capsys.readouterr().err
+    assert "alice and bob gave no takes of 'slap' at enrollment" in capsys.readouterr().err
     assert main(["enroll", "bob", "--contrast-takes", "1", "--from-files", *files("bob")]) == 2
     assert "--contrast-takes must be at least 2" in capsys.readouterr().err
     assert main(["enroll", "bob", "--contrast-takes", "-2", "--from-files", *files("bob")]) == 2

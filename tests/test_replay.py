@@ -590,7 +590,7 @@ def test_players_without_a_profile_now_are_named_in_replays_terms(tmp_path: Path
 
     assert main(["--data-dir", str(tmp_path / "elsewhere"), "replay", str(folder)]) == 2
     err = capsys.readouterr().err
-    assert "alice, bob have no voice profile in" in err and "--data-dir DIR replay" in err, err
+    assert "alice and bob have no voice profile in" in err and "--data-dir DIR replay" in err, err
     assert "--channels" not in err and "--engine none" not in err, err
 
 

@@ -155,7 +155,7 @@ def _why_missing(r: Ruling, mine: list[Any], other: list[Any], me: str, them: st
     own = [c for c in _calls(mine) if c.player in players and abs((c.onset or 0) - r.t) <= 0.01]
     lost = sorted(players & set(unprofiled))
     if not near and lost and them == "replay":
-        return (f"the replay cannot tell {', '.join(lost)}'s calls by voice: no voice profile in the data folder "
+        return (f"the replay cannot tell {listed(lost)}'s calls by voice: no voice profile in the data folder "
                 "now (see the note above)")
     if not near:
         what = own[0].word if own else "a call"
@@ -395,9 +395,9 @@ def _without_profiles(name: str, settings: TableSession, root: Path, live: list[
     if not missing:
         return []
     voiced = sorted({c.player for c in _calls(live) if c.engine != "keyboard" and c.player in missing})
-    names = ", ".join(missing)
+    names = listed(missing)
     has = "has" if len(missing) == 1 else "have"
-    heard = (f" (the game heard {', '.join(voiced)} by voice: renamed or forgotten since, or not the data folder "
+    heard = (f" (the game heard {listed(voiced)} by voice: renamed or forgotten since, or not the data folder "
              "the game used?)" if voiced else "")
     enroll = "; ".join(f"voicesnap enroll {shlex.quote(p)}" for p in missing)
     fix = (f"enroll {'them' if len(missing) > 1 else missing[0]} again ({enroll}), or replay with the data folder "
