@@ -769,3 +769,19 @@ def test_speed_snap_at_verbosity_all_says_nobodys_turn(data: Path) -> None:
     assert "'s turn." not in out, out
     classic = play([*args, "--session", "best-of-1"], b"", data, timeout=120)  # (a turn is still said where there is one)
     assert "Ben, Jack of Hearts\nCy's turn.\n" in classic.stdout.decode()
+
+
+def test_the_first_and_stop_lines_name_the_variant_format_and_reason_in_words(data: Path, tmp_path: Path) -> None:
+    """They printed the ids: "voicesnap: Ann, Ben; single-pile, best-of-1; ..." and "stopped (ended)",
+    which a screen reader read as "single dash pile, best dash of dash 1" and a bare "ended"."""
+    run = play(["--players", "Ann,Ben", "--engine", "none", "--text", "--quiet", "--seed", "3",
+                "--variant", "single-pile", "--record", str(tmp_path / "g")], b"\x1b", data)
+    assert run.returncode == 0, run.stderr.decode()
+    out = run.stdout.decode()
+    assert "voicesnap: Ann and Ben; Single Pile Snap, one game; calls by keyboard\n" in out, out
+    assert f"stopped (by the end command); continue with: voicesnap play --resume --record {tmp_path / 'g'}" in out
+    assert "single-pile" not in out and "best-of" not in out and "(ended)" not in out, out
+    run = play(["--players", "Ann,Ben,Cy", "--engine", "none", "--text", "--quiet", "--seed", "3",
+                "--variant", "slapjack", "--session", "best-of-3"], b"\x1b", data)
+    assert "voicesnap: Ann, Ben and Cy; Slapjack, best of 3 games; calls by keyboard\n" in run.stdout.decode()
+

@@ -263,3 +263,13 @@ def test_speed_snap_refuses_a_pool_claim_for_the_flipper_alone() -> None:
     with pytest.raises(RulesError, match="Speed Snap has no single flipper"):
         variants.create("speed", NAMES[:3], 1, Options(pool_claim="flipper"))
     assert variants.create("single-pile", NAMES[:3], 1, Options(pool_claim="flipper")).options.pool_claim == "flipper"
+
+
+def test_each_variant_has_a_title_in_words_the_one_its_rules_begin_with() -> None:
+    """play's first line printed the id ("single-pile"), which a screen reader spelt out: the title is
+    the name the variant's own rules are said under."""
+    for name in variants.names():
+        game = variants.create(name, ("Ann", "Ben"), 1)
+        title = variants.get(name).title
+        assert title and "-" not in title and title[0].isupper(), name
+        assert game.rule_words().startswith(title) or (name == "classic" and not game.rule_words()), name

@@ -311,6 +311,7 @@ class Game:
     """One game of Snap. ``Game(players, seed, options, dealer)`` deals at once."""
 
     variant = "classic"
+    title = "Classic Snap"  # the variant's name as read aloud (``variant`` is its id: "single-pile")
     words: dict[str, str] = _WORDS
 
     def __init__(

@@ -33,6 +33,13 @@ class Format:
     def __str__(self) -> str:
         return f"{self.kind}-{self.n}"
 
+    def words(self) -> str:
+        """The format as read aloud: "one game", "best of 3 games", "first to 4 games" ("best-of-1" was
+        printed as is, an internal id a screen reader spells out)."""
+        if self.kind == "best-of":
+            return "one game" if self.n == 1 else f"best of {self.n} games"
+        return f"first to {self.n} {'game' if self.n == 1 else 'games'}"
+
     @property
     def target(self) -> int:
         """Wins that end the session at once."""

@@ -33,6 +33,7 @@ class PictureSnap(Game):
     """Themed decks; a match is an identical picture. Deck files: voicesnap/data/decks."""
 
     variant = "picture"
+    title = "Picture Snap"
 
     def __init__(self, players: Sequence[str], seed: int, options: Options | None = None,
                  dealer: int = 0, t: float = 0.0, deck: str = "farm") -> None:
@@ -57,6 +58,7 @@ class SpeedSnap(Game):
     """Everyone flips at once: one ``flip(t)`` turns a card for every player still in."""
 
     variant = "speed"
+    title = "Speed Snap"
 
     def __init__(self, players: Sequence[str], seed: int, options: Options | None = None,
                  dealer: int = 0, t: float = 0.0) -> None:
@@ -107,6 +109,7 @@ class DoubleSnap(Game):
     """
 
     variant = "double"
+    title = "Double Snap"
 
     def rule_words(self) -> str:
         return ("Double Snap: whoever wins a snap also takes a face-down card from the player whose card "
@@ -138,6 +141,7 @@ class SinglePileSnap(Game):
     """
 
     variant = "single-pile"
+    title = "Single Pile Snap"
 
     def rule_words(self) -> str:
         return ("Single Pile Snap: every card goes on one centre pile; snap when the top card matches the card "
@@ -186,6 +190,7 @@ class SlapjackSnap(Game):
     """
 
     variant = "slapjack"
+    title = "Slapjack"
     words = {**_WORDS, "slap": SLAP}
 
     def rule_words(self) -> str:
@@ -213,6 +218,7 @@ class SilentSnap(Game):
     """
 
     variant = "silent"
+    title = "Silent Snap"
     words = {"slam": SLAM}
 
     def rule_words(self) -> str:
@@ -229,6 +235,7 @@ class AnimalSnap(Game):
     """
 
     variant = "animal"
+    title = "Animal Snap"
 
     def __init__(self, players: Sequence[str], seed: int, options: Options | None = None,
                  dealer: int = 0, t: float = 0.0, animals: Mapping[str, str] | None = None) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..errors import UserError
 from ..files import data_dir
 from ..tablelog import LISTENING_FAILED
-from ..text import counted
+from ..text import counted, listed
 from .devices import route
 
 if TYPE_CHECKING:
@@ -983,7 +983,9 @@ def run(args: argparse.Namespace) -> int:
                 pass
         return list(poll_speech())
 
-    print(f"voicesnap: {', '.join(players)}; {settings.variant}, {settings.format}; "
+    # the variant and format by name, as read aloud: their ids ("single-pile, best-of-1") were spelt out
+    print(f"voicesnap: {listed(players)}; {variants.get(settings.variant).title}, "
+          f"{parse_format(settings.format).words()}; "
           f"calls {'heard by ' + engine_words(engine_name) if spotter is not None else 'by keyboard'}")
     if spotter is not None and not hears_commands(engine_name):
         # a player who relies on hearing the game asks for it by voice: say that no one is listening for that
@@ -1052,9 +1054,17 @@ def _print_end(result: SessionResult, folder: Path, record: Any, printed: bool =
                        f"{result.winner} wins the session."))
         print(f"log in {folder}")
     elif result.reason in ("interrupted", "ended", "audio ended", LISTENING_FAILED):
-        said = {"audio ended": "the input file ended", LISTENING_FAILED: "listening stopped with the error above"}
-        print(f"stopped ({said.get(result.reason, result.reason)}); "
+        print(f"stopped ({STOPPED_BY.get(result.reason, result.reason)}); "
               "continue with: voicesnap play --resume" + (f" --record {folder}" if record else ""), flush=True)
+
+
+# Why a game stopped, in the printed line's words (the reason's id, "(ended)", said nothing to a player)
+STOPPED_BY = {
+    "interrupted": "by Ctrl-C or a stop signal",
+    "ended": "by the end command",
+    "audio ended": "the input file ended",
+    LISTENING_FAILED: "listening stopped with the error above",
+}
 
 
 # What the speaker says when a game stops without a winner (the printed line gives the exact command).
