@@ -845,6 +845,7 @@ def run(args: argparse.Namespace) -> int:
                         "only): drop one of them")
     if getattr(args, "strict_calls", False) and args.engine == "none":
         raise UserError("--strict-calls checks calls heard by voice, and --engine none hears none: drop one of them")
+    silent_hint = ""  # its end; said once the engine is known: only Vosk hears voice commands (``hears_commands``)
     if settings.variant == "silent" and not channels:
         # one microphone hears a slam but not whose hand it was: on the keys, said before the game, not guessed
         if args.no_keyboard:
@@ -856,8 +857,7 @@ def run(args: argparse.Namespace) -> int:
         # (a resumed session keeps its microphones: --channels there is refused, so it is not offered as is)
         heard = (f"a new session with a microphone per player ({mics}) hears slams on the table" if args.resume
                  else f"with a microphone per player ({mics}) slams on the table are heard")
-        print("Silent Snap on one microphone: a slam on the table cannot say whose hand it was, so slams are the "
-              f"snap keys, printed below{' (voice commands still work)' if args.engine != 'none' else ''}; {heard}")
+        silent_hint = heard
     if args.engine != "none" and not channels:
         ask = not args.input_file and sys.stdin is not None and sys.stdin.isatty()
         if ask and len(enrolled_names(root, players)) < len(players):
@@ -920,6 +920,10 @@ def run(args: argparse.Namespace) -> int:
                 raise
             print(f"(no microphone: {exc}; calls by keyboard)")
             spotter, engine_name = None, "none"
+    if silent_hint:  # "voice commands still work" only where they do: --engine keyword or enrolled hears none
+        commands = " (voice commands still work)" if spotter is not None and hears_commands(engine_name) else ""
+        print("Silent Snap on one microphone: a slam on the table cannot say whose hand it was, so slams are the "
+              f"snap keys, printed below{commands}; {silent_hint}")
     folder.mkdir(parents=True, exist_ok=True)
     if not args.resume:
         from ..table import voice_lags
