@@ -35,7 +35,7 @@ def test_human_table_has_one_block_per_player_count(capsys: pytest.CaptureFixtur
     code, out, _ = _cli(capsys, "--players", "2,5", "--games", "5", "--pace", "2")
     assert code == 0
     assert "2 players" in out and "5 players" in out and "3 players" not in out
-    assert "one flip every 2 s" in out and "wins by seat" in out
+    assert "one flip every 2 seconds" in out and "wins by seat" in out
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_statistics_agree_with_the_event_log(players: int) -> None:
         assert len(over) == 1
         assert res.flips == len(flips) == kinds["Flipped"]
         assert res.matches == sum(ev.match for ev in flips)
-        assert res.snaps_won == kinds["SnapWon"]
+        assert res.snaps_won + res.slaps_won == kinds["SnapWon"]
         assert res.ties == kinds["TieToPool"] + kinds["PoolTied"]
         assert res.wrong_calls == kinds["WrongCall"]
         assert res.pools_won == kinds["PoolWon"]
@@ -261,3 +261,19 @@ def test_a_mistyped_option_is_one_line_without_the_usage(capsys: pytest.CaptureF
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.count("\n") == 1 and "usage:" not in err and "[" not in err, err
         assert err.startswith(said) and err.endswith(f"; {said.split(':')[0]} --help lists the options\n"), err
+
+
+@pytest.mark.parametrize("variant", variants.names())
+def test_the_report_reads_aloud_in_words_for_every_variant(variant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Read by a screen reader, the report said ids ("variant single-pile", "best-of-3"), symbols
+    ("pools formed / won", "40%", "cycle/flip cap", "100 ms"), "flipper may call" in Speed Snap, where
+    everyone flips at once, and counted Slapjack's slaps as "snaps won"."""
+    code, out, _ = _cli(capsys, "--variant", variant, "--players", "2", "--games", "3", "--session", "best-of-3")
+    title = variants.get(variant).title
+    assert code == 0 and out.startswith(f"voicesnap simulate: {title}, 3 sessions, each best of 3 games, per "), out
+    assert not any(sym in out for sym in ("/", "%", " ms", " s,", "best-of", variant + ",")), out
+    assert "tie window 100 milliseconds" in out and "sessions with sudden death" in out
+    assert ("the flipper may call" in out) == (variant != "speed"), out
+    assert ("slaps won per game" in out) == (variant == "slapjack"), out
+    won = simulate.simulate([2], games=5, seed=1, variant=variant).to_data()["results"][0]
+    assert (won["slaps_won_per_game"] > 0) == (variant == "slapjack") and won["snaps_won_per_game"] > 0, won

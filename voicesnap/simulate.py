@@ -24,7 +24,9 @@ from . import rules, variants
 from .bots import DEFAULT_SPREAD, SPREADS, Bots
 from .referee import Referee
 from .rules import Flipped, Game
+from .rules import SLAP
 from .session import Format, Session, parse_format
+from .text import counted
 
 __all__ = [
     "GameResult", "SessionResult", "CountStats", "Report",
@@ -48,6 +50,7 @@ class GameResult:
     flips: int = 0
     matches: int = 0  # flips whose card matched another pile's top (Flipped.match)
     snaps_won: int = 0
+    slaps_won: int = 0  # Slapjack's slaps on a Jack, apart from its snaps (they were counted as snaps)
     ties: int = 0
     wrong_calls: int = 0
     pools_formed: int = 0  # times the centre went from empty to holding cards
@@ -133,6 +136,7 @@ class CountStats:
             "flips_per_game": _summary([r.flips for r in rs]),
             "matches_per_flip": round(sum(r.matches for r in rs) / flips, 4) if flips else 0.0,
             "snaps_won_per_game": per_game("snaps_won"),
+            "slaps_won_per_game": per_game("slaps_won"),
             "ties_per_game": per_game("ties"),
             "pools_formed_per_game": per_game("pools_formed"),
             "pools_won_per_game": per_game("pools_won"),
@@ -173,17 +177,26 @@ class Report:
         }
 
     def render(self) -> str:
-        """A plain table per player count, for people."""
-        what = f"{self.games} {self.session} sessions" if self.session else f"{self.games} games"
+        """A plain table per player count, for people, in words a screen reader reads as meant: no ids
+        ("single-pile", "best-of-3"), "/" or "%", and no option the variant has no use for."""
+        game = variants.get(self.variant)
+        if self.session:
+            what = f"{counted(self.games, 'session')}, each {parse_format(self.session).words()},"
+        else:
+            what = counted(self.games, "game")
         sp = SPREADS[self.spread]
+        o = self.options
+        rules_line = [f"tie window {o.tie_window * 1000:g} milliseconds",
+                      "the pool claimed by anyone" if o.pool_claim == "anyone" else "the pool claimed by the flipper only"]
+        if not issubclass(game, variants.SpeedSnap):  # everyone flips at once there: no one flipper
+            rules_line.append(f"the flipper {'may' if o.flipper_may_call else 'may not'} call")
+        rules_line.append(f"a game ends by the tiebreak after {counted(o.max_flips, 'flip')}")
         lines = [
-            f"voicesnap simulate: variant {self.variant}, {what} per player count, "
-            f"seed {self.seed}, one flip every {self.pace:g} s",
-            f"tie window {self.options.tie_window * 1000:g} ms, pool claimed by {self.options.pool_claim}, "
-            f"flipper {'may' if self.options.flipper_may_call else 'may not'} call, "
-            f"cap {self.options.max_flips} flips",
-            f"bots: {self.spread} reaction spread (sigma {sp.sigma:g}, skills {sp.skills[0]:g}-{sp.skills[1]:g}, "
-            f"recogniser jitter {sp.jitter * 1000:g} ms)",
+            f"voicesnap simulate: {game.title}, {what} per player count, "
+            f"seed {self.seed}, one flip every {_measured(self.pace, 'second')}",
+            ", ".join(rules_line),
+            f"bots: {self.spread} reaction spread (sigma {sp.sigma:g}, skills {sp.skills[0]:g} to {sp.skills[1]:g}, "
+            f"recogniser jitter {sp.jitter * 1000:g} milliseconds)",
             "",
         ]
         for c in self.counts:
@@ -194,13 +207,18 @@ class Report:
                                    f"10th to 90th percentile {f['p10']:.0f} to {f['p90']:.0f}, max {f['max']:.0f}"),
                 ("matches per flip", f"{d['matches_per_flip']:.3f}"),
                 ("snaps won per game", f"{d['snaps_won_per_game']:.1f}"),
+            ]
+            if SLAP in game.words.values():  # Slapjack: its slaps apart, not counted as snaps
+                rows.append(("slaps won per game", f"{d['slaps_won_per_game']:.1f}"))
+            rows += [
                 ("ties per game", f"{d['ties_per_game']:.2f}"),
-                ("pools formed / won per game", f"{d['pools_formed_per_game']:.2f} / {d['pools_won_per_game']:.2f}"),
+                ("pools formed per game", f"{d['pools_formed_per_game']:.2f}"),
+                ("pools won per game", f"{d['pools_won_per_game']:.2f}"),
                 ("wrong calls per game", f"{d['wrong_calls_per_game']:.2f}"),
                 ("game length, minutes", f"mean {m['mean']:.1f}, median {m['median']:.1f}, "
                                          f"10th to 90th percentile {m['p10']:.1f} to {m['p90']:.1f}"),
-                ("games of 5 to 15 minutes", f"{100 * d['share_5_to_15_minutes']:.0f}%"),
-                ("ended by the cycle/flip cap", f"{d['capped_games']} of {d['games']}"),
+                ("games of 5 to 15 minutes", f"{100 * d['share_5_to_15_minutes']:.0f} percent"),
+                ("ended by the flip cap or a repeat", f"{d['capped_games']} of {d['games']}"),
                 ("cards left in the pool at the end", f"{d['pool_at_end_per_game']:.1f}"),
                 ("wins by seat", _by_seat(d["wins_by_seat"])),
                 ("  of them by the tiebreak", _by_seat(d["wins_by_seat_capped"])),
@@ -209,9 +227,9 @@ class Report:
                 ss = d["sessions"]
                 g, sm = ss["games_per_session"], ss["minutes"]
                 rows += [
-                    ("sessions", f"{ss['sessions']} ({self.session})"),
+                    ("sessions", f"{ss['sessions']}, each {parse_format(self.session or '').words()}"),
                     ("games per session", f"mean {g['mean']:.1f}, max {g['max']:.0f}"),
-                    ("sessions with sudden death", f"{100 * ss['sudden_death_share']:.0f}%"),
+                    ("sessions with sudden death", f"{100 * ss['sudden_death_share']:.0f} percent"),
                     ("session length, minutes", f"mean {sm['mean']:.1f}, 10th to 90th percentile {sm['p10']:.1f} to {sm['p90']:.1f}"),
                     ("sessions won by seat", _by_seat(ss["wins_by_seat"])),
                 ]
@@ -220,6 +238,12 @@ class Report:
             lines.extend(f"  {k.ljust(width)}  {v}" for k, v in rows)
             lines.append("")
         return "\n".join(lines)
+
+
+def _measured(x: float, noun: str) -> str:
+    """A measure and its unit in the number it needs: "1 second", "1.5 seconds" (``text.counted`` is for
+    whole counts)."""
+    return f"{x:g} {noun if x == 1 else noun + 's'}"
 
 
 def _by_seat(counts: Sequence[int]) -> str:
@@ -391,7 +415,10 @@ def _count(res: GameResult, evs: Sequence[Any], log: list[Any] | None) -> None:
         if kind is Flipped or kind is rules.Refreshed:
             continue
         if kind is rules.SnapWon:
-            res.snaps_won += 1
+            if ev.kind == rules.SLAP:
+                res.slaps_won += 1
+            else:
+                res.snaps_won += 1
         elif kind is rules.TieToPool:
             res.ties += 1
             if ev.pool == sum(ev.counts):
