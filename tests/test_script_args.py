@@ -26,6 +26,7 @@ def _script(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_script_{path.stem}", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built (generate.py)
     spec.loader.exec_module(module)
     return module
 
@@ -36,6 +37,7 @@ def _bench(name: str) -> Callable[..., Any]:
 
 
 MAINS: dict[str, Callable[[], Callable[..., Any]]] = {
+    "generate": lambda: _script(AUDIO / "generate.py").main,
     "generate_players": lambda: _script(AUDIO / "generate_players.py").main,
     "generate_words": lambda: _script(AUDIO / "real" / "generate_words.py").main,
     "generate_slams": lambda: _script(AUDIO / "generate_slams.py").main,
@@ -60,6 +62,16 @@ def test_help_prints_usage_and_an_unknown_option_is_an_error(name: str, argv: li
     assert info.value.code == code
     out = capsys.readouterr()
     assert (out.out.startswith(said) if code == 0 else said in out.err), out
+
+
+def test_generate_refuses_a_category_it_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
+    """``generate.py --only overlaps`` (for "overlap") regenerated nothing and exited 0: a typo looked
+    like success."""
+    with pytest.raises(SystemExit) as info:
+        _script(AUDIO / "generate.py").main(["--only", "overlaps"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'overlaps'" in err and "overlap" in err, err
 
 
 def test_bench_voices_refuses_a_part_it_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
