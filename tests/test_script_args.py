@@ -184,3 +184,35 @@ def test_generate_players_keeps_the_old_fixtures_when_a_run_fails(tmp_path: Path
     assert gen.main([]) == 0
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == ["heldout/alice.wav"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["players"]
+
+
+def test_generate_keeps_the_old_corpus_when_a_run_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """generate.py wrote straight into corpus/: a run that failed part way left some fixtures
+    regenerated and some not. Now a failed run leaves corpus/ as it was, --only replaces only its
+    categories' files, and a whole run the folder (no file of a fixture that no longer exists)."""
+    gen = _script(AUDIO / "generate.py")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("clean_alice.wav", "gone.wav"):
+        (corpus / name).write_bytes(b"old")
+    monkeypatch.setattr(gen, "CORPUS", corpus)
+
+    def write(name: str, crash: bool = False) -> Callable[[], None]:
+        def fn() -> None:
+            (gen.CORPUS / name).write_bytes(b"new")
+            if crash:
+                raise RuntimeError("espeak-ng died half way")
+        return fn
+
+    monkeypatch.setattr(gen, "GENERATORS", {"clean": write("clean_alice.wav"), "overlap": write("o.wav", crash=True)})
+    with pytest.raises(RuntimeError):
+        gen.main(["--no-players"])
+    assert {p.name: p.read_bytes() for p in corpus.iterdir()} == {"clean_alice.wav": b"old", "gone.wav": b"old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]  # no temporary folder left
+    assert gen.CORPUS == corpus
+    monkeypatch.setattr(gen, "GENERATORS", {"clean": write("clean_alice.wav"), "overlap": write("o.wav")})
+    assert gen.main(["--only", "clean"]) == 0
+    assert {p.name: p.read_bytes() for p in corpus.iterdir()} == {"clean_alice.wav": b"new", "gone.wav": b"old"}
+    assert gen.main(["--no-players"]) == 0
+    assert sorted(p.name for p in corpus.iterdir()) == ["clean_alice.wav", "o.wav"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]
