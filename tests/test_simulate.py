@@ -275,5 +275,8 @@ def test_the_report_reads_aloud_in_words_for_every_variant(variant: str, capsys:
     assert "tie window 100 milliseconds" in out and "sessions with sudden death" in out
     assert ("the flipper may call" in out) == (variant != "speed"), out
     assert ("slaps won per game" in out) == (variant == "slapjack"), out
+    # Speed Snap's one flip turns everyone's card: counted as rounds ("flips per game" read as single cards)
+    assert ("rounds per game" in out and "matches per round" in out and "one round every" in out
+            and "flip every" not in out) == (variant == "speed"), out
     won = simulate.simulate([2], games=5, seed=1, variant=variant).to_data()["results"][0]
     assert (won["slaps_won_per_game"] > 0) == (variant == "slapjack") and won["snaps_won_per_game"] > 0, won

@@ -191,9 +191,11 @@ class Report:
         if not issubclass(game, variants.SpeedSnap):  # everyone flips at once there: no one flipper
             rules_line.append(f"the flipper {'may' if o.flipper_may_call else 'may not'} call")
         rules_line.append(f"a game ends by the tiebreak after {counted(o.max_flips, 'flip')}")
+        # Speed Snap's one flip turns everyone's card: a round, and "flips per game" read as single cards
+        flip = "round" if issubclass(game, variants.SpeedSnap) else "flip"
         lines = [
             f"voicesnap simulate: {game.title}, {what} per player count, "
-            f"seed {self.seed}, one flip every {_measured(self.pace, 'second')}",
+            f"seed {self.seed}, one {flip} every {_measured(self.pace, 'second')}",
             ", ".join(rules_line),
             f"bots: {self.spread} reaction spread (sigma {sp.sigma:g}, skills {sp.skills[0]:g} to {sp.skills[1]:g}, "
             f"recogniser jitter {sp.jitter * 1000:g} milliseconds)",
@@ -203,9 +205,9 @@ class Report:
             d = c.to_data()
             f, m = d["flips_per_game"], d["minutes"]
             rows = [
-                ("flips per game", f"mean {f['mean']:.0f}, median {f['median']:.0f}, "
-                                   f"10th to 90th percentile {f['p10']:.0f} to {f['p90']:.0f}, max {f['max']:.0f}"),
-                ("matches per flip", f"{d['matches_per_flip']:.3f}"),
+                (f"{flip}s per game", f"mean {f['mean']:.0f}, median {f['median']:.0f}, "
+                                      f"10th to 90th percentile {f['p10']:.0f} to {f['p90']:.0f}, max {f['max']:.0f}"),
+                (f"matches per {flip}", f"{d['matches_per_flip']:.3f}"),
                 ("snaps won per game", f"{d['snaps_won_per_game']:.1f}"),
             ]
             if SLAP in game.words.values():  # Slapjack: its slaps apart, not counted as snaps
