@@ -36,9 +36,9 @@ class Format:
     def words(self) -> str:
         """The format as read aloud: "one game", "best of 3 games", "first to 4 games" ("best-of-1" was
         printed as is, an internal id a screen reader spells out)."""
-        if self.kind == "best-of":
-            return "one game" if self.n == 1 else f"best of {self.n} games"
-        return f"first to {self.n} {'game' if self.n == 1 else 'games'}"
+        if self.n == 1:  # best of 1 and first to 1 are both one game ("each first to 1 game" read oddly)
+            return "one game"
+        return f"best of {self.n} games" if self.kind == "best-of" else f"first to {self.n} games"
 
     @property
     def target(self) -> int:
