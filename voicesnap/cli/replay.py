@@ -122,22 +122,23 @@ def _cards(detail: str) -> str:
     return counted(int(detail), "card") if detail.isdigit() else detail
 
 
+# Each compared ruling's words, by the event's wire name ({names}: the callers, {cards}: its count)
+_RULING_WORDS = {
+    "snap-won": "{names} won {cards}",
+    "tie-to-pool": "tie between {names}, the pool then had {cards}",
+    "pool-tied": "tie for the pool between {names}",
+    "wrong-call": "wrong call by {names}, the pool then had {cards}",
+    "pool-won": "{names} won the pool, {cards}",
+    "call-ignored": "{names}'s call ignored: {detail}",
+}
+
+
 def ruling_words(kind: str, who: str, detail: str) -> str:
     """A compared ruling in words, as a screen reader reads it ("tie between alice and cara, the pool
     then had 2 cards"); the rows keep the event's wire name and bare number for --json."""
     names = _names(who)
-    if kind == "snap-won":
-        return f"{names} won {_cards(detail)}"
-    if kind == "tie-to-pool":
-        return f"tie between {names}, the pool then had {_cards(detail)}"
-    if kind == "pool-tied":
-        return f"tie for the pool between {names}"
-    if kind == "wrong-call":
-        return f"wrong call by {names}, the pool then had {_cards(detail)}"
-    if kind == "pool-won":
-        return f"{names} won the pool, {_cards(detail)}"
-    if kind == "call-ignored":
-        return f"{names}'s call ignored: {detail}"
+    if kind in _RULING_WORDS:
+        return _RULING_WORDS[kind].format(names=names, cards=_cards(detail), detail=detail)
     return f"{kind.replace('-', ' ')}: {names}{', ' + detail if detail else ''}"
 
 
