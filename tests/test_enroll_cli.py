@@ -142,3 +142,17 @@ def test_contrast_only_adds_slap_takes_to_an_enrolled_player_keeping_the_rest(ca
     assert main(["enroll", "bob", "--word", "meow", "--no-pool", "--from-files", *takes]) == 0
     assert main(["enroll", "bob", "--contrast-only", "--from-files", *contrast_files("bob")]) == 2
     assert "has no contrast word" in capsys.readouterr().err
+
+
+def test_a_refused_takes_reason_is_spoken_without_its_measurement():
+    """Spoken, "too quiet (-52 dBFS): speak up" read "open bracket minus fifty-two d b f s" between the fault
+    and the fix; the prompt says the fault and the fix, the printed line keeps the level."""
+    from voicesnap.text import aloud
+
+    take, rate = read_wav(E / "alice_snap_1.wav")
+    quiet = (take[:, 0] * 10 ** (-30 / 20)).astype(np.int16)
+    reason = V.check_take(quiet, rate)[1][0].reason
+    assert "dBFS)" in reason  # printed
+    said = aloud(f"Again please: {reason}.")
+    assert said == "Again please: that take was too quiet: speak up or move closer to the microphone.", said
+    assert aloud("that take was too long (1.9 s): say just 'snap', once") == "that take was too long: say just 'snap', once"

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
-__all__ = ["counted", "listed"]
+__all__ = ["aloud", "counted", "listed"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -19,3 +20,13 @@ def listed(names: Iterable[str]) -> str:
     list cut short)."""
     items = [str(n) for n in names]
     return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
+_ASIDE = re.compile(r" *\([^()]*\)")
+
+
+def aloud(text: str) -> str:
+    """``text`` as a prompt says it: its bracketed asides left out ("too quiet (-52 dBFS): speak up" ->
+    "too quiet: speak up"). Spoken, "open bracket minus fifty-two d b f s" tells a player nothing they can
+    act on and comes between the fault and the fix; the printed line keeps the measurement."""
+    return _ASIDE.sub("", text)

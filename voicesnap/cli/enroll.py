@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 import numpy as np
 
 from ..errors import UserError
-from ..text import counted
+from ..text import aloud, counted
 
 if TYPE_CHECKING:  # heavy modules are imported where they are used
     from ..encoder import Encoder
@@ -233,7 +233,7 @@ def _speech_sample(args: argparse.Namespace, prof: Profile, enc: Encoder, beep: 
 
 def say_prompt(text: str, silent: bool, show: bool = True) -> None:
     """Print ``text`` (unless not ``show``: the caller prints its own) and speak it (unless ``silent``): a
-    player may be setting up by ear."""
+    player may be setting up by ear. Spoken without its bracketed asides (``text.aloud``)."""
     if show:
         print(text, flush=True)
     if silent:
@@ -242,7 +242,7 @@ def say_prompt(text: str, silent: bool, show: bool = True) -> None:
         from ..features import resample
         from ..speech import render
 
-        pcm, rate = render(text)
+        pcm, rate = render(aloud(text))
         _play(resample(pcm, rate))
     except Exception:
         pass
