@@ -258,6 +258,34 @@ def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_t
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
 
 
+def test_live_enrollment_says_how_many_takes_are_left_and_why_it_stopped(devices: dict, tmp_path: Path) -> None:
+    """By ear, beep followed beep with nothing said between good takes (how many were left was only printed),
+    and a microphone gone quiet stopped enrollment in silence after the third silent beep (the reason was only
+    printed). Both are said now: "Got it, 4 more." and "Enrollment stopped: ..."."""
+    takes = [PLAYERS_DIR / "enroll" / f"finn_snap_{k}.wav" for k in (1, 2)]  # then the player says nothing
+    speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
+    enrolling = subprocess.Popen([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll",
+                                  "zed", "--no-pool", "--contrast-takes", "0", "--no-speech"], cwd=ROOT, env=devices,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    said: list[subprocess.Popen] = []
+    try:
+        _say_after_beeps(takes, speaker, devices, enrolling, 60, said)
+        out, err = enrolling.communicate(timeout=90)
+        time.sleep(0.3)  # the last of the speaker's audio through its monitor
+    finally:
+        if enrolling.poll() is None:
+            enrolling.kill()
+        for p in said:
+            p.wait(timeout=10)
+        heard = speaker.stop()
+    assert enrolling.returncode == 2 and "3 takes in a row heard nothing at all" in err, out + err
+    assert "take 2 of 5 ok" in out, out
+    beeps = _beeps(heard, 0)
+    assert len(beeps) == 5, beeps
+    assert _loud_seconds(heard[beeps[0] + RATE // 5: beeps[1]]) > 0.4  # "Got it, 4 more." (past the beep)
+    assert _loud_seconds(heard[beeps[-1] + RATE // 5:]) > 1.0  # "Enrollment stopped: 3 takes in a row ..."
+
+
 TABLE2 = "vs_play_table2"  # two microphones on one input: channel 0 and channel 1
 
 

@@ -354,14 +354,18 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
             if problems:
                 tries += 1
                 silent = silent + 1 if problems[0].code == "silent" else 0
+                stop = None
                 if silent >= SILENT_IN_A_ROW:
-                    raise UserError(f"{silent} takes in a row heard nothing at all: the microphone"
-                                    f"{f' ({args.device})' if args.device is not None else ''} is muted, off or "
-                                    "not the one you speak into; check it (voicesnap devices, then --device N) "
-                                    "and enroll again")
-                if tries > MAX_RETRIES * count:
-                    raise UserError(f"too many refused takes ({problems[0].reason}); "
-                                    "check the microphone and try again")
+                    stop = UserError(f"{silent} takes in a row heard nothing at all: the microphone"
+                                     f"{f' ({args.device})' if args.device is not None else ''} is muted, off or "
+                                     "not the one you speak into; check it (voicesnap devices, then --device N) "
+                                     "and enroll again")
+                elif tries > MAX_RETRIES * count:
+                    stop = UserError(f"too many refused takes; the last one: {problems[0].reason}. "
+                                     "Check the microphone and try again")
+                if stop is not None:  # said too: a player by ear heard the beeps stop and nothing more
+                    say_prompt(f"Enrollment stopped: {stop}.", args.silent, show=False)
+                    raise stop
                 say_prompt(f"Again please: {problems[0].reason}.", args.silent)
                 continue
             got += 1
@@ -369,6 +373,8 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
             silent = 0
             takes.append(V.Take(phrase, y, f"take {made}"))
             print(f"  take {got} of {count} ok")
+            if got < count:  # by ear, beep followed beep: how many are left was only printed
+                say_prompt(f"Got it, {count - got} more.", args.silent, show=False)
             if got == count and rounds < CONSISTENCY_ROUNDS:
                 # Each take is checked against the others now, while the player is here: checked only
                 # at the end, one cough among five takes threw the whole enrollment away.
