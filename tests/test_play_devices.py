@@ -286,6 +286,43 @@ def test_live_enrollment_says_how_many_takes_are_left_and_why_it_stopped(devices
     assert _loud_seconds(heard[beeps[-1] + RATE // 5:]) > 1.0  # "Enrollment stopped: 3 takes in a row ..."
 
 
+def test_re_enrolling_says_the_old_profile_is_replaced_at_the_end_and_ctrl_c_keeps_it(devices: dict,
+                                                                                     tmp_path: Path) -> None:
+    """Re-enrolling said nothing of the old profile until "Re-enrolled" at the end, and Ctrl-C part way ended
+    on "stopped." alone: was the old profile gone, or half the new one saved? Both are said now."""
+    from table_script import enroll
+
+    data = tmp_path / "data"
+    enroll(data, ("dev",))
+    profile = data / "players" / "dev.json"
+    before = profile.read_bytes()
+    speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
+    enrolling = _play(["--data-dir", str(data), "enroll", "dev", "--no-speech"], devices, stdin=subprocess.DEVNULL)
+    said: list[subprocess.Popen] = []
+    try:
+        _say_after_beeps([PLAYERS_DIR / "enroll" / "dev_snap_1.wav"], speaker, devices, enrolling, 60, said)
+        deadline = time.monotonic() + 30  # then Ctrl-C at the second beep
+        while time.monotonic() < deadline and enrolling.poll() is None:
+            time.sleep(0.05)
+            heard = np.frombuffer(speaker.path.read_bytes()[: speaker.path.stat().st_size // 2 * 2], dtype=np.int16)
+            if len(_beeps(heard, 0)) >= 2:
+                enrolling.send_signal(signal.SIGINT)
+                break
+        out, _ = enrolling.communicate(timeout=30)
+    finally:
+        if enrolling.poll() is None:
+            enrolling.kill()
+        for p in said:
+            p.wait(timeout=10)
+        speaker.stop()
+    text = out.decode()
+    assert "dev is enrolled already: the new takes replace the old profile once all are done" in text, text
+    assert text.index("enrolled already") < text.index("take 1 of 5 ok"), text  # said before the first take
+    assert enrolling.returncode == 130, text
+    assert "Enrollment stopped: nothing was saved; dev's profile from before is kept, unchanged" in text, text
+    assert profile.read_bytes() == before
+
+
 TABLE2 = "vs_play_table2"  # two microphones on one input: channel 0 and channel 1
 
 

@@ -509,6 +509,19 @@ def run(args: argparse.Namespace) -> int:
                         f"table; to enroll them again: voicesnap enroll {shlex.quote(other)} (or pick another name)")
     if args.channel is not None and args.channel < 0:
         raise UserError("--channel counts from 0")
+    existed = V.profile_path(name, args.data_dir).exists()
+    try:
+        return _enroll(args, name, existed)
+    except KeyboardInterrupt:  # main says "stopped."; what became of the profile was left to guess
+        print("\n  Enrollment stopped: nothing was saved; " + (f"{name}'s profile from before is kept, unchanged"
+              if existed else f"{name} is not enrolled"), flush=True)
+        raise
+
+
+def _enroll(args: argparse.Namespace, name: str, existed: bool) -> int:
+    """Enroll ``name`` (``existed``: again, replacing their profile), in full or one part of it."""
+    from .. import voices as V
+
     if args.contrast_only:
         return _contrast_only(args, name)
     if args.speech_only:
@@ -534,6 +547,9 @@ def run(args: argparse.Namespace) -> int:
                         "or 0 to skip them")
     contrast = V.CONTRAST_WORDS.get(word, ()) if args.contrast_takes else ()
     print(f"Enrolling {name} (call: '{word}'{f', pool call: {pool!r}' if pool else ''})")
+    if existed:  # said before the first take, not only "Re-enrolled" after the last
+        say_prompt(f"{name} is enrolled already: the new takes replace the old profile once all are done; "
+                   "stop before then, with Control C, and the old one is kept.", args.silent or bool(args.from_files))
     from .. import encoder as E
 
     enc = None if args.no_speech else E.load_encoder()
@@ -553,7 +569,6 @@ def run(args: argparse.Namespace) -> int:
             hint = ("give more recordings with --from-files" if args.from_files
                     else "run the enrollment again")
             raise UserError(f"{_good_takes(have)} of '{phrase}', {count} needed; {hint}")
-    existed = V.profile_path(name, args.data_dir).exists()
     others = [t for t in kept if t.phrase in contrast]
     profile = V.build_profile(name, word, [t for t in kept if t.phrase not in contrast], channel=args.channel)
     words = [w for w in contrast if sum(t.phrase == w for t in others) >= 2]
@@ -580,5 +595,8 @@ def run(args: argparse.Namespace) -> int:
         counts += f", {profile.extra['speech']['seconds']:.0f} s of speech"
     print(f"{'Re-enrolled' if existed else 'Enrolled'} {name}: {counts}; profile {path}")
     if sys.stdout.isatty() and not args.silent and not args.from_files:
-        say_prompt(f"Thank you, {name}. You are enrolled.", args.silent)
+        try:
+            say_prompt(f"Thank you, {name}. You are enrolled.", args.silent)
+        except KeyboardInterrupt:  # saved already: not "nothing was saved"
+            pass
     return 0
