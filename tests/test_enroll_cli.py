@@ -156,3 +156,16 @@ def test_a_refused_takes_reason_is_spoken_without_its_measurement():
     said = aloud(f"Again please: {reason}.")
     assert said == "Again please: that take was too quiet: speak up or move closer to the microphone.", said
     assert aloud("that take was too long (1.9 s): say just 'snap', once") == "that take was too long: say just 'snap', once"
+
+
+def test_enroll_help_reads_aloud_in_words(capsys):
+    """`enroll --help` named code ("voices.CONTRAST_WORDS": "voices dot contrast underscore words"), listed
+    the name's characters as "- _ ." and said nothing of the spoken prompts or what Ctrl-C keeps."""
+    import re
+
+    with pytest.raises(SystemExit):
+        main(["enroll", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert not re.search(r"\b[A-Z]+_[A-Z_]+\b|voices\.|0-based|- _ \.", text), text
+    assert "hyphens, underscores and dots" in text and "counted from 0" in text, text
+    assert "spoken as well as printed" in text and "Ctrl-C stops with nothing saved" in text, text

@@ -10,15 +10,21 @@ hold one take or several separated by silence; files whose name contains
 For the call word "snap" it also asks for 3 takes of "slap" (files whose name
 contains "slap"): a word that sounds like the call but is not one. A word
 heard as "snap" that fits the player's "slap" better than any call take is
-not a call (voices.CONTRAST_WORDS).
+not a call.
 
 With the speaker encoder installed, enrollment ends with a speech sample:
 the player talks freely for about 20 seconds (files whose name contains
 "speech"). One short call word says little about a voice; the sample lets
-the game tell a stranger saying "snap" from the player (voices.ENC_SPEECH_CAP).
+the game tell a stranger saying "snap" from the player.
 --speech-only adds or replaces it for an enrolled player, keeping the takes;
 --contrast-only does the same for the "slap" takes.
+
+Every prompt is spoken as well as printed (--silent: printed only): when to
+speak, how many takes are left, and why a take was refused. Ctrl-C stops with
+nothing saved; a player enrolled before keeps their old profile.
 """
+# (The docstring is enroll --help, read aloud by a screen reader: in code, the contrast words are
+# voices.CONTRAST_WORDS and the speech sample's line is voices.ENC_SPEECH_CAP.)
 
 from __future__ import annotations
 
@@ -59,15 +65,15 @@ def _good_takes(have: int) -> str:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", help="the player's name (letters, digits, spaces, - _ .)")
+    parser.add_argument("name", help="the player's name (letters, digits, spaces, hyphens, underscores and dots)")
     parser.add_argument("--word", default="snap",
-                        help="the player's call word or noise (default: snap; Animal Snap: woof, moo, ...)")
+                        help="the player's call word or noise (default: snap; in Animal Snap a noise such as woof or moo)")
     parser.add_argument("--from-files", nargs="+", metavar="WAV", type=Path,
                         help="enroll from recordings instead of the microphone")
     parser.add_argument("--channel", type=int, metavar="N",
-                        help="the player's own microphone channel (0-based) on a multichannel input")
-    parser.add_argument("--takes", type=int, default=5, help="takes of the call word (at least 5)")
-    parser.add_argument("--pool-takes", type=int, default=3,
+                        help="the player's own microphone channel on a multichannel input, counted from 0")
+    parser.add_argument("--takes", type=int, default=5, metavar="N", help="takes of the call word (at least 5)")
+    parser.add_argument("--pool-takes", type=int, default=3, metavar="N",
                         help="takes of 'snap pool' (at least 3; 0 with --no-pool)")
     parser.add_argument("--no-pool", action="store_true",
                         help="do not enroll 'snap pool' (the pool claim, in every variant: Animal Snap's too; "
@@ -76,7 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="takes of each word that sounds like the call but is not one ('slap' for 'snap'; "
                              "default 3, 0 skips them)")
     parser.add_argument("--no-speech", action="store_true",
-                        help="skip the 20 s speech sample (strangers are then told apart less well)")
+                        help="skip the 20-second speech sample (strangers are then told apart less well)")
     parser.add_argument("--contrast-only", action="store_true",
                         help="add or replace an enrolled player's takes of 'slap', keeping the rest of the profile")
     parser.add_argument("--speech-only", action="store_true",
