@@ -323,6 +323,34 @@ def test_re_enrolling_says_the_old_profile_is_replaced_at_the_end_and_ctrl_c_kee
     assert profile.read_bytes() == before
 
 
+def test_takes_refused_again_at_the_end_of_live_enrollment_are_said_not_only_printed(devices: dict,
+                                                                                    tmp_path: Path) -> None:
+    """Unlike the others three times running, a take is refused at the end ("only 4 good takes of 'snap', 5
+    needed"): that was printed only, and a player by ear heard the beeps end and nothing more."""
+    enroll_dir = PLAYERS_DIR / "enroll"
+    odd = [enroll_dir / f"finn_snappool_{k}.wav" for k in (1, 2, 3)]  # asked again twice, then kept to the end
+    takes = [enroll_dir / f"finn_snap_{k}.wav" for k in (1, 2, 3, 4)] + odd
+    speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
+    enrolling = subprocess.Popen([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll",
+                                  "finn", "--no-pool", "--contrast-takes", "0", "--no-speech"], cwd=ROOT, env=devices,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    said: list[subprocess.Popen] = []
+    try:
+        _say_after_beeps(takes, speaker, devices, enrolling, 90, said)
+        out, err = enrolling.communicate(timeout=60)
+        time.sleep(0.3)  # the last of the speaker's audio through its monitor
+    finally:
+        if enrolling.poll() is None:
+            enrolling.kill()
+        for p in said:
+            p.wait(timeout=10)
+        heard = speaker.stop()
+    assert enrolling.returncode == 2 and "only 4 good takes of 'snap', 5 needed" in err, out + err
+    beeps = _beeps(heard, 0)
+    assert len(beeps) == len(takes), (beeps, out)
+    assert _loud_seconds(heard[beeps[-1] + RATE // 5:]) > 1.0  # "Enrollment stopped: only 4 good takes ..."
+
+
 TABLE2 = "vs_play_table2"  # two microphones on one input: channel 0 and channel 1
 
 

@@ -326,6 +326,13 @@ def _record(seconds: float, device: int | str | None, channel: int | None = None
     return rec[:, -1:]  # (the last channel opened is the player's)
 
 
+def _said(stop: UserError, args: argparse.Namespace) -> UserError:
+    """``stop``, said too when enrolling live (not --silent): a player by ear heard the beeps end and then
+    nothing, the reason printed only."""
+    say_prompt(f"Enrollment stopped: {stop}.", args.silent or bool(args.from_files), show=False)
+    return stop
+
+
 def _device_failed(exc: Exception, args: argparse.Namespace, kept: int) -> UserError:
     """A microphone or speaker that stops mid-enrollment (unplugged, the sound server gone): what to do."""
     device = f" ({args.device})" if args.device is not None else ""
@@ -369,9 +376,8 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
                 elif tries > MAX_RETRIES * count:
                     stop = UserError(f"too many refused takes; the last one: {problems[0].reason}. "
                                      "Check the microphone and try again")
-                if stop is not None:  # said too: a player by ear heard the beeps stop and nothing more
-                    say_prompt(f"Enrollment stopped: {stop}.", args.silent, show=False)
-                    raise stop
+                if stop is not None:
+                    raise _said(stop, args)
                 say_prompt(f"Again please: {problems[0].reason}.", args.silent)
                 continue
             got += 1
@@ -492,9 +498,9 @@ def _contrast_only(args: argparse.Namespace, name: str) -> int:
     for w in words:
         have = sum(1 for t in kept if t.phrase == w)
         if have < 2:
-            raise UserError(f"{_good_takes(have)} of '{w}', 2 or more needed; "
-                            + (f"give recordings with '{w}' in their file name" if args.from_files
-                               else "run it again"))
+            raise _said(UserError(f"{_good_takes(have)} of '{w}', 2 or more needed; "
+                                  + (f"give recordings with '{w}' in their file name" if args.from_files
+                                     else "run it again")), args)
     prof.extra["contrast"] = V.contrast_extra(kept)
     path = V.save_profile(prof, args.data_dir)
     counts = ", ".join(f"{len(ts)} of '{w}'" for w, ts in prof.extra["contrast"].items())
@@ -574,7 +580,7 @@ def _enroll(args: argparse.Namespace, name: str, existed: bool) -> int:
         if have < count:
             hint = ("give more recordings with --from-files" if args.from_files
                     else "run the enrollment again")
-            raise UserError(f"{_good_takes(have)} of '{phrase}', {count} needed; {hint}")
+            raise _said(UserError(f"{_good_takes(have)} of '{phrase}', {count} needed; {hint}"), args)
     others = [t for t in kept if t.phrase in contrast]
     profile = V.build_profile(name, word, [t for t in kept if t.phrase not in contrast], channel=args.channel)
     words = [w for w in contrast if sum(t.phrase == w for t in others) >= 2]
