@@ -155,7 +155,8 @@ def test_a_refused_takes_reason_is_spoken_without_its_measurement():
     assert "dBFS)" in reason  # printed
     said = aloud(f"Again please: {reason}.")
     assert said == "Again please: that take was too quiet: speak up or move closer to the microphone.", said
-    assert aloud("that take was too long (1.9 s): say just 'snap', once") == "that take was too long: say just 'snap', once"
+    long = "that take was too long (1.9 s): say just 'snap', once"
+    assert aloud(long) == "that take was too long: say just 'snap', once"
 
 
 def test_enroll_help_reads_aloud_in_words(capsys):
