@@ -419,6 +419,43 @@ def test_the_last_failed_speech_sample_try_is_not_asked_again(devices: dict, mon
     assert "voicesnap enroll zed --speech-only" in last[-1], out
 
 
+def test_the_speech_sample_says_why_it_is_asked_for_and_that_it_was_recorded(devices: dict, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """By ear, the speech step asked for twenty seconds of talk without saying why or how to skip it, and its
+    end ("speech sample ok") was printed only: the player did not know they could stop talking."""
+    import argparse
+
+    import soundfile as sf
+
+    from voicesnap import voices
+    from voicesnap.cli import enroll
+
+    for name in ("PULSE_SOURCE", "PULSE_SINK"):
+        monkeypatch.setenv(name, devices[name])
+    monkeypatch.setattr(enroll, "SPEECH_SECONDS", 10.0)  # enough for check_speech's 8 s of voice
+    monkeypatch.setattr(enroll, "SPEECH_SPARE", 0.0)
+    talk = ROOT / "tests" / "fixtures" / "audio" / "real" / "librispeech" / "1688"
+    sentences = [sf.read(f, dtype="float32")[0] for f in sorted(talk.glob("*.flac"))]  # one real speaker, 30 s
+    sf.write(tmp_path / "talk.wav", np.concatenate(sentences), RATE, subtype="PCM_16")
+    args = argparse.Namespace(name="zed", silent=True, device=None, channel=None)
+    player = threading.Timer(0.2, lambda: said.append(subprocess.Popen(["paplay", f"--device={MIC}",
+                                                                         str(tmp_path / "talk.wav")], env=devices)))
+    said: list[subprocess.Popen] = []
+    player.start()
+    try:
+        enroll._speech_live(args, np.zeros(160, np.float32), lambda x: (None, voices.check_speech(x)))
+    finally:
+        player.join()
+        for p in said:
+            p.kill()
+            p.wait(timeout=10)
+    out = capsys.readouterr().out
+    assert "talk lets the game tell you from a stranger saying the same word" in out, out  # why, said first
+    assert "To skip it, press Control C." in out, out
+    assert out.rstrip().endswith("Speech sample recorded."), out  # said, not only printed
+
+
 def _start_server(env: dict) -> subprocess.Popen:
     return subprocess.Popen(["pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "-n", "--disable-shm=yes",
                              "--enable-memfd=no", "--load=module-native-protocol-unix",

@@ -54,8 +54,11 @@ SILENT_IN_A_ROW = 3
 SPEECH_SECONDS = 20.0  # the speech sample asked for (live recording: this plus SPEECH_SPARE)
 SPEECH_SPARE = 5.0
 SPEECH_TRIES = 2  # live tries of the speech sample before enrolling without it
-SPEECH_PROMPT = ("Now talk for about twenty seconds, in your normal voice, after the beep: say your name, "
-                 "and tell us about your day, or anything you like. Everyone else, please stay quiet.")
+# why it is asked for comes first, said: by ear, twenty seconds of talk unexplained sounded like a mistake
+SPEECH_PROMPT = ("Now a speech sample: one short word says little about a voice, and talk lets the game tell you "
+                 "from a stranger saying the same word. Talk for about twenty seconds, in your normal voice, after "
+                 "the beep: say your name, and tell us about your day, or anything you like. Everyone else, please "
+                 "stay quiet. To skip it, press Control C.")
 SPEECH_FILE_SECONDS = 60.0  # of speech files used: more adds time, not accuracy
 
 
@@ -203,7 +206,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
                 return None
             sample, why = judge(to_float(rec[:, 0]))
             if not why:
-                print("  speech sample ok")
+                say_prompt("Speech sample recorded.", args.silent)  # by ear: the recording's end, and that it was good
                 return sample
             if _try + 1 < SPEECH_TRIES:  # the last try is not "again": nothing more is recorded
                 say_prompt(f"Again please: {why}.", args.silent)
