@@ -181,6 +181,15 @@ def test_read_wav_bad_files_give_clear_errors(tmp_path: Path, make, message: str
     assert isinstance(info.value, UserError)
 
 
+def test_an_unreadable_file_is_named_once_in_its_one_line(tmp_path: Path) -> None:
+    """libsndfile's own words ("Error opening '<path>': ...") named the path twice, read out twice."""
+    bad = _put(tmp_path / "notes.wav", b"hello, not audio at all")
+    with pytest.raises(AudioFileError) as info:
+        read_wav(bad)
+    assert str(info.value).count(str(bad)) == 1, info.value
+    assert str(info.value).startswith(f"{bad}: not a readable audio file (Format not recognised); "), info.value
+
+
 def test_read_wav_truncated_file(tmp_path: Path) -> None:
     raw = _good(tmp_path).read_bytes()
     cut = tmp_path / "cut.wav"

@@ -228,9 +228,12 @@ def read_wav(
         else:
             data, rate = sf.read(str(p), dtype="int16", always_2d=True)
     except (sf.SoundFileError, RuntimeError) as exc:
+        # libsndfile's "Error opening '<the path>': Format not recognised." named the path a second time in
+        # the one line, a long stretch for a screen reader: its reason alone
+        why = str(exc).rsplit("': ", 1)[1].rstrip(".") if str(exc).startswith("Error opening '") else str(exc)
         raise AudioFileError(
-            f"{p}: not a readable audio file ({exc}); give a PCM WAV, or {_CONVERT_HINT}",
-            f"not a readable audio file: {exc}",
+            f"{p}: not a readable audio file ({why}); give a PCM WAV, or {_CONVERT_HINT}",
+            f"not a readable audio file: {why}",
         ) from exc
     if not MIN_RATE <= rate <= MAX_RATE:
         raise AudioFileError(
