@@ -170,3 +170,16 @@ def test_enroll_help_reads_aloud_in_words(capsys):
     assert not re.search(r"\b[A-Z]+_[A-Z_]+\b|voices\.|0-based|- _ \.", text), text
     assert "hyphens, underscores and dots" in text and "counted from 0" in text, text
     assert "spoken as well as printed" in text and "Ctrl-C stops with nothing saved" in text, text
+
+
+def test_re_enrolling_from_too_few_good_files_says_the_old_profile_is_kept(capsys):
+    """Re-enrolling said nothing of the old profile until "Re-enrolled"; refused for too few good takes, it
+    left a player to guess whether the old one was gone. It is said first, and again at the refusal."""
+    assert main(["enroll", "bob", "--no-speech", "--from-files", *files("bob")]) == 0
+    before = V.profile_path("bob").read_bytes()
+    capsys.readouterr()
+    assert main(["enroll", "bob", "--no-speech", "--from-files", *files("bob", 3, 3)]) == 2
+    got = capsys.readouterr()
+    assert "bob is enrolled already: these recordings replace the old profile if enough of them are good" in got.out
+    assert "only 3 good takes of 'snap', 5 needed; bob's profile from before is kept, unchanged; " in got.err, got.err
+    assert V.profile_path("bob").read_bytes() == before

@@ -563,8 +563,10 @@ def _enroll(args: argparse.Namespace, name: str, existed: bool) -> int:
     contrast = V.CONTRAST_WORDS.get(word, ()) if args.contrast_takes else ()
     print(f"Enrolling {name} (call: '{word}'{f', pool call: {pool!r}' if pool else ''})")
     if existed:  # said before the first take, not only "Re-enrolled" after the last
-        say_prompt(f"{name} is enrolled already: the new takes replace the old profile once all are done; "
-                   "stop before then, with Control C, and the old one is kept.", args.silent or bool(args.from_files))
+        say_prompt(f"{name} is enrolled already: " + (
+            "these recordings replace the old profile if enough of them are good; if not, it is kept"
+            if args.from_files else "the new takes replace the old profile once all are done; stop before then, "
+            "with Control C, and the old one is kept") + ".", args.silent or bool(args.from_files))
     from .. import encoder as E
 
     enc = None if args.no_speech else E.load_encoder()
@@ -583,7 +585,8 @@ def _enroll(args: argparse.Namespace, name: str, existed: bool) -> int:
         if have < count:
             hint = ("give more recordings with --from-files" if args.from_files
                     else "run the enrollment again")
-            raise _said(UserError(f"{_good_takes(have)} of '{phrase}', {count} needed; {hint}"), args)
+            kept_note = f"; {name}'s profile from before is kept, unchanged" if existed else ""
+            raise _said(UserError(f"{_good_takes(have)} of '{phrase}', {count} needed{kept_note}; {hint}"), args)
     others = [t for t in kept if t.phrase in contrast]
     profile = V.build_profile(name, word, [t for t in kept if t.phrase not in contrast], channel=args.channel)
     words = [w for w in contrast if sum(t.phrase == w for t in others) >= 2]
