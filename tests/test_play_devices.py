@@ -419,6 +419,26 @@ def test_the_last_failed_speech_sample_try_is_not_asked_again(devices: dict, mon
     assert "voicesnap enroll zed --speech-only" in last[-1], out
 
 
+def test_a_failed_speech_sample_for_speech_only_does_not_say_it_is_enrolling(devices: dict,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`enroll NAME --speech-only` with no usable sample said "Enrolling with the takes alone": nothing is
+    enrolled there; the profile is kept as it was."""
+    import argparse
+
+    from voicesnap import voices
+    from voicesnap.cli import enroll
+
+    for name in ("PULSE_SOURCE", "PULSE_SINK"):  # room noise alone, no talking
+        monkeypatch.setenv(name, devices[name])
+    monkeypatch.setattr(enroll, "SPEECH_SECONDS", 1.0)
+    monkeypatch.setattr(enroll, "SPEECH_SPARE", 0.0)
+    args = argparse.Namespace(name="zed", silent=True, device=None, channel=None, speech_only=True)
+    assert enroll._speech_live(args, np.zeros(160, np.float32), lambda x: (None, voices.check_speech(x))) is None
+    out = capsys.readouterr().out
+    assert "nrolling" not in out and "No usable speech sample: " in out and "The profile is kept as it was." in out, out
+
+
 def test_the_speech_sample_says_why_it_is_asked_for_and_that_it_was_recorded(devices: dict, tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch,
                                                                            capsys: pytest.CaptureFixture[str]) -> None:

@@ -192,6 +192,8 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
     from ..features import to_float
 
     why: str | None = ""
+    # --speech-only enrolls nothing: "enrolling with the takes alone" there read as a new enrollment under way
+    alone = "the profile is kept as it was" if getattr(args, "speech_only", False) else "enrolling with the takes alone"
     try:
         say_prompt(SPEECH_PROMPT, args.silent)
         for _try in range(SPEECH_TRIES):
@@ -201,8 +203,8 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
                 rec = _record(SPEECH_SECONDS + SPEECH_SPARE, getattr(args, "input_device", args.device), args.channel,
                               getattr(args, "channel_plan", None))
             except sd.PortAudioError as exc:
-                print(f"  the sound device stopped working ({exc}): no speech sample; enrolling with the "
-                      f"takes alone. Add one later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
+                print(f"  the sound device stopped working ({exc}): no speech sample; {alone}. Add one later: "
+                      f"voicesnap enroll {shlex.quote(args.name)} --speech-only")
                 return None
             sample, why = judge(to_float(rec[:, 0]))
             if not why:
@@ -212,9 +214,9 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
                 say_prompt(f"Again please: {why}.", args.silent)
     except KeyboardInterrupt:
         sd.stop()
-        print("\n  speech sample skipped; enrolling with the takes alone")
+        print(f"\n  speech sample skipped; {alone}")
         return None
-    say_prompt(f"No usable speech sample: {why}. Enrolling with the takes alone.", args.silent)
+    say_prompt(f"No usable speech sample: {why}. {alone[0].upper() + alone[1:]}.", args.silent)
     print(f"  add a speech sample later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
     return None
 
