@@ -439,6 +439,29 @@ def test_a_failed_speech_sample_for_speech_only_does_not_say_it_is_enrolling(dev
     assert "nrolling" not in out and "No usable speech sample: " in out and "The profile is kept as it was." in out, out
 
 
+def test_a_speech_sample_skipped_with_ctrl_c_says_how_to_add_it_later(devices: dict, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Skipped with Ctrl-C, the speech sample ended "enrolling with the takes alone", without the way to add it
+    later that a failed sample gives."""
+    import argparse
+
+    from voicesnap.cli import enroll
+
+    for name in ("PULSE_SOURCE", "PULSE_SINK"):
+        monkeypatch.setenv(name, devices[name])
+    monkeypatch.setattr(enroll, "SPEECH_SECONDS", 1.0)
+    monkeypatch.setattr(enroll, "SPEECH_SPARE", 0.0)
+
+    def ctrl_c(_x: np.ndarray) -> tuple[dict | None, str | None]:  # pressed while the sample is judged
+        raise KeyboardInterrupt
+
+    args = argparse.Namespace(name="zed", silent=True, device=None, channel=None)
+    assert enroll._speech_live(args, np.zeros(160, np.float32), ctrl_c) is None
+    out = capsys.readouterr().out.rstrip().splitlines()
+    assert out[-2] == "  speech sample skipped; enrolling with the takes alone", out
+    assert out[-1] == "  add a speech sample later: voicesnap enroll zed --speech-only", out
+
+
 def test_the_speech_sample_says_why_it_is_asked_for_and_that_it_was_recorded(devices: dict, tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch,
                                                                            capsys: pytest.CaptureFixture[str]) -> None:

@@ -215,6 +215,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
     except KeyboardInterrupt:
         sd.stop()
         print(f"\n  speech sample skipped; {alone}")
+        print(f"  add a speech sample later: voicesnap enroll {shlex.quote(args.name)} --speech-only")  # as below
         return None
     say_prompt(f"No usable speech sample: {why}. {alone[0].upper() + alone[1:]}.", args.silent)
     print(f"  add a speech sample later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
