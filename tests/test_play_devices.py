@@ -239,6 +239,10 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
     assert "Enrolled finn: 5 of 'snap', 3 of 'snap pool', 3 of 'slap' (no call but in Slapjack)" in text, text
     if with_encoder:
         assert "s of speech; profile" in text, text
+        # the speech step says why it is asked for and how to skip it, and that it is done: by ear it asked
+        # for twenty seconds of talk with no reason, and its end ("speech sample ok") was printed only
+        assert "so the game can tell you from a stranger saying the same word" in text, text
+        assert "To skip it, press Control C." in text and "Speech sample recorded." in text, text
         assert voices.load_profile("finn", str(data)).extra["speech"]["seconds"] >= voices.SPEECH_MIN_SECONDS
     assert voices.load_profile("finn", str(data)).extra["takes"] == {"snap": 5, "snap pool": 3}
     assert [len(ts) for ts in voices.profile_contrast(voices.load_profile("finn", str(data))).values()] == [3]
@@ -247,24 +251,17 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
 
 def test_enrolling_at_a_microphone_that_hears_nothing_stops_after_three_silent_takes(devices: dict,
                                                                                      tmp_path: Path) -> None:
-    """A muted or wrong microphone: enrollment says so after three silent takes in a row, not minutes later,
-    and says it aloud: the reason was only printed, and a player by ear heard the third beep, then nothing."""
+    """A muted or wrong microphone: enrollment says so after three silent takes in a row, not minutes later.
+    (That the reason is said aloud too is checked on the refused-at-end run below: both go through
+    enroll._said, and a spoken run here costs 18 s of the suite.)"""
     began = time.monotonic()
-    speaker = Capture(SPK, devices, tmp_path / "speaker.raw")
-    try:
-        run = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll",
-                              "zed", "--no-speech"], cwd=ROOT, env=devices, capture_output=True, text=True,
-                             timeout=90, stdin=subprocess.DEVNULL)
-        time.sleep(0.3)  # the last of the speaker's audio through its monitor
-    finally:
-        heard = speaker.stop()
+    run = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll", "zed",
+                          "--no-speech", "--silent"], cwd=ROOT, env=devices, capture_output=True, text=True,
+                         timeout=90, stdin=subprocess.DEVNULL)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "3 takes in a row heard nothing at all" in run.stderr and "voicesnap devices" in run.stderr
     assert run.stdout.count("take ") == 0 and time.monotonic() - began < 60  # three tries of ~3 s, not 21
     assert not (tmp_path / "data" / "players" / "zed.json").exists()
-    beeps = _beeps(heard, 0)
-    assert len(beeps) == 3, beeps
-    assert _loud_seconds(heard[beeps[-1] + RATE // 5:]) > 1.0  # "Enrollment stopped: 3 takes in a row ..."
 
 
 def test_re_enrolling_says_the_old_profile_is_replaced_at_the_end_and_ctrl_c_keeps_it(devices: dict,
@@ -444,43 +441,6 @@ def test_a_speech_sample_skipped_with_ctrl_c_says_how_to_add_it_later(devices: d
     out = capsys.readouterr().out.rstrip().splitlines()
     assert out[-2] == "  speech sample skipped; enrolling with the takes alone", out
     assert out[-1] == "  add a speech sample later: voicesnap enroll zed --speech-only", out
-
-
-def test_the_speech_sample_says_why_it_is_asked_for_and_that_it_was_recorded(devices: dict, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """By ear, the speech step asked for twenty seconds of talk without saying why or how to skip it, and its
-    end ("speech sample ok") was printed only: the player did not know they could stop talking."""
-    import argparse
-
-    import soundfile as sf
-
-    from voicesnap import voices
-    from voicesnap.cli import enroll
-
-    for name in ("PULSE_SOURCE", "PULSE_SINK"):
-        monkeypatch.setenv(name, devices[name])
-    monkeypatch.setattr(enroll, "SPEECH_SECONDS", 10.0)  # enough for check_speech's 8 s of voice
-    monkeypatch.setattr(enroll, "SPEECH_SPARE", 0.0)
-    talk = ROOT / "tests" / "fixtures" / "audio" / "real" / "librispeech" / "1688"
-    sentences = [sf.read(f, dtype="float32")[0] for f in sorted(talk.glob("*.flac"))]  # one real speaker, 30 s
-    sf.write(tmp_path / "talk.wav", np.concatenate(sentences), RATE, subtype="PCM_16")
-    args = argparse.Namespace(name="zed", silent=True, device=None, channel=None)
-    player = threading.Timer(0.2, lambda: said.append(subprocess.Popen(["paplay", f"--device={MIC}",
-                                                                         str(tmp_path / "talk.wav")], env=devices)))
-    said: list[subprocess.Popen] = []
-    player.start()
-    try:
-        enroll._speech_live(args, np.zeros(160, np.float32), lambda x: (None, voices.check_speech(x)))
-    finally:
-        player.join()
-        for p in said:
-            p.kill()
-            p.wait(timeout=10)
-    out = capsys.readouterr().out
-    assert "talk lets the game tell you from a stranger saying the same word" in out, out  # why, said first
-    assert "To skip it, press Control C." in out, out
-    assert out.rstrip().endswith("Speech sample recorded."), out  # said, not only printed
 
 
 def _start_server(env: dict) -> subprocess.Popen:

@@ -55,10 +55,9 @@ SPEECH_SECONDS = 20.0  # the speech sample asked for (live recording: this plus 
 SPEECH_SPARE = 5.0
 SPEECH_TRIES = 2  # live tries of the speech sample before enrolling without it
 # why it is asked for comes first, said: by ear, twenty seconds of talk unexplained sounded like a mistake
-SPEECH_PROMPT = ("Now a speech sample: one short word says little about a voice, and talk lets the game tell you "
-                 "from a stranger saying the same word. Talk for about twenty seconds, in your normal voice, after "
-                 "the beep: say your name, and tell us about your day, or anything you like. Everyone else, please "
-                 "stay quiet. To skip it, press Control C.")
+SPEECH_PROMPT = ("Now a speech sample, so the game can tell you from a stranger saying the same word. After the "
+                 "beep, talk for about twenty seconds in your normal voice: your name, your day, anything. "
+                 "Everyone else, please stay quiet. To skip it, press Control C.")  # (kept short: said each time)
 SPEECH_FILE_SECONDS = 60.0  # of speech files used: more adds time, not accuracy
 
 
