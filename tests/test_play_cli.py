@@ -761,7 +761,7 @@ def test_with_no_microphone_at_all_play_does_not_offer_to_enroll(data: Path, tmp
 def test_speed_snap_at_verbosity_all_says_nobodys_turn(data: Path) -> None:
     """At --verbosity all every Speed Snap card was followed by "Cy's turn." (the engine's seat counter),
     though everyone turns a card at once and nobody has a turn; a voice "flip" was taken from that seat only."""
-    args = ["--players", "Ann,Ben,Cy", "--engine", "none", "--text", "--quiet", "--seed", "5", "--pace", "0.01",
+    args = ["--players", "Ann,Ben,Cy", "--engine", "none", "--text", "--quiet", "--seed", "5", "--pace", "0.001",
             "--verbosity", "all"]
     speed = play([*args, "--variant", "speed"], b"", data, timeout=120)
     out = speed.stdout.decode()
