@@ -185,6 +185,16 @@ def _say_after_beeps(takes: list[Path], speaker: "Capture", devices: dict, enrol
             done += 1
 
 
+def _end(proc: subprocess.Popen, said: list[subprocess.Popen], speaker: "Capture") -> np.ndarray:
+    """Stop what a live test started, however it ended: the program, the players' clips, the speaker's capture
+    (what the speaker played)."""
+    if proc.poll() is None:
+        proc.kill()
+    for p in said:
+        p.wait(timeout=10)
+    return speaker.stop()
+
+
 def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(devices: dict,
                                                                                   tmp_path: Path) -> None:
     from table_script import enroll
@@ -226,11 +236,7 @@ def test_a_player_without_a_profile_is_enrolled_on_the_spot_and_the_game_starts(
         game.send_signal(signal.SIGINT)
         game.wait(timeout=30)
     finally:
-        if game.poll() is None:
-            game.kill()
-        for p in said:
-            p.wait(timeout=10)
-        speaker.stop()
+        _end(game, said, speaker)
         os.close(master)
         reader.join(timeout=5)
     text = b"".join(output).decode(errors="replace")
@@ -288,11 +294,7 @@ def test_re_enrolling_says_the_old_profile_is_replaced_at_the_end_and_ctrl_c_kee
                 break
         out, _ = enrolling.communicate(timeout=30)
     finally:
-        if enrolling.poll() is None:
-            enrolling.kill()
-        for p in said:
-            p.wait(timeout=10)
-        speaker.stop()
+        _end(enrolling, said, speaker)
     text = out.decode()
     assert "dev is enrolled already: the new takes replace the old profile once all are done" in text, text
     assert text.index("enrolled already") < text.index("take 1 of 5 ok"), text  # said before the first take
@@ -319,11 +321,7 @@ def test_takes_refused_again_at_the_end_of_live_enrollment_are_said_not_only_pri
         out, err = enrolling.communicate(timeout=60)
         time.sleep(0.3)  # the last of the speaker's audio through its monitor
     finally:
-        if enrolling.poll() is None:
-            enrolling.kill()
-        for p in said:
-            p.wait(timeout=10)
-        heard = speaker.stop()
+        heard = _end(enrolling, said, speaker)
     assert enrolling.returncode == 2 and "only 4 good takes of 'snap', 5 needed" in err, out + err
     beeps = _beeps(heard, 0)
     assert len(beeps) == len(takes), (beeps, out)
@@ -363,11 +361,7 @@ def test_live_enrollment_records_only_the_players_own_channel(devices: dict, tmp
             _say_after_beeps(takes, speaker, env, enrolling, 60, said, mic=TABLE2)
             out, err = enrolling.communicate(timeout=60)
         finally:
-            if enrolling.poll() is None:
-                enrolling.kill()
-            for p in said:
-                p.wait(timeout=10)
-            speaker.stop()
+            _end(enrolling, said, speaker)
     profile = tmp_path / "data" / "players" / "zed.json"
     if channel == 0:
         assert enrolling.returncode == 0 and "Enrolled zed: 5 of 'snap'" in out, out + err
