@@ -89,8 +89,6 @@ class Announcement:
 # --- wording (pure) ----------------------------------------------------------
 
 
-
-
 def _cards(n: int) -> str:
     return counted(n, "card")
 

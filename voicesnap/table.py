@@ -1441,7 +1441,7 @@ def play_session(
         heard = it is not None and spotter is not None  # calls by voice
         loop.voice, loop.keys = heard and hears_commands(settings.engine), keyboard is not None
         loop.call_words = call_words_text(game, slams="slam" in settings.engine) if heard else ""
-        loop.rule = game.rule_words()
+        loop.rule = rule = game.rule_words()
         if schedule is not None:
             loop.schedule = [t - offset for t in flips]
             loop.ignore_commands = True
@@ -1451,7 +1451,7 @@ def play_session(
         own = snap_words(game)
         # The variant's rule, once a sitting (the first game said here, fresh or resumed): the players chose
         # Slapjack, but a player by ear was never told that "slap" is a call, nor when
-        calls = "" if told else (f" {game.rule_words()}" if game.rule_words() else "")
+        calls = f" {rule}" if rule and not told else ""
         told = True
         # Animal Snap: each player's own noise, said (a player playing by ear has no keys line to read)
         calls += (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."

@@ -216,7 +216,7 @@ def _speech_live(args: argparse.Namespace, beep: np.ndarray, judge: Judge) -> di
         print(f"\n  speech sample skipped; {alone}")
         print(f"  add a speech sample later: voicesnap enroll {shlex.quote(args.name)} --speech-only")  # as below
         return None
-    say_prompt(f"No usable speech sample: {why}. {alone[0].upper() + alone[1:]}.", args.silent)
+    say_prompt(f"No usable speech sample: {why}. {alone.capitalize()}.", args.silent)
     print(f"  add a speech sample later: voicesnap enroll {shlex.quote(args.name)} --speech-only")
     return None
 
