@@ -183,3 +183,25 @@ def test_re_enrolling_from_too_few_good_files_says_the_old_profile_is_kept(capsy
     assert "bob is enrolled already: these recordings replace the old profile if enough of them are good" in got.out
     assert "only 3 good takes of 'snap', 5 needed; bob's profile from before is kept, unchanged; " in got.err, got.err
     assert V.profile_path("bob").read_bytes() == before
+
+
+def test_a_folder_given_whole_skips_the_sidecars_beside_its_recordings(tmp_path, capsys):
+    """``--from-files takes/*`` passes each take's NAME.json too: the first sidecar was refused as "not a
+    readable audio file" and nothing was enrolled. A sidecar beside a recording given is read with it; a
+    .json with no recording beside it is still refused."""
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "takes"
+    folder.mkdir()
+    for wav in map(Path, files("alice")):
+        shutil.copy(wav, folder)
+        shutil.copy(wav.with_suffix(".json"), folder)
+    given = sorted(folder.iterdir())
+    assert sum(p.suffix == ".json" for p in given) == 8
+    assert main(["enroll", "alice", "--no-speech", "--from-files", *map(str, given)]) == 0
+    assert V.load_profile("alice").extra["takes"] == {"snap": 5, "snap pool": 3}
+    (folder / "alice_snap_1.wav").unlink()  # its sidecar left alone: no recording to read it with
+    capsys.readouterr()
+    assert main(["enroll", "alice", "--no-speech", "--from-files", *map(str, sorted(folder.iterdir()))]) == 2
+    assert "alice_snap_1.json: not a readable audio file" in capsys.readouterr().err

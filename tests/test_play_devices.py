@@ -298,6 +298,8 @@ def test_re_enrolling_says_the_old_profile_is_replaced_at_the_end_and_ctrl_c_kee
     text = out.decode()
     assert "dev is enrolled already: the new takes replace the old profile once all are done" in text, text
     assert text.index("enrolled already") < text.index("take 1 of 5 ok"), text  # said before the first take
+    # and how long it takes (a first-time player by ear did not know: a minute, or ten?)
+    assert text.index("This takes about a minute: 11 short takes") < text.index("take 1 of 5 ok"), text
     assert enrolling.returncode == 130, text
     assert "Enrollment stopped: nothing was saved; dev's profile from before is kept, unchanged" in text, text
     assert profile.read_bytes() == before

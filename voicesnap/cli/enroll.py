@@ -121,6 +121,14 @@ def _mono(path: Path, channel: int | None) -> tuple[np.ndarray, int]:
     return (samples.mean(axis=1).astype(np.int16) if samples.shape[1] > 1 else samples[:, 0]), rate
 
 
+def _without_sidecars(paths: list[Path]) -> list[Path]:
+    """``paths`` less each NAME.json beside a recording also given: ``--from-files takes/*`` passed the
+    sidecars too, and the first was refused as "not a readable audio file" (they are read beside their
+    recordings, by _phrase_for)."""
+    recordings = {p.with_suffix("") for p in paths if p.suffix.lower() != ".json"}
+    return [p for p in paths if p.suffix.lower() != ".json" or p.with_suffix("") not in recordings]
+
+
 def _is_speech(path: Path) -> bool:
     return "speech" in path.stem.lower()
 
@@ -410,6 +418,25 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
     return takes, beep
 
 
+# Seconds a live enrollment spends, for the line that says how long it takes. Timed on virtual devices
+# (2026-12-07): 11 takes and their 3 prompts took 54 s, start to end; the speech sample is its spoken
+# prompt (about 13 s), SPEECH_SECONDS + SPEECH_SPARE of recording and its check.
+SECONDS_A_TAKE = 3.5
+SECONDS_A_PROMPT = 5.0
+SECONDS_SPEECH = 45.0
+
+
+def _how_long(takes: int, words: int, speech: bool) -> str:
+    """The line said before the first beep: roughly how long enrollment takes, and what it holds."""
+    seconds = takes * SECONDS_A_TAKE + words * SECONDS_A_PROMPT + (SECONDS_SPEECH if speech else 0.0)
+    minutes = max(1, round(seconds / 60))
+    length = "about a minute" if minutes == 1 else f"about {_NUMBER_WORDS.get(minutes, str(minutes))} minutes"
+    return (f"This takes {length}: {takes} short takes, each after a beep"
+            + (", then twenty seconds of talk." if speech else "."))
+
+
+_NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+
 CONSISTENCY_ROUNDS = 2  # times a phrase's takes are checked and the odd ones asked for again (then: the end's check)
 
 
@@ -526,6 +553,8 @@ def run(args: argparse.Namespace) -> int:
                         f"table; to enroll them again: voicesnap enroll {shlex.quote(other)} (or pick another name)")
     if args.channel is not None and args.channel < 0:
         raise UserError("--channel counts from 0")
+    if args.from_files:
+        args.from_files = _without_sidecars(args.from_files)
     existed = V.profile_path(name, args.data_dir).exists()
     try:
         return _enroll(args, name, existed)
@@ -572,6 +601,9 @@ def _enroll(args: argparse.Namespace, name: str, existed: bool) -> int:
     from .. import encoder as E
 
     enc = None if args.no_speech else E.load_encoder()
+    if not args.from_files:  # a first-time player by ear did not know whether it was a minute or ten
+        takes_in_all = args.takes + (args.pool_takes if pool else 0) + args.contrast_takes * len(contrast)
+        say_prompt(_how_long(takes_in_all, 1 + bool(pool) + len(contrast), enc is not None), args.silent)
     if args.from_files:
         takes = _from_files(args, word, pool, contrast)
         if any(_is_speech(p) for p in args.from_files) and enc is None:
