@@ -146,3 +146,19 @@ def test_players_without_slap_takes_are_named_with_the_way_to_add_them(_tmp_data
     prof.extra["contrast"] = voices.contrast_extra(takes_of("dev", contrast=True))
     voices.save_profile(prof, str(_tmp_data))
     assert "'slap'" not in doctor.check_profiles(_tmp_data).detail  # (the speech sample may still be missing)
+
+
+@pytest.mark.parametrize("check, variable", [(doctor.check_vosk_model, "VOICESNAP_VOSK_MODEL"),
+                                             (doctor.check_keyword, "VOICESNAP_KEYWORD_MODEL"),
+                                             (doctor.check_encoder, "VOICESNAP_ENCODER_MODEL")])
+def test_a_missing_model_says_each_way_to_it_once(check: Callable[[Path], doctor.Check], variable: str,
+                                                  monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A missing model's fix said the download, then "details:" and the search's whole message, which
+    said the download again (300 characters twice over, by ear); the Vosk line said "the game uses
+    enrolled calls only", which the keyword model makes untrue."""
+    monkeypatch.delenv(variable, raising=False)
+    got = check(tmp_path)
+    said = f"{got.detail} {got.fix}"
+    assert not got.ok and not got.needed and got.detail.startswith(f"not installed in {tmp_path / 'models'}: ")
+    assert said.count("voicesnap models download") == 1 and said.count("voicesnap models install") == 1, said
+    assert said.count(variable) == 1 and "details" not in said and "enrolled calls only" not in said, said

@@ -99,22 +99,33 @@ def is_model(path: str | os.PathLike[str], kind: str = "en") -> bool:
 
 
 def _fixes(kind: ModelKind) -> str:
+    return f"{download_way(kind)}, or {other_ways(kind)}"
+
+
+def download_way(kind: ModelKind) -> str:
+    """How to download a model of ``kind``, with where from and its size."""
     flag = "" if kind.key == "en" else f" --kind {kind.key}"
     if kind.key == "encoder":
-        return (f"get it with 'voicesnap models download{flag}' (Resemblyzer's wheel from PyPI, 16 MB), "
-                f"or install a copy of Resemblyzer-0.1.4-py3-none-any.whl with 'voicesnap models install "
+        return f"get it with 'voicesnap models download{flag}' (Resemblyzer's wheel from PyPI, 16 MB)"
+    if kind.key == "keyword":
+        return f"get it with 'voicesnap models download{flag}' (openWakeWord's wheel from PyPI, 16 MB)"
+    return f"get one with 'voicesnap models download{flag}'"
+
+
+def other_ways(kind: ModelKind) -> str:
+    """The ways to a model of ``kind`` without a download (a copy at hand, a folder elsewhere): doctor
+    says them after its own download line, which said the download already."""
+    flag = "" if kind.key == "en" else f" --kind {kind.key}"
+    if kind.key == "encoder":
+        return (f"install a copy of Resemblyzer-0.1.4-py3-none-any.whl with 'voicesnap models install "
                 f"FILE{flag}', or point {kind.env} at a folder holding encoder.npz "
                 "(see models/README.md in voicesnap's source)")
     if kind.key == "keyword":
-        return (f"get it with 'voicesnap models download{flag}' (openWakeWord's wheel from PyPI, 16 MB), "
-                f"or install a copy of openwakeword-0.5.1-py3-none-any.whl with 'voicesnap models install "
+        return (f"install a copy of openwakeword-0.5.1-py3-none-any.whl with 'voicesnap models install "
                 f"FILE{flag}', or point {kind.env} at a folder holding melspectrogram.onnx and "
                 "embedding_model.onnx (see models/README.md in voicesnap's source)")
-    return (
-        f"get one with 'voicesnap models download{flag}', "
-        f"or install a folder/zip you have with 'voicesnap models install PATH{flag}', "
-        f"or point {kind.env} at an unpacked model folder (see models/README.md in voicesnap's source)"
-    )
+    return (f"install a folder/zip you have with 'voicesnap models install PATH{flag}', "
+            f"or point {kind.env} at an unpacked model folder (see models/README.md in voicesnap's source)")
 
 
 def _in_data_dir(kind: ModelKind, data: str | os.PathLike[str] | None) -> Iterator[Path]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import json
 import os
@@ -12,13 +11,10 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Callable
 
 from ..files import data_dir
 from ..text import counted, listed
-
-VOSK_ENV = "VOICESNAP_VOSK_MODEL"
 
 
 @dataclass(frozen=True)
@@ -96,17 +92,6 @@ def check_pyttsx3() -> Check:
     return Check("pyttsx3 voices", True, f"pyttsx3 {version}, {len(voices)} voices")
 
 
-def _model_candidates(root: Path) -> list[Path]:
-    found = []
-    env = os.environ.get(VOSK_ENV)
-    if env:
-        found.append(Path(env))
-    models = root / "models"
-    if models.is_dir():
-        found.extend(sorted(p for p in models.iterdir() if p.is_dir()))
-    return found
-
-
 def _wrong_variable(name: str, kind: str) -> Check | None:
     """A model variable that names no model of its kind: play stops on it (models.find_model), rather than
     play without that model, so it is a failure, not the "not installed" warning (a download does not fix it)."""
@@ -124,35 +109,22 @@ def _wrong_variable(name: str, kind: str) -> Check | None:
 
 
 def check_vosk_model(root: Path) -> Check:
-    wrong = _wrong_variable("Vosk model", "en")
-    if wrong is not None:
-        return wrong
-    fix = (f"run: voicesnap models download   (or unpack vosk-model-small-en-us into {root / 'models'} "
-           f"or set {VOSK_ENV}=/path/to/model); without it the game uses enrolled calls only")
-    models: ModuleType | None
-    try:
-        from .. import models  # the listening engineer's module, when present
-    except ImportError:
-        models = None
-    if models is not None and hasattr(models, "find_model"):
-        try:
-            path = models.find_model("en", None, root)
-        except Exception as exc:  # a UserError naming what is missing and the fix
-            return Check("Vosk model", False, str(exc).splitlines()[0], fix, needed=False)
-        return Check("Vosk model", True, str(path), needed=False)
-    for candidate in _model_candidates(root):
-        if (candidate / "am" / "final.mdl").is_file() and (candidate / "conf").is_dir():
-            return Check("Vosk model", True, str(candidate), needed=False)
-        if candidate == Path(os.environ.get(VOSK_ENV, "\0")):
-            return Check("Vosk model", False, f"{VOSK_ENV}={candidate} is not a Vosk model folder "
-                         "(it needs am/final.mdl and conf/)", fix, needed=False)
-    return Check("Vosk model", False, "no Vosk English model is installed", fix, needed=False)
+    """The Vosk English model: without it the keyword model or the enrollment hears the calls alone, and
+    no voice command is heard."""
+    return _check_optional_model(
+        "Vosk model", "en", root, lambda path: None,  # (a damaged Vosk model is vosk's own message, in play)
+        "calls are heard by the keyword model or the enrollment alone, which miss more of "
+        "them, and voice commands (dealer pause, dealer repeat) are given from the keyboard",
+        "run: voicesnap models download   (Vosk's small English model, 40 MB from alphacephei.com)", "")
 
 
 def _check_optional_model(name: str, kind: str, root: Path, load: Callable[[Path], object], missing: str,
-                          fix_missing: str, fix_damaged: str) -> Check:
+                          fix_missing: str, fix_damaged: str, then: str = "") -> Check:
     """An optional model (a warning, not an error): found where a player's install looks (``kind``),
-    then loaded (``load``: a damaged copy raises a UserError) so that play would not stop on it."""
+    then loaded (``load``: a damaged copy raises a UserError) so that play would not stop on it.
+    Missing (``missing``: what play is without it), the fix is the download, then the other ways
+    (models.other_ways), then what to do after (``then``): each once, not the download again in the
+    search's own message."""
     from .. import models
     from ..errors import UserError
 
@@ -161,8 +133,10 @@ def _check_optional_model(name: str, kind: str, root: Path, load: Callable[[Path
         return wrong
     try:
         path = models.find_model(kind, None, root)
-    except models.ModelError as exc:
-        return Check(name, False, missing, f"{fix_missing}; details: {str(exc).splitlines()[0]}", needed=False)
+    except models.ModelError:
+        looked = models.models_dir(root, create=False)
+        return Check(name, False, f"not installed in {looked}: {missing}",
+                     f"{fix_missing}; or {models.other_ways(models.KINDS[kind])}{then}", needed=False)
     try:
         load(path)
     except UserError as exc:
@@ -177,10 +151,10 @@ def check_encoder(root: Path) -> Check:
     return _check_optional_model(
         "speaker encoder", "encoder", root,
         encoder.Encoder.from_file,  # the model folder: it reads the weights inside; damaged ones would stop enroll
-        "not installed: real players' voices are told apart by the voiceprint alone, which "
+        "real players' voices are told apart by the voiceprint alone, which "
         "takes most strangers for an enrolled player (docs/voices.md in voicesnap's source)",
-        "run: voicesnap models download encoder (16 MB from PyPI), then enroll each player again",
-        "run: voicesnap models download encoder   (it replaces the damaged copy)")
+        "run: voicesnap models download encoder   (16 MB from PyPI)",
+        "run: voicesnap models download encoder   (it replaces the damaged copy)", "; then enroll each player again")
 
 
 def check_keyword(root: Path) -> Check:
@@ -191,40 +165,29 @@ def check_keyword(root: Path) -> Check:
     return _check_optional_model(
         "keyword model", "keyword", root,
         keyword.KeywordModel,  # loads both networks and the head: damaged files, or no onnxruntime, raise
-        "not installed: calls are heard by Vosk or the enrollment alone, and about half of the "
+        "calls are heard by Vosk or the enrollment alone, and about half of the "
         "calls in loud noise are missed (docs/listening.md in voicesnap's source)",
         fix, fix)
 
 
 def check_profiles(root: Path) -> Check:
+    """The enrolled players: a damaged profile, and what each lacks (speech sample, "slap" takes)."""
+    from .. import encoder
+    from .. import voices
+
     try:
-        voices = importlib.import_module("voicesnap.voices")
-    except ImportError:
-        return Check("profiles", True, "voice profiles are not supported by this build", needed=False)
-    lister = getattr(voices, "list_profiles", None) or getattr(voices, "list_players", None)
-    loader = getattr(voices, "load_profile", None)
-    if lister is None:
-        return Check("profiles", True, "profile listing is not available", needed=False)
-    try:
-        names = list(lister(str(root)))
+        names = voices.list_players(str(root))
     except Exception as exc:
         return Check("profiles", False, f"cannot read the profiles in {root}: {exc}",
                      "run: voicesnap players   (it names the bad profile and how to re-enroll it)", needed=False)
     try:
-        from .. import encoder
-
         enc = encoder.load_encoder(data=root)
     except Exception:  # damaged weights: check_encoder reports them
         enc = None
     bad, mute, unlike = [], [], []
-    for entry in names:
-        name = getattr(entry, "name", entry)
-        if loader is None or not isinstance(name, str):
-            continue
+    for name in names:
         try:
-            prof = loader(name, str(root))
-        except TypeError:
-            break  # a different signature: listing worked, that is enough
+            prof = voices.load_profile(name, str(root))
         except Exception as exc:
             bad.append(f"{name} ({exc})")
             continue
@@ -241,7 +204,7 @@ def check_profiles(root: Path) -> Check:
         return Check("profiles", False, f"no players enrolled in {root}",
                      "enroll each player once: voicesnap enroll NAME (or play; it offers enrollment)",
                      needed=False)
-    shown = listed(str(getattr(n, "name", n)) for n in names)
+    shown = listed(names)
     gaps, fixes = [], []
     if mute:
         gaps.append(f"without a speech sample: {listed(mute)} (a stranger saying the call word is more often "
