@@ -122,10 +122,8 @@ def _live_mic(device: int | str | None, channels: int) -> Any:
 
 
 def _profiles(args: argparse.Namespace) -> list[Any]:
-    try:
-        from .. import voices
-    except ImportError:
-        return []
+    from .. import voices
+
     try:
         # a damaged profile is left out, and said: it must not stop listening to everyone else
         return voices.load_all(getattr(args, "data_dir", None),
@@ -204,12 +202,8 @@ def _auto_engine(args: argparse.Namespace, profiles: list[Any]) -> str:
 
 
 def _enrolled_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[Any]:
-    try:
-        from ..spotters import enrolled
-    except ImportError as exc:
-        raise UserError(
-            f"the enrolled engine is not available in this install ({exc}); use --engine vosk"
-        ) from exc
+    from ..spotters import enrolled
+
     if not profiles:
         raise UserError("no players are enrolled, so the enrolled engine has nothing to match; "
                         "enroll with 'voicesnap enroll NAME', or use --engine vosk")

@@ -458,10 +458,8 @@ def _calls(variant: str) -> tuple[str, ...]:
 def enrolled_names(root: Path, players: tuple[str, ...]) -> dict[str, str]:
     """Each enrolled seat's profile name: its own, or the one profile spelled the same but for case (enrolled
     as "alice", seated as "Alice": a player does not remember how they typed their name at enrollment)."""
-    try:
-        from .. import voices
-    except ImportError:
-        return {}
+    from .. import voices
+
     enrolled = voices.list_players(str(root))
     out: dict[str, str] = {}
     for seat in players:
@@ -475,10 +473,8 @@ def _profiles(root: Path, players: tuple[str, ...], variant: str = "classic") ->
     """The enrolled profiles of this table's players, named as they are seated (a damaged one is a
     UserError with the fix). In Slapjack the players' takes of "slap" are a call of theirs, not a
     contrast word that is no call."""
-    try:
-        from .. import voices
-    except ImportError:
-        return []
+    from .. import voices
+
     out = [dataclasses.replace(voices.load_profile(name, str(root)), name=seat)
            for seat, name in enrolled_names(root, players).items()]
     return [voices.contrast_as_call(p, "slap") for p in out] if variant == "slapjack" else out
@@ -487,10 +483,6 @@ def _profiles(root: Path, players: tuple[str, ...], variant: str = "classic") ->
 def offer_enrollment(root: Path, players: tuple[str, ...], ask: bool, speak: bool = False) -> list[str]:
     """Players without a voice profile; when ``ask``, offer to enroll each on the spot (said aloud too
     with ``speak``: a player who plays by ear could not see the question the game was waiting on)."""
-    try:
-        from .. import voices
-    except ImportError:
-        return list(players)
     missing = [p for p in players if p not in enrolled_names(root, players)]
     if not missing or not ask:
         return missing
@@ -573,24 +565,17 @@ def _announcer(args: argparse.Namespace, lines: Any, clock_map: Any = None) -> t
     nothing: tuple[Any, Any, Any, Any] = (None, None, lambda: None, lambda: [])
     if args.quiet:
         return nothing
+    from .. import announcer as ann
+
     try:
-        from .. import announcer as ann
-    except ImportError:
-        lines("(speech is not available in this build: announcements are printed)")
-        return nothing
-    make = getattr(ann, "for_table", None)
-    if make is None:
-        lines("(the announcer cannot be started from here yet: announcements are printed)")
-        return nothing
-    try:
-        speaker = make(device=route(args.output, "output"), data_dir=args.data_dir, clock_map=clock_map,
+        speaker = ann.for_table(device=route(args.output, "output"), data_dir=args.data_dir, clock_map=clock_map,
                        voice=_voice_settings(args), verbosity=ann.Verbosity.parse(args.verbosity),
                        earcons=not args.no_earcons)
     except UserError as exc:
         said = str(exc).rstrip(".")  # the announcer's own reasons already say what happens instead
         lines(f"(no speech: {said})" if "printed as text" in said else f"(no speech: {said}; announcements are printed)")
         return nothing
-    return speaker.say, getattr(speaker, "setting", None), speaker.close, speaker.poll
+    return speaker.say, speaker.setting, speaker.close, speaker.poll
 
 
 def _speaker_playback(say: Any) -> Any:
