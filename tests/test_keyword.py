@@ -1279,3 +1279,31 @@ def test_the_players_slap_takes_refuse_a_slap_on_their_own_mic_and_keep_their_ca
     for name in ("clean_alice", "clipped_calls"):
         plain, checked, _refused = run(name)
         assert checked == plain != []
+
+
+def test_listen_warns_that_a_take_beginning_at_once_may_be_missed(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A player's own take of "snap" (as enrollment records them: its sound begins 0.28 s in) was not
+    heard by `listen --file --engine keyword`, and the combined engine refused it ("the keyword model scored it
+    0.42"), with no word that the file's start was the cause; the same take 0.5 s later is heard. The
+    warning says so, and how to pad the file."""
+    import json
+
+    import soundfile as sf
+
+    from voicesnap.cli import main
+
+    monkeypatch.setenv("VOICESNAP_KEYWORD_MODEL", str(_folder()))
+    monkeypatch.setenv("VOICESNAP_DATA_DIR", str(tmp_path / "data"))
+    take = Path(__file__).parent / "fixtures" / "audio" / "players" / "enroll" / "alice_snap_6.wav"
+    x, rate = read_wav(take)
+    padded = tmp_path / "padded.wav"
+    sf.write(padded, np.concatenate([np.zeros((rate // 2, 1), np.int16), x]), rate, subtype="PCM_16")
+
+    assert main(["listen", "--engine", "keyword", "--json", "--file", str(take)]) == 0
+    out = capsys.readouterr()
+    assert "its first sound begins 0.28 s in, and the keyword model can miss a call" in out.err
+    assert "sox IN.wav OUT.wav pad 0.5 0" in out.err
+    assert main(["listen", "--engine", "keyword", "--json", "--file", str(padded)]) == 0
+    out = capsys.readouterr()
+    assert "can miss a call" not in out.err
+    assert [json.loads(line)["word"] for line in out.out.splitlines()] == ["snap"]

@@ -259,6 +259,32 @@ def _attributor(
     return who
 
 
+KEYWORD_LEAD_S = 0.4  # s into a stream before which the keyword model can miss a call (``_early_sound``)
+
+
+def _early_sound(samples: np.ndarray, rate: int) -> float | None:
+    """When a file's first sound begins (s), if before ``KEYWORD_LEAD_S``; else None. The keyword model
+    scores a call from the audio before it, too, and a stream's first half second has none: a player's
+    own take of "snap" that begins 0.3 s in (as enrollment's takes do) was refused ("the keyword model
+    scored it 0.42") or not heard at all, where the same take beginning 0.45 s in was heard. In a game the
+    microphone is open long before anyone calls, so only a file meets this."""
+    from .. import features as F
+
+    head = samples[: int(rate * (KEYWORD_LEAD_S + 0.5))]
+    mono = head.mean(axis=1).astype(np.int16) if head.shape[1] > 1 else head[:, 0]
+    energy = F.frame_energy_db(F.frames(F.resample(mono, rate)))
+    if energy.size == 0:
+        return None
+    segs = F.voiced_segments(energy, F.vad_threshold(energy), min_frames=3, gap_frames=30)
+    first = segs[0][0] * F.HOP / F.RATE if segs else None
+    return first if first is not None and first < KEYWORD_LEAD_S else None
+
+
+def _hears_by_keyword(engine: str, spotters: list[Any]) -> bool:
+    """Whether the keyword model judges calls here (alone, in the combined engine, on per-player mics)."""
+    return "keyword" in engine or any(getattr(s, "keyword", None) is not None for s in spotters)
+
+
 def _line(det: Any) -> str:
     """One detection, each number named: "conf 0.50  ch 0  player alice 0.72" and "player -" were read aloud
     by a screen reader as bare numbers and "dash"."""
@@ -331,6 +357,11 @@ def run(args: argparse.Namespace) -> int:
             spotters = _keyword_spotters(args, wanted)
         else:
             spotters = _vosk_spotters(args, wanted)
+    early = _early_sound(source.samples, source.rate) if args.file else None
+    if early is not None and _hears_by_keyword(args.engine, spotters):
+        print(f"warning: {args.file}: its first sound begins {early:.2f} s in, and the keyword model can miss a "
+              f"call in a recording's first {KEYWORD_LEAD_S:g} s (in a game the microphone is open long before "
+              f"anyone calls); put silence before it: sox IN.wav OUT.wav pad 0.5 0", file=sys.stderr)
     who = (_attributor(profiles, getattr(args, "data_dir", None))
            if args.engine in ("vosk", "keyword") and not mapping and not args.variant else None)
     recent = _Recent()
