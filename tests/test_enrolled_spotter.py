@@ -457,3 +457,30 @@ def test_an_animal_noise_is_not_put_to_the_near_miss_check_measured_on_snap() ->
         found += spotter.accept(chunk)
     found += spotter.flush()
     assert [(d.word, d.player) for d in found] == [("meow", "bob")] * len(takes), found
+
+
+def test_listen_hears_a_stereo_recording_of_one_mic_once(saved_players, tmp_path, capsys):
+    """A file's channels are heard as one mix, as play hears a microphone: the enrolled engine, which hears
+    each channel it is given on its own, showed every call of a stereo recording twice (channel 0 and 1)."""
+    import json
+
+    import numpy as np
+    import soundfile as sf
+
+    from voicesnap.audio import read_wav
+    from voicesnap.cli import main
+
+    data = saved_players
+    mono = C.CORPUS_DIR / "clean_alice.wav"
+    x, rate = read_wav(mono)
+    stereo = tmp_path / "stereo.wav"
+    sf.write(stereo, np.concatenate([x, x], axis=1), rate, subtype="PCM_16")
+
+    def heard(wav) -> list[tuple[str, float, int]]:
+        assert main(["--data-dir", str(data), "listen", "--engine", "enrolled", "--file", str(wav), "--json"]) == 0
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        return [(d["word"], d["onset"], d["channel"]) for d in lines if d.get("type") != "refusal"]
+
+    once = heard(mono)
+    assert len(once) == len(C.load(C.CORPUS_DIR / "clean_alice.json").segments)
+    assert heard(stereo) == once

@@ -297,7 +297,7 @@ def _line(det: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .. import events
-    from ..audio import FileSource, RecordingTap, narrowband_note
+    from ..audio import AudioChunk, FileSource, RecordingTap, narrowband_note, to_mono
     from ..spotters import Detection, Refusal, take_refusals
 
     profiles = _profiles(args)
@@ -365,6 +365,9 @@ def run(args: argparse.Namespace) -> int:
     who = (_attributor(profiles, getattr(args, "data_dir", None))
            if args.engine in ("vosk", "keyword") and not mapping and not args.variant else None)
     recent = _Recent()
+    # every channel as one mix, made here: the enrolled engine hears each channel it is given on its own, and
+    # showed every call of a stereo recording of one mic twice, on channel 0 and channel 1
+    mix = not mapping and args.channel is None and channels > 1
     recorder = RecordingTap(args.record) if args.record else None
 
     shown = [0]
@@ -400,6 +403,8 @@ def run(args: argparse.Namespace) -> int:
                       file=sys.stderr, flush=True)
             if recorder is not None:
                 recorder.write(chunk)
+            if mix:  # (recorded as it came: the recording is of the input)
+                chunk = AudioChunk(chunk.rate, chunk.width, 1, chunk.start, to_mono(chunk.samples))
             recent.add(chunk)
             found: list[Detection] = []
             for spotter in spotters:
