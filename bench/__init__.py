@@ -41,6 +41,12 @@ def scratch_data_dir() -> Iterator[str]:
                 os.environ["VOICESNAP_DATA_DIR"] = old
 
 
+def row_line(row: Row) -> str:
+    """One row as a line of ``python3 -m bench.<area>``'s output: metric, value and unit, target, note."""
+    value = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
+    return f"{row.metric:60} {value:>10} {row.unit:14} {row.target:10} {row.note}"
+
+
 def area_main(prog: str, doc: str | None, run: Callable[[bool], list[Row]], show: Callable[[Row], str],
               argv: list[str] | None = None) -> int:
     """``python3 -m bench.<area> [--quick]`` for an area module: its rows, one per line (with no parser,

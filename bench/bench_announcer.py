@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from . import Row
+from . import Row, area_main, row_line
 
 AREA = "announcer"
 
@@ -308,3 +309,13 @@ def run(quick: bool) -> list[Row]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.bench_announcer [--quick]``: this area's rows alone (without an entry point the module
+    ran nothing, said nothing and exited 0)."""
+    return area_main("bench.bench_announcer", __doc__, run, row_line, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

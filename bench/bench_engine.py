@@ -10,11 +10,12 @@ the cost is the table and how much the calls and rulings.
 
 from __future__ import annotations
 
+import sys
 import time
 
 from voicesnap import rules, simulate
 
-from . import Row
+from . import Row, area_main, row_line
 
 TARGET_FLIPS = 100_000
 
@@ -55,3 +56,13 @@ def run(quick: bool) -> list[Row]:
         rows.append(Row("engine", f"bare Game.flip, {n} players, no calls", _bare(n, games // 4),
                         "flips/s", "", f"{games // 4} games to the flip cap or repeat"))
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.bench_engine [--quick]``: this area's rows alone (without an entry point the module
+    ran nothing, said nothing and exited 0)."""
+    return area_main("bench.bench_engine", __doc__, run, row_line, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

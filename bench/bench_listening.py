@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from . import Row, scratch_data_dir
+from . import Row, area_main, row_line, scratch_data_dir
 from .spotting import claim_open_row, claim_rows, corpus, run_engine, settle_rows, summarize, tail_noise_rows
 
 AREA = "listening"
@@ -176,3 +177,13 @@ def run(quick: bool) -> list[Row]:
 
             rows += real_word_rows(engines) + read_speech_rows(engines) + real_onset_rows()
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.bench_listening [--quick]``: this area's rows alone (without an entry point the module
+    ran nothing, said nothing and exited 0)."""
+    return area_main("bench.bench_listening", __doc__, run, row_line, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

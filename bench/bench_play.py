@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import Row
+from . import Row, area_main, row_line
 
 if TYPE_CHECKING:  # heavy modules are imported where they are used
     from voicesnap.keyword import KeywordModel
@@ -286,3 +286,13 @@ def run(quick: bool) -> list[Row]:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows.append(Row("play", "peak memory (process)", peak, "MB", "", "Vosk small model loaded; whole bench run"))
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bench.bench_play [--quick]``: this area's rows alone (without an entry point the module
+    ran nothing, said nothing and exited 0)."""
+    return area_main("bench.bench_play", __doc__, run, row_line, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

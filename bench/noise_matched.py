@@ -30,11 +30,17 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python3 -m bench.noise_matched", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("snr", nargs="?", type=float, default=NOISE_SNR, metavar="SNR_DB",
+                        help=f"dB of the noise under the word (default {NOISE_SNR:g})")
+    snr = parser.parse_args(argv).snr  # (--help was taken for the SNR, with a traceback)
     from voicesnap import encoder as E
     from voicesnap import voices as V
 
-    snr = float(argv[0]) if argv else NOISE_SNR
     enc = E.load_encoder()
     babble = _babble_source()
     if enc is None or babble is None or not REAL_WORDS.is_dir():
@@ -79,4 +85,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -27,6 +27,7 @@ draw and noise level, on a shared core).
 from __future__ import annotations
 
 import argparse
+import sys
 import json
 import os
 import random
@@ -235,12 +236,19 @@ def noise(model: Any, draws: int) -> None:
     vosk_spotter.SCORE_GAP = shipped
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m bench.score_slower", description=__doc__.split("\n")[0])
-    ap.add_argument("probes", nargs="*", choices=["ideas", "noise", "louder"], default=["ideas"])
+    # the choices checked here: argparse checks a nargs="*" positional's default (or, with none, []) against
+    # them as one value, so the documented `python3 -m bench.score_slower` stopped with "invalid choice: ['ideas']"
+    probes = ("ideas", "noise", "louder")
+    ap.add_argument("probes", nargs="*", metavar="{" + ",".join(probes) + "}", help="what to measure (default: ideas)")
     ap.add_argument("--draws", type=int, default=4, help="draws of 96 voices (ideas; noise: at most 2 by default)")
     ap.add_argument("--snr", type=int, nargs="*", default=[], help="louder: in pink noise at these SNRs (dB) instead of quiet")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    unknown = [p for p in args.probes if p not in probes]
+    if unknown:
+        ap.error(f"no probe {', '.join(unknown)}; the probes: {', '.join(probes)}")
+    args.probes = args.probes or ["ideas"]
     from voicesnap.spotters.vosk_spotter import load_model
 
     model = load_model(os.environ.get("VOICESNAP_VOSK_MODEL") or "/root/.cache/voicesnap-ci/vosk-model-small-en-us-aar-0.3.45")
@@ -251,7 +259,8 @@ def main() -> None:
     if "louder" in args.probes:
         for snr in args.snr or [None]:
             louder(model, args.draws, snr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
