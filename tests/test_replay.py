@@ -243,6 +243,13 @@ def test_a_session_whose_recording_is_gone_says_the_file_is_missing(tmp_path: Pa
     err = capsys.readouterr().err
     assert f"{folder / 'audio.wav'} is missing" in err and "put the file back" in err, err
     assert "--record" not in err, err
+    # --json: the reason in the JSON too, as a resumed game's stretches give it (a game never resumed printed
+    # nothing on stdout)
+    assert main(["--data-dir", str(tmp_path / "d"), "replay", str(folder), "--json"]) == 2
+    printed = capsys.readouterr()
+    got = json.loads(printed.out)
+    assert (got["rulings"], got["agree"], got["total"]) == ([], 0, 0), got
+    assert f"{folder / 'audio.wav'} is missing" in got["error"] and got["error"] in printed.err, printed
 
 
 def test_a_keyboard_only_session_says_there_is_no_audio_to_rejudge(tmp_path: Path, capsys) -> None:

@@ -511,7 +511,14 @@ def run(args: argparse.Namespace) -> int:
         if len(parts) == 1:
             notes: list[str] = []
             unprofiled: list[str] = []
-            live, again = rejudge_stretch(folder, root, settings, parts[0], args.engine, args.model, notes, unprofiled)
+            try:
+                live, again = rejudge_stretch(folder, root, settings, parts[0], args.engine, args.model, notes,
+                                              unprofiled)
+            except UserError as exc:
+                if args.json:  # the JSON still comes, as for a resumed game's stretches (it printed none)
+                    print(json.dumps({"rulings": [], "agree": 0, "total": 0, "notes": [], "error": str(exc)},
+                                     indent=2))
+                raise
         else:
             done = _rejudge_stretches(folder, root, settings, parts, args.engine, args.model)
     except KeyboardInterrupt:
