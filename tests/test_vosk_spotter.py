@@ -262,6 +262,11 @@ def test_listen_says_what_it_heard_in_a_file_and_takes_no_channel_count_for_one(
     out = capsys.readouterr()
     assert out.out == "" and "0 calls and commands heard in 60.0 s" in out.err
     assert out.err.rstrip().endswith("(vosk)"), out.err  # no one enrolled: no voice to name, Vosk alone
+    # --json: no call is no line at all, so the count is said on stderr there too (it was not: nothing at all)
+    assert main(["listen", "--file", str(CORPUS / "long_quiet_room.wav"), "--json",
+                 "--model", str(_english_model_path())]) == 0
+    out = capsys.readouterr()
+    assert out.out == "" and "0 calls and commands heard in 60.0 s" in out.err
     assert main(["listen", "--file", str(CORPUS / "clean_alice.wav"), "--channels", "3"]) == 2
     assert "has 1 channel of its own" in capsys.readouterr().err
     pcm, _ = read_wav(CORPUS / "clean_alice.wav")

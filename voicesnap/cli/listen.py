@@ -428,11 +428,13 @@ def run(args: argparse.Namespace) -> int:
             refused([r for spotter in spotters for r in take_refusals(spotter)])
         except BrokenPipeError:
             sys.stdout = None  # nothing left to print to
-        if args.file and not args.json:  # a file with no call must not look like a listener that never ran
+        # a file with no call must not look like a listener that never ran: with --json too, where nothing
+        # heard is no line at all (on stderr, so the JSON lines stay the only output)
+        if args.file:
             print(f"{counted(shown[0], 'call or command', 'calls and commands')} heard in {heard:.1f} s of {args.file} ({args.engine})",
                   file=sys.stderr)
         if recorder is not None:
             saved = recorder.close()
-            if saved is not None and not args.json:
+            if saved is not None:
                 print(f"recorded {heard:.1f} s to {saved}", file=sys.stderr)
     return 0
