@@ -100,6 +100,25 @@ def test_identify_json(capsys):
     assert data["reason"].startswith("dev: ") and "acceptance line" in data["explain"]
 
 
+def test_identify_json_gives_the_reason_for_a_file_it_cannot_judge(capsys, tmp_path):
+    """`identify --json` on an empty file, a text file named .wav, a folder or a missing path printed no JSON
+    (the reason on stderr alone): the same reason now comes in the JSON's "error", with exit status 2."""
+    (tmp_path / "empty.wav").write_bytes(b"")
+    (tmp_path / "notes.wav").write_text("not audio\n")
+    for path, said in ((tmp_path / "empty.wav", "file is empty (0 bytes)"),
+                       (tmp_path / "notes.wav", "not a readable audio file"),
+                       (tmp_path, "is a folder, not an audio file"),
+                       (tmp_path / "gone.wav", "no such audio file")):
+        assert main(["players", "identify", "--json", str(path)]) == 2
+        out = capsys.readouterr()
+        data = json.loads(out.out)
+        assert data["file"] == str(path) and data["player"] is None and said in data["error"], data
+        assert data["error"] in out.err
+        assert main(["players", "identify", str(path)]) == 2
+        out = capsys.readouterr()
+        assert out.out == "" and said in out.err
+
+
 def test_identify_stranger_is_nobody(capsys, tmp_path):
     from voicesnap.audio import write_wav
     from voicesnap.corpus import load

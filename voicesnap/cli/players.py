@@ -212,6 +212,18 @@ def _explain(voices: object = None) -> str:
 
 
 def _identify(args: argparse.Namespace) -> int:
+    """identify; with --json, a file it cannot judge (missing, empty, not audio, no one enrolled) gives JSON
+    with the reason in ``error`` as well as the line on stderr and exit status 2: it gave no JSON, so a
+    program checking a folder of recordings with it got nothing to read, as replay's --json once did."""
+    try:
+        return _identify_file(args)
+    except UserError as exc:
+        if args.json:
+            print(json.dumps({"file": str(args.file), "player": None, "error": str(exc)}))
+        raise
+
+
+def _identify_file(args: argparse.Namespace) -> int:
     from .. import voices as V
     from ..audio import narrowband_note, read_wav
 
