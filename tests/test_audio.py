@@ -215,6 +215,28 @@ def test_read_wav_without_frames(tmp_path: Path) -> None:
         read_wav(path)
 
 
+def test_read_wav_whose_header_was_never_finished_says_how_to_repair_it(tmp_path: Path) -> None:
+    """A recorder stopped before it wrote the lengths leaves 0 in the header with the audio after it:
+    libsndfile reads no frames, and the player was told the file "contains no audio frames; re-record
+    it", though every sample is there. Now: what happened, and the sox command that reads it whole."""
+    import struct
+
+    good = _good(tmp_path, 16000, 1)
+    raw = bytearray(good.read_bytes())
+    at = raw.index(b"data")
+    raw[4:8] = struct.pack("<I", 0)
+    raw[at + 4: at + 8] = struct.pack("<I", 0)
+    path = tmp_path / "unfinished.wav"
+    path.write_bytes(raw)
+    follow = len(raw) - (at + 8)
+    with pytest.raises(AudioFileError) as info:
+        read_wav(path)
+    assert str(info.value) == (f"{path}: its header says it holds no audio, yet {follow} bytes follow it: the "
+                               "recorder stopped before it finished the file; repair it with: sox --ignore-length "
+                               "IN.wav OUT.wav")
+    assert info.value.reason.startswith("unfinished: ") and "sox" not in info.value.reason
+
+
 def test_read_wav_wrong_rate_and_channels_when_exact_ones_are_needed(tmp_path: Path) -> None:
     path = _good(tmp_path, 44100, 2)
     with pytest.raises(AudioFileError, match=r"44100 Hz, 16000 Hz is needed.*sox"):

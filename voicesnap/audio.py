@@ -144,15 +144,16 @@ class AudioDeviceError(UserError):
 _CONVERT_HINT = "convert it with: sox IN.wav -r 16000 -c 1 -b 16 OUT.wav"
 
 
-def _check_riff(path: Path, raw_head: bytes, size: int) -> None:
+def _check_riff(path: Path, raw_head: bytes, size: int) -> int:
     """Catch truncated WAVs, which libsndfile silently reads short.
 
     A WAV's data chunk declares its length; if the file ends before that, the
     recording was cut off (a crash, a partial copy) and judging it would be
-    judging different audio than was heard.
+    judging different audio than was heard. Returns how many bytes follow a data
+    chunk whose header says 0 (a recorder stopped before it wrote the length), else 0.
     """
     if raw_head[:4] not in (b"RIFF", b"RIFX") or raw_head[8:12] != b"WAVE":
-        return
+        return 0
     big = raw_head[:4] == b"RIFX"
     fmt = ">I" if big else "<I"
     with open(path, "rb") as handle:
@@ -176,7 +177,7 @@ def _check_riff(path: Path, raw_head: bytes, size: int) -> None:
                         f"of audio but only {available} are there; re-record or re-export it",
                         f"truncated: its header promises {chunk_len} bytes of audio but only {available} are there",
                     )
-                return
+                return available if chunk_len == 0 else 0
             pos += 8 + chunk_len + (chunk_len & 1)
             if pos > size:
                 # the chunk's name as letters ("fmt"): its bytes' repr, b'fmt ', was read aloud as "b quote fmt"
@@ -216,7 +217,7 @@ def read_wav(
         raise AudioFileError(f"{p}: file is empty (0 bytes); re-record or re-export it", "empty: 0 bytes")
     with open(p, "rb") as handle:
         head = handle.read(12)
-    _check_riff(p, head, size)
+    unfinished = _check_riff(p, head, size)
     try:
         info = sf.info(str(p))
         if info.subtype in _FLOAT_SUBTYPES:
@@ -241,6 +242,11 @@ def read_wav(
             f"probably wrong; {_CONVERT_HINT}",
             f"its header says {rate} Hz, outside {MIN_RATE}-{MAX_RATE} Hz",
         )
+    if data.shape[0] == 0 and unfinished:  # (libsndfile reads such a file as empty)
+        raise AudioFileError(
+            f"{p}: its header says it holds no audio, yet {unfinished} bytes follow it: the recorder stopped "
+            "before it finished the file; repair it with: sox --ignore-length IN.wav OUT.wav",
+            f"unfinished: its header says it holds no audio, yet {unfinished} bytes follow it")
     if data.shape[0] == 0:
         raise AudioFileError(f"{p}: contains no audio frames ({info.format}); re-record or re-export it",
                              "it holds no audio frames")
