@@ -67,6 +67,21 @@ def test_every_bench_area_module_runs_alone() -> None:
     assert areas and all(a in MAINS for a in areas), sorted(set(areas) - set(MAINS))
 
 
+def test_the_docs_name_every_bench_area() -> None:
+    """README, docs/listening.md and docs/status.md each list `--only AREA`'s areas; the lists had fallen behind
+    the modules (no `slam` anywhere, no `nocall` in two of them)."""
+    import re
+
+    areas = sorted(p.stem.removeprefix("bench_") for p in (ROOT / "bench").glob("bench_*.py"))
+    lists = {}
+    for doc in ("README.md", "docs/listening.md", "docs/status.md"):
+        found = re.search(r"`--only\s+AREA`\s+for\s+one\s+area:\s+((?:`\w+`,\s+)+)the\s+`bench/bench_AREA\.py`",
+                          (ROOT / doc).read_text())
+        assert found, doc
+        lists[doc] = sorted(re.findall(r"`(\w+)`", found.group(1)))
+    assert lists == {doc: areas for doc in lists}
+
+
 def test_score_slower_runs_with_no_probe_named(monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """Its documented form, ``python3 -m bench.score_slower``, stopped at once with "invalid choice: ['ideas']"
