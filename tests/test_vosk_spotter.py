@@ -600,3 +600,24 @@ def test_a_model_whose_loading_was_cut_short_leaves_no_traceback(monkeypatch):
     del late
     gc.collect()
     assert len(caught) == 1
+
+
+def test_listen_refuses_a_record_folder_and_seconds_under_one_before_it_hears_anything(tmp_path: Path,
+                                                                                      capsys) -> None:
+    """--record FOLDER was found only after the whole file was heard ("/.../.x.tmp.wav -> x: Is a directory"),
+    --record naming the file listened to would have replaced it (cut short with --seconds), and --seconds -5
+    heard nothing and said "0 calls heard", as if the file held none. Each is said at once, exit 2."""
+    from voicesnap.cli import main
+
+    wav = str(CORPUS / "clean_alice.wav")
+    copy = tmp_path / "mine.wav"
+    copy.write_bytes(Path(wav).read_bytes())
+    for args, said in ((["--record", str(tmp_path)], f"--record {tmp_path} is a folder; give the WAV file to "
+                                                     f"write, e.g. {tmp_path / 'heard.wav'}"),
+                       (["--file", str(copy), "--record", str(copy)], "is the file being listened to"),
+                       (["--seconds", "-5"], "--seconds -5: give how many seconds of audio to hear, more than 0"),
+                       (["--seconds", "0"], "--seconds 0: give how many")):
+        assert main(["listen", "--file", wav, *args]) == 2, args
+        out = capsys.readouterr()
+        assert said in out.err and "heard in" not in out.err and out.out == "", (args, out)
+    assert copy.read_bytes() == Path(wav).read_bytes()

@@ -295,11 +295,29 @@ def _line(det: Any) -> str:
             f"channel {det.channel}, player {player}{score}{heard}")
 
 
+def _check_run(args: argparse.Namespace) -> None:
+    """Mistakes said before anything is heard: a --record folder was found only at the end, after a whole file
+    had been listened to (with a temporary file's name in the message), and --seconds -5 listened to nothing
+    and said so, as if the file held nothing."""
+    from pathlib import Path
+
+    if args.seconds is not None and not args.seconds > 0:
+        raise UserError(f"--seconds {args.seconds:g}: give how many seconds of audio to hear, more than 0")
+    if args.record:
+        record = Path(args.record)
+        if record.is_dir():
+            raise UserError(f"--record {args.record} is a folder; give the WAV file to write, e.g. "
+                            f"{record / 'heard.wav'}")
+        if args.file and record.exists() and record.resolve() == Path(args.file).resolve():
+            raise UserError(f"--record {args.record} is the file being listened to; give another file name")
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import events
     from ..audio import AudioChunk, FileSource, RecordingTap, narrowband_note, to_mono
     from ..spotters import Detection, Refusal, take_refusals
 
+    _check_run(args)
     profiles = _profiles(args)
     n_open, mapping = _mapping(args.channels)
     if mapping and args.channel is not None:
