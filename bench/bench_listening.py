@@ -122,6 +122,12 @@ def _hook_factories(tmpdir: Path) -> tuple[dict[str, Callable[[], Any]], list[Ro
         return {}, [Row(AREA, "engine skipped", "error", note=f"enrolled/combined: enrolled_setup.engines failed: {exc}")]
 
 
+# every name engine_factories can offer (it offers those that can run now): what `python3 -m bench.spotting ENGINE`
+# and bench_nocall take, said in their --help and checked before any work
+ENGINE_NAMES = ("vosk", "vosk-gated", "keyword", "keyword-gated", "pocketsphinx", "enrolled", "keyword+enrolled",
+                "combined", "combined-vosk")
+
+
 def engine_factories(tmpdir: str | Path) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
     """Every engine that can run now (name -> factory), and for each one what it is or why it cannot."""
     engines: dict[str, Callable[[], Any]] = {}

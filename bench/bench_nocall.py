@@ -303,12 +303,19 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python3 -m bench.bench_nocall", description=__doc__.split("\n\n")[0])
-    parser.add_argument("engines", nargs="*", default=list(ENGINES), help="engine names (bench.spotting's)")
+    from .bench_listening import ENGINE_NAMES
+
+    names = (*ENGINE_NAMES, "vosk+keyword", "vosk+keyword+strict")  # (the last two: per-player mics, built in run)
+    parser.add_argument("engines", nargs="*", default=list(ENGINES),
+                        help=f"engine names (default: {' '.join(ENGINES)}): {', '.join(names)}")
     parser.add_argument("--minutes", type=float, default=MINUTES, help=f"length of the stream (default {MINUTES:g})")
     parser.add_argument("--show", action="store_true", help="list every false call")
     args = parser.parse_args(argv)
     if args.minutes <= 0:
         parser.error("--minutes must be more than 0")
+    unknown = [e for e in args.engines if e not in names]
+    if unknown:  # (a typo rendered the hour's stream first, then printed "n/a ...: not available")
+        parser.error(f"no engine {', '.join(unknown)}; the engines: {', '.join(names)}")
     for row in run(False, tuple(args.engines), args.minutes, args.show):
         value = f"{row.value:.3g}" if isinstance(row.value, float) else str(row.value)
         print(f"{row.metric:60} {value:>8} {row.unit:3} {row.note}")

@@ -429,10 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import tempfile
 
-    from .bench_listening import engine_factories
+    from .bench_listening import ENGINE_NAMES, engine_factories
 
     parser = argparse.ArgumentParser(prog="python3 -m bench.spotting", description=main.__doc__)
-    parser.add_argument("engine", help="vosk, pocketsphinx, or a name bench/enrolled_setup.py offers")
+    # (all named: the help named only vosk and pocketsphinx, the rest were in bench/enrolled_setup.py's source)
+    parser.add_argument("engine", help=f"one of {', '.join(ENGINE_NAMES)}")
     parser.add_argument("--category", action="append", default=[], help="only fixtures of these categories")
     parser.add_argument("--quick", action="store_true", help="the --quick subset")
     parser.add_argument("--show", action="store_true", help="list every miss and false detection")
@@ -441,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slowest", type=int, default=0, metavar="N",
                         help="with --claims: list each mode's N calls heard latest")
     args = parser.parse_args(argv)
+    if args.engine not in ENGINE_NAMES:  # (before the corpus is read and the fixture players enrolled)
+        parser.error(f"no engine {args.engine}; the engines: {', '.join(ENGINE_NAMES)}")
     fixtures = [f for f in corpus(args.quick) if not args.category or f.category in args.category]
     with tempfile.TemporaryDirectory(prefix="voicesnap-bench-") as tmp:
         os.environ["VOICESNAP_DATA_DIR"] = tmp  # enrollment never touches a player's real data dir

@@ -82,6 +82,24 @@ def test_the_docs_name_every_bench_area() -> None:
     assert lists == {doc: areas for doc in lists}
 
 
+def test_the_bench_engine_names_are_known_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """bench.spotting's help named two of its nine engines, and bench_nocall took a misspelt one, rendered the
+    hour's stream, then printed "n/a ...: not available". Both now name the engines and refuse another at once;
+    the list holds every name the factories offer."""
+    from bench.bench_listening import ENGINE_NAMES, engine_factories
+
+    for name, argv in (("spotting", ["combind"]), ("bench_nocall", ["combind", "--minutes", "0.1"])):
+        with pytest.raises(SystemExit) as info:
+            _bench(name)(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "no engine combind; the engines: vosk, vosk-gated" in err, (name, err)
+    with pytest.raises(SystemExit):
+        _bench("spotting")(["--help"])
+    assert "keyword+enrolled, combined, combined-vosk" in " ".join(capsys.readouterr().out.split())
+    factories, why = engine_factories(tmp_path)
+    assert set(factories) | set(why) <= set(ENGINE_NAMES), set(factories) | set(why)
+
+
 def test_score_slower_runs_with_no_probe_named(monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """Its documented form, ``python3 -m bench.score_slower``, stopped at once with "invalid choice: ['ideas']"
