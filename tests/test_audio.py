@@ -215,6 +215,18 @@ def test_read_wav_without_frames(tmp_path: Path) -> None:
         read_wav(path)
 
 
+def test_read_wav_of_headerless_audio_says_what_it_lacks(tmp_path: Path) -> None:
+    """libsndfile takes a .raw name for headerless audio and asks for its rate: listen and identify stopped
+    with a traceback ("TypeError: samplerate must be specified")."""
+    for name in ("take.raw", "TAKE.RAW"):
+        path = tmp_path / name
+        path.write_bytes(np.zeros(3200, np.int16).tobytes())
+        with pytest.raises(AudioFileError) as info:
+            read_wav(path)
+        assert str(info.value).startswith(f"{path}: headerless (raw) audio, which does not say its sample rate"), info.value
+        assert "sox -t raw -r 16000 -e signed -b 16 -c 1 IN.raw OUT.wav" in str(info.value)
+
+
 def test_read_wav_whose_header_was_never_finished_says_how_to_repair_it(tmp_path: Path) -> None:
     """A recorder stopped before it wrote the lengths leaves 0 in the header with the audio after it:
     libsndfile reads no frames, and the player was told the file "contains no audio frames; re-record

@@ -228,6 +228,12 @@ def read_wav(
             data = np.clip(np.round(wide * 32768.0), -32768, 32767).astype(np.int16)
         else:
             data, rate = sf.read(str(p), dtype="int16", always_2d=True)
+    except TypeError as exc:  # (libsndfile takes a .raw name for headerless audio, and wants its rate: a traceback)
+        raise AudioFileError(
+            f"{p}: headerless (raw) audio, which does not say its sample rate, format or channels; give a WAV, or "
+            "convert it with what it was recorded as: sox -t raw -r 16000 -e signed -b 16 -c 1 IN.raw OUT.wav",
+            "headerless (raw) audio, which does not say its sample rate, format or channels",
+        ) from exc
     except (sf.SoundFileError, RuntimeError) as exc:
         # libsndfile's "Error opening '<the path>': Format not recognised." named the path a second time in
         # the one line, a long stretch for a screen reader: its reason alone
