@@ -459,7 +459,7 @@ def test_an_animal_noise_is_not_put_to_the_near_miss_check_measured_on_snap() ->
     assert [(d.word, d.player) for d in found] == [("meow", "bob")] * len(takes), found
 
 
-def test_listen_hears_a_stereo_recording_of_one_mic_once(saved_players, tmp_path, capsys):
+def test_listen_hears_a_stereo_recording_of_one_mic_once_and_one_channel_alone(saved_players, tmp_path, capsys):
     """A file's channels are heard as one mix, as play hears a microphone: the enrolled engine, which hears
     each channel it is given on its own, showed every call of a stereo recording twice (channel 0 and 1)."""
     import json
@@ -484,3 +484,20 @@ def test_listen_hears_a_stereo_recording_of_one_mic_once(saved_players, tmp_path
     once = heard(mono)
     assert len(once) == len(C.load(C.CORPUS_DIR / "clean_alice.json").segments)
     assert heard(stereo) == once
+    # --channel 1 hears channel 1 alone: where it is 10 dB under channel 0, the engine kept each call on the
+    # louder channel 0 and listen, filtering to channel 1, showed none (Vosk and the keyword model showed all)
+    quiet = (x.astype(np.float32) * 10 ** (-10 / 20)).astype(np.int16)
+    uneven = tmp_path / "uneven.wav"
+    sf.write(uneven, np.concatenate([x, quiet], axis=1), rate, subtype="PCM_16")
+    sf.write(tmp_path / "quiet.wav", quiet, rate, subtype="PCM_16")
+    on_one = heard(tmp_path / "quiet.wav")  # channel 1 as a file of its own
+    assert len(on_one) == len(once)
+
+    def on_channel(n: int) -> list[tuple[str, float, int]]:
+        assert main(["--data-dir", str(data), "listen", "--engine", "enrolled", "--file", str(uneven), "--json",
+                     "--channel", str(n)]) == 0
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        return [(d["word"], d["onset"], d["channel"]) for d in lines if d.get("type") != "refusal"]
+
+    assert on_channel(1) == [(w, t, 1) for w, t, _c in on_one]
+    assert on_channel(0) == once

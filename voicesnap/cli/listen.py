@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import sys
 from typing import Any, Callable, Iterable
 
@@ -147,18 +148,18 @@ def _vosk_spotters(args: argparse.Namespace, channels: Iterable[int | None]) -> 
     return [VoskSpotter(model, channel=ch, pool_exists=not args.no_pool) for ch in channels]
 
 
-def _combined_spotters(args: argparse.Namespace, profiles: list[Any]) -> list[Any]:
+def _combined_spotters(args: argparse.Namespace, profiles: list[Any], channel: int | None = None) -> list[Any]:
     if not profiles:
         raise UserError("no players are enrolled, so the combined engine cannot say who called; "
                         "enroll with 'voicesnap enroll NAME', or use --engine vosk")
     from ..spotters.combined import CombinedSpotter
     from ..spotters.enrolled import EnrolledSpotter
 
-    vosk = _vosk_spotters(args, [args.channel])[0]  # None: the mix of all channels
+    vosk = _vosk_spotters(args, [channel])[0]  # None: the mix of all channels
     from ..keyword import load_keyword_model
 
     model = load_keyword_model(None, getattr(args, "data_dir", None))
-    keyword = _keyword_spotters(args, [args.channel], model)[0] if model is not None else None
+    keyword = _keyword_spotters(args, [channel], model)[0] if model is not None else None
     return [CombinedSpotter(vosk, EnrolledSpotter(profiles, pool_exists=not args.no_pool), keyword=keyword)]
 
 
@@ -356,9 +357,12 @@ def run(args: argparse.Namespace) -> int:
         source = mic
     if args.channel is not None and not 0 <= args.channel < channels:
         raise UserError(f"--channel {args.channel} does not exist: the input has {counted(channels, 'channel')}")
-    # every channel heard as one mix, as play hears a microphone without --channels (one spotter per channel
-    # reported each call once per channel of a stereo recording of one mic)
-    wanted: list[int | None] = [args.channel] if args.channel is not None else [None]
+    # One channel is heard: the mix of all, as play hears a microphone without --channels, or --channel N,
+    # made here (``view``) for every engine. The enrolled engine hears each channel it is given on its own
+    # and keeps a call on its loudest: it showed every call of a stereo recording twice, and with --channel 1
+    # none of a channel 10 dB under channel 0 (Vosk and the keyword model heard all six).
+    view = not mapping and channels > 1
+    wanted: list[int | None] = [None] if view else [args.channel]
 
     if mapping or ((args.variant or (args.engine == "auto" and profiles)) and args.channel is None):
         # what play builds (its speech gate too), not a look-alike: for the mics' players, or the enrolled ones
@@ -370,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
         if args.engine == "enrolled":
             spotters = _enrolled_spotters(args, profiles)
         elif args.engine == "combined":
-            spotters = _combined_spotters(args, profiles)
+            spotters = _combined_spotters(args, profiles, wanted[0])
         elif args.engine == "keyword":
             spotters = _keyword_spotters(args, wanted)
         else:
@@ -383,16 +387,13 @@ def run(args: argparse.Namespace) -> int:
     who = (_attributor(profiles, getattr(args, "data_dir", None))
            if args.engine in ("vosk", "keyword") and not mapping and not args.variant else None)
     recent = _Recent()
-    # every channel as one mix, made here: the enrolled engine hears each channel it is given on its own, and
-    # showed every call of a stereo recording of one mic twice, on channel 0 and channel 1
-    mix = not mapping and args.channel is None and channels > 1
     recorder = RecordingTap(args.record) if args.record else None
 
     shown = [0]
 
     def show(dets: list[Detection]) -> None:
         for det in sorted(dets, key=lambda d: d.onset):
-            if args.engine == "enrolled" and args.channel is not None and det.channel != args.channel:
+            if args.engine == "enrolled" and args.channel is not None and not view and det.channel != args.channel:
                 continue
             if who is not None and det.player is None:
                 span = recent.span(det.onset, det.end, det.channel)
@@ -400,12 +401,16 @@ def run(args: argparse.Namespace) -> int:
                     player, score = who(*span)
                     det = Detection(det.word, det.onset, det.end, det.confidence, det.channel, player, score,
                                     det.engine, det.detected_at)
+            if view and args.channel is not None:  # (heard as the view's one channel)
+                det = dataclasses.replace(det, channel=args.channel)
             print(events.dumps(det) if args.json else _line(det), flush=True)
             shown[0] += 1
 
     def refused(items: list[Refusal]) -> None:
         """Near misses the engine judged another word: why a call was not shown."""
         for r in items:
+            if view and args.channel is not None:
+                r = dataclasses.replace(r, channel=args.channel)
             if args.channel is not None and r.channel != args.channel:
                 continue
             print(events.dumps(r) if args.json else f"{'(not a call)':<16} {r.explain()}", flush=True)
@@ -421,8 +426,8 @@ def run(args: argparse.Namespace) -> int:
                       file=sys.stderr, flush=True)
             if recorder is not None:
                 recorder.write(chunk)
-            if mix:  # (recorded as it came: the recording is of the input)
-                chunk = AudioChunk(chunk.rate, chunk.width, 1, chunk.start, to_mono(chunk.samples))
+            if view:  # (recorded as it came: the recording is of the input)
+                chunk = AudioChunk(chunk.rate, chunk.width, 1, chunk.start, to_mono(chunk.samples, args.channel))
             recent.add(chunk)
             found: list[Detection] = []
             for spotter in spotters:
