@@ -265,7 +265,7 @@ KEYWORD_LEAD_S = 0.4  # s into a stream before which the keyword model can miss 
 
 def _early_sound(samples: np.ndarray, rate: int) -> float | None:
     """When a file's first sound begins (s), if before ``KEYWORD_LEAD_S``; else None. The keyword model
-    scores a call from the audio before it, too, and a stream's first half second has none: a player's
+    scores a call from the audio before it, too, and a stream's first 0.4 s have too little: a player's
     own take of "snap" that begins 0.3 s in (as enrollment's takes do) was refused ("the keyword model
     scored it 0.42") or not heard at all, where the same take beginning 0.45 s in was heard. In a game the
     microphone is open long before anyone calls, so only a file meets this."""
@@ -393,8 +393,6 @@ def run(args: argparse.Namespace) -> int:
 
     def show(dets: list[Detection]) -> None:
         for det in sorted(dets, key=lambda d: d.onset):
-            if args.engine == "enrolled" and args.channel is not None and not view and det.channel != args.channel:
-                continue
             if who is not None and det.player is None:
                 span = recent.span(det.onset, det.end, det.channel)
                 if span is not None:
@@ -411,8 +409,6 @@ def run(args: argparse.Namespace) -> int:
         for r in items:
             if view and args.channel is not None:
                 r = dataclasses.replace(r, channel=args.channel)
-            if args.channel is not None and r.channel != args.channel:
-                continue
             print(events.dumps(r) if args.json else f"{'(not a call)':<16} {r.explain()}", flush=True)
 
     heard = 0.0
