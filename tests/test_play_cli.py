@@ -148,6 +148,20 @@ def test_impossible_options_get_a_clear_message(args: list[str], message: str, d
     assert message in err and "Traceback" not in err
 
 
+def test_a_refused_start_leaves_no_empty_record_folder(data: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """--record's folder is made early (to check it can be written), and a start refused after that (a model
+    that is not there) left it empty: resume and replay then said it "holds no game". A folder the player
+    made beforehand is theirs, and kept."""
+    args = ["play", "--players", "A,B", "--model", str(tmp_path / "no-model"), "--quiet", "--no-keyboard", "--record"]
+    assert main([*args, str(tmp_path / "game")]) == 2
+    assert "is not a small English" in capsys.readouterr().err
+    assert not (tmp_path / "game").exists()
+    (tmp_path / "mine").mkdir()
+    assert main([*args, str(tmp_path / "mine")]) == 2
+    assert (tmp_path / "mine").is_dir()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--volume", "5"], "speech volume 5.0 is out of range"),
     (["--rate", "-5"], "speech rate -5 is out of range"),

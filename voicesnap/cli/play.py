@@ -9,6 +9,7 @@ folder; --resume continues the last session after a crash.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import secrets
 import shlex
@@ -744,6 +745,18 @@ def _keep_session(args: argparse.Namespace, settings: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Play; a --record folder this run made is taken away again if the game never wrote to it (a start
+    refused for a wrong model left an empty folder, which resume and replay then called "no game")."""
+    made = Path(args.record) if args.record and not args.resume and not Path(args.record).exists() else None
+    try:
+        return _run(args)
+    finally:
+        if made is not None:
+            with contextlib.suppress(OSError):  # (not empty, or gone: left as it is)
+                made.rmdir()
+
+
+def _run(args: argparse.Namespace) -> int:
     from .. import gamelog, variants
     from ..audio import FileSource, MicSource, RecordingTap
     from ..keyboard import RawKeyboard
