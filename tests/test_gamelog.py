@@ -72,6 +72,8 @@ def test_each_event_reaches_the_file_before_write_returns(tmp_path: Path) -> Non
     lines = path.read_text().splitlines()
     assert events.loads(lines[-1]) == game.events[-1]
     log.close()
+    # readable by the player alone, as the game's recording beside it is (the log was 0644, the audio 0600)
+    assert path.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_session_log_replays_every_game(tmp_path: Path) -> None:

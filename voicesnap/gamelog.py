@@ -40,7 +40,8 @@ class GameLog:
         self._fsync = fsync
         try:
             self._mend_tail()
-            self._file = open(self.path, "a", encoding="utf-8")
+            # the player's only, as the recording beside it is (a game's names and rulings are theirs)
+            self._file = open(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8")
         except OSError as exc:
             raise LogError(f"cannot write the game log {self.path}: {exc.strerror}; "
                            "choose a writable --data-dir") from exc
