@@ -1222,7 +1222,7 @@ LOOP_LABEL = "the word once or played twice"
 
 def looped(quick: bool) -> list[Row]:
     """The speaker encoder alone on a word embedded once (``Encoder.embed``) or played twice
-    (``Encoder.embed_looped``, the second look of voices.LOOP_GREY), each at its own cosine line
+    (``Encoder.embed_looped``, the second look of voices.attribution.LOOP_GREY), each at its own cosine line
     keeping 2% of the strangers out: own takes named right at that line.
 
     Two sets, one decider (WHO = the closest centroid; accepted over the line):

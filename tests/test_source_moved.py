@@ -110,7 +110,7 @@ def test_an_unplugged_microphone_whose_stream_moves_to_a_live_one_pauses_and_res
     default = pactl("get-default-source")
     if not default or default == monitor:
         pytest.skip("no other live default source to move to (source .ci/pulse.sh)")
-    monkeypatch.setenv("PULSE_SOURCE", monitor)  # as play's --input NAME routes it (cli.play._route)
+    monkeypatch.setenv("PULSE_SOURCE", monitor)  # as play's --input NAME routes it (cli.devices.route)
 
     def run(watch: SourceWatch | None, stack: ExitStack) -> tuple[list[tuple[float, str]], dict[str, float]]:
         """Unplug the mic after 1 s of its audio, plug it back in 3 s later; (reports, marks) in wall s."""
