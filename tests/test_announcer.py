@@ -322,26 +322,21 @@ def test_ruling_audio_starts_with_its_earcon(cache):
 # --- commands the announcer answers ------------------------------------------------
 
 
-def test_repeat_status_and_adjust(cache):
-    out = io.StringIO()
-    pb = VirtualPlayback(16000)
-    ann = Announcer(cache, pb, Settings(text=True), out=out)
+def test_status_words_and_speech_changes(cache):
+    """The status answer's words, and "slower"/"louder" as the game makes them (TableSpeaker.change)."""
     game = Game(["alice", "bob"], seed=3)
-    ann.handle(game.events, game.state)
-    ann.handle(game.flip(1.0), game.state)
-    said = ann.repeat(2.0)
-    assert said.text == ann.log[-2].text == "bob, " + game.piles[1][-1].spoken
+    game.flip(1.0)
     text = status_words(game.state)
     assert text.startswith("alice 26 cards, nothing showing. bob 26 cards, showing ") and text.endswith("Pool empty.")
+    ann = Announcer(cache, VirtualPlayback(16000), Settings(text=True), out=io.StringIO())
     before = cache.settings
-    ann.adjust(rate=-25)
+    assert ann.change(rate=-25) == "Speaking slower: 175 words a minute."
     assert cache.settings.rate == before.rate - 25 and cache.cached("Eight of Hearts")
-    ann.adjust(volume=0.2)
+    assert ann.change(volume=0.2) == "Louder: volume 120 percent."
     assert cache.settings.volume == pytest.approx(before.volume + 0.2)
-    assert out.getvalue().splitlines()[-2:] == ["Speaking slower: 175 words a minute.", "Louder: volume 120 percent."]
-    for _ in range(10):  # to the top of the range, and said so
-        ann.adjust(volume=0.2)
-    assert out.getvalue().splitlines()[-1] == "The announcer is as loud as it goes: volume 200 percent."
+    for _ in range(9):  # to the top of the range, and said so
+        ann.change(volume=0.2)
+    assert ann.change(volume=0.2) == "The announcer is as loud as it goes: volume 200 percent."
 
 
 def test_startup_set_covers_every_flip_phrase():
@@ -543,4 +538,4 @@ def test_hush_drops_waiting_rulings_so_the_stop_is_said_at_once(cache):
     started = {e.id: e.t for e in ann.poll() if isinstance(e, SpeechStarted)}
     assert set(started) == {rulings[0].id, stop.id}, started  # the first was playing: cut, not replayed
     assert started[stop.id] < 0.7
-    assert not ann.speaking_at(15.0) and not ann.queue.active
+    assert all(end < 15.0 for _, end in ann.spoken.values()) and not ann.queue.active

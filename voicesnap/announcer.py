@@ -379,7 +379,6 @@ class Announcer:
         self._flip_t: float | None = None  # ...and when its cards were turned
         self._round: list[int] = []  # the ids of that flip's cards (several: a Speed Snap round)
         self._round_flip = 0
-        self.last: Announcement | None = None  # for "repeat": the last ruling or flip said
         self.log: list[Announcement] = []
         self.started: dict[int, float] = {}  # announcement id -> clock time its audio started
         self.paused = False
@@ -460,8 +459,6 @@ class Announcer:
                            ends, answer)
         self._next_id += 1
         self.log.append(ann)
-        if priority is not Priority.INFO or kind != "reply":
-            self.last = ann
         if self.settings.text:
             print(text, file=self.out, flush=True)
         if card is not None:  # a card turned: one of its flip's round
@@ -544,37 +541,6 @@ class Announcer:
         if ids and self.playback is not None:
             self.playback.cancel(ids)
         return len(ids)
-
-    def speaking_at(self, t: float, margin: float = 0.3) -> bool:
-        """Was the announcer's own audio playing at clock ``t``? (the command echo gate).
-
-        ``margin`` covers room echo and the spotter's onset error after the end.
-        """
-        return any(start <= t <= end + margin for start, end in self.spoken.values())
-
-    # --- commands the announcer answers itself
-    def repeat(self, t: float = 0.0) -> Announcement | None:
-        if self.last is None:
-            return self.say("Nothing to repeat yet.", Priority.INFO, t)
-        return self.say(self.last.text, Priority.INFO, t, "reply", None)
-
-    def status(self, state: TableState, t: float = 0.0) -> Announcement:
-        return self.say(status_words(state), Priority.INFO, t)
-
-    def score(self, scores: Sequence[int] | None, state: TableState | None, t: float = 0.0) -> Announcement:
-        if scores is not None:
-            return self.say(score_words(self.players, scores), Priority.INFO, t)
-        if state is not None:
-            held = ", ".join(f"{p} {_cards(state.held(i))}" for i, p in enumerate(state.players)
-                             if not state.eliminated[i])
-            return self.say(f"Cards held: {held}.", Priority.INFO, t)
-        return self.say("No score yet.", Priority.INFO, t)
-
-    def adjust(self, rate: int = 0, volume: float = 0.0, t: float = 0.0) -> Announcement:
-        """slower/faster/louder/quieter: new settings, start-up set re-rendered (a few ms), and said."""
-        if self.speech is None:
-            return self.say("Speech is off.", Priority.INFO, t)
-        return self.say(self.change(rate, volume), Priority.RULING, t)  # asked for: never cut by the next card
 
     def change(self, rate: int = 0, volume: float = 0.0) -> str:
         """Move the speech rate or volume a step (start-up set re-rendered) and return the answer in words,

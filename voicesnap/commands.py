@@ -37,8 +37,8 @@ from .spotters import Detection
 from .vocabulary import CALLS, COMMAND_PREFIX, COMMANDS, command_phrases
 
 __all__ = [
-    "Command", "KEYMAP", "DESCRIPTIONS", "CommandGate", "from_detection", "from_key", "is_call",
-    "help_text", "allowed", "respond",
+    "Command", "KEYMAP", "DESCRIPTIONS", "CommandGate", "from_detection", "is_call",
+    "help_text", "allowed",
 ]
 
 
@@ -107,13 +107,6 @@ def from_detection(det: Detection) -> Command | None:
     return Command(name, det.onset, det.player, "voice", det.confidence)
 
 
-def from_key(key: str, t: float, keymap: Mapping[str, str] = KEYMAP) -> Command | None:
-    for name, k in keymap.items():
-        if k == key:
-            return Command(name, t, None, "key")
-    return None
-
-
 def allowed(name: str, paused: bool) -> bool:
     """Layer 5: commands that make sense now."""
     if name == "resume":
@@ -143,7 +136,7 @@ class CommandGate:
     """Layers 1, 3, 4 and 5 in one place: detections in, commands out.
 
     ``speaking(t)`` says whether the announcer's own audio was playing at
-    clock time ``t`` (Announcer.speaking_at). ``audio(start, end)`` returns
+    clock time ``t``. ``audio(start, end)`` returns
     the input samples between two clock times (or None when no longer
     held). ``counts`` records why detections were rejected, for the
     benchmark and ``voicesnap listen``.
@@ -204,42 +197,3 @@ class CommandGate:
             if cmd is not None:
                 out.append(cmd)
         return out
-
-
-def respond(cmd: Command, announcer: Any, *, paused: bool, state: Any = None,
-            scores: Sequence[int] | None = None) -> bool:
-    """Let the announcer answer ``cmd`` if it is one of its own.
-
-    Returns True when handled here (repeat, status, score, slower, faster,
-    louder, quieter, help, or a command not allowed now); pause, resume, end
-    and flip are left to the play loop (returns False).
-    """
-    t = cmd.t
-    if not allowed(cmd.name, paused):
-        announcer.say("Not paused." if cmd.name == "resume" else "Paused. Say resume first.",
-                      _info(), t)
-        return True
-    if cmd.name == "repeat":
-        announcer.repeat(t)
-    elif cmd.name == "status":
-        if state is None:
-            announcer.say("No game yet.", _info(), t)
-        else:
-            announcer.status(state, t)
-    elif cmd.name == "score":
-        announcer.score(scores, state, t)
-    elif cmd.name in ("slower", "faster"):
-        announcer.adjust(rate=-25 if cmd.name == "slower" else 25, t=t)
-    elif cmd.name in ("louder", "quieter"):
-        announcer.adjust(volume=0.2 if cmd.name == "louder" else -0.2, t=t)
-    elif cmd.name == "help":
-        announcer.say(help_text(paused), _info(), t)
-    else:
-        return False
-    return True
-
-
-def _info() -> Any:
-    from .announcer import Priority
-
-    return Priority.INFO
