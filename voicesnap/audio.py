@@ -542,7 +542,7 @@ class RecordingTap:
     def __enter__(self) -> "RecordingTap":
         return self
 
-    def __exit__(self, exc_type: object, *_: object) -> None:
+    def __exit__(self, *_: object) -> None:
         # Even on an error, keep what was heard: it is the evidence.
         self.close()
 

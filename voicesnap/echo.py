@@ -747,12 +747,10 @@ class EchoCancelled:
         self._first = 0
         self.delay = 0  # frames the echo comes after the reference's place (DelayEstimator)
         self.estimator = DelayEstimator() if estimate_delay else None
-        self.realigned = 0
         self.name = f"{getattr(spotter, 'name', 'spotter')}+echo"
         self._channels: list[_Channel] = []
         self._resampler: Resampler | None = None
         self._next: int | None = None  # input-clock frame of the next block's first frame
-        self.cpu_blocks = 0
         self.last: np.ndarray | None = None  # the last chunk handed on (tests)
 
     def __getattr__(self, name: str) -> Any:  # set_pool_exists, profiles, ...: the inner spotter's
@@ -797,7 +795,6 @@ class EchoCancelled:
             lag = self.estimator.update(chunk.start, data[:, 0], self.reference, 0)
             if lag is not None and abs(lag - self.delay) > 0.002 * RATE:
                 self.delay = lag  # the echo moved: line the reference up again, learn afresh
-                self.realigned += 1
                 for ch in self._channels:
                     ch.canceller = EchoCanceller(self.length, suppress=self.suppress)
         return out

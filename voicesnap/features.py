@@ -175,16 +175,6 @@ def pitch_hz(x: np.ndarray, energy_db: np.ndarray, min_db: float) -> float:
     return float(RATE / np.median(lags[voiced]))
 
 
-@dataclass(frozen=True)
-class Segment:
-    """A voiced stretch in frames [start, end) and its refined onset in samples."""
-
-    start: int
-    end: int
-    onset_sample: int
-    end_sample: int
-
-
 def vad_threshold(energy_db: np.ndarray) -> float:
     """Speech threshold in dBFS: well above the noise floor, never in digital silence."""
     if len(energy_db) == 0:

@@ -229,12 +229,8 @@ class SlamSpotter:
                 self._triggers.popleft()
         return out
 
-    def why_not(self, f: int) -> str | None:
-        """Why the rise that triggered at frame ``f`` is no slam (None: it is one). For tests and tuning."""
-        return self._judge_reason(f)[1]
-
     def _judge(self, f: int, now: float) -> Detection | None:
-        onset_frame, why, facts = self._judge_reason(f)
+        _, why, facts = self._judge_reason(f)
         if why is not None:
             return None
         onset = facts["onset"]
