@@ -33,7 +33,7 @@ def _flip_latency(cache, n: int, fresh: str) -> list[float]:
     """Seconds from handle(Flipped) to the first sample in an output buffer."""
     from voicesnap.announcer import Announcer, Settings, Verbosity
     from voicesnap.cards import Card, Rank, Suit
-    from voicesnap.playback import Mixer, VirtualPlayback
+    from voicesnap.playback import VirtualPlayback
     from voicesnap.rules import Flipped
 
     pb = VirtualPlayback(cache.rate)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import resource
-import statistics
 import sys
 import tempfile
 import threading

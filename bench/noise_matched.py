@@ -17,7 +17,6 @@ Printed: the genuine and impostor cosines and the equal error rate, per centroid
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .events import event
 from .spotters import Detection
-from .vocabulary import CALLS, COMMAND_PREFIX, COMMANDS, command_phrases
+from .vocabulary import COMMAND_PREFIX, COMMANDS, command_phrases
 
 __all__ = [
     "Command", "KEYMAP", "DESCRIPTIONS", "CommandGate", "from_detection", "is_call",

@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 __all__ = ["ChannelPlan", "SourceWatch", "channel_plan", "pactl_json", "source_watch"]
 

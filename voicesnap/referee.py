@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import event
-from .rules import NOT_A_CALL, POOL, SLAM, WRONG, CallError, CallIgnored, Game, RulesError, View
+from .rules import NOT_A_CALL, POOL, SLAM, WRONG, CallError, Game, RulesError, View
 
 __all__ = ["Call", "Referee", "DEFAULT_DECISION_WINDOW", "make_call"]
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import random
 from collections import Counter, deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Literal, NamedTuple, Sequence
 
-from .cards import Card, Rank, standard_deck
+from .cards import Card, standard_deck
 from .errors import UserError
 from .events import event
 
