@@ -24,6 +24,9 @@ bench/bench_announcer.py on the fixture corpus, figures in docs/announcer.md):
 6. State: a command that makes no sense now (resume while playing, flip while
    paused) is answered ("Not paused."), never acted on.
 
+Layers 3-5 are ``CommandGate``, run by bench/bench_announcer.py and the tests; the play loop does
+not run it (``TableLoop.step`` acts on each command phrase the spotter reports).
+
 Every command also has a keyboard key (``KEYMAP``), used by voicesnap.keyboard.
 """
 
