@@ -107,7 +107,6 @@ def test_clock_map_with_exact_anchors():
     for k in range(10):  # input callbacks: ADC time of each block's first frame
         cm.observe(1000.0 + 0.02 * k, 5.0 + 0.02 * k)
     assert cm.to_clock(1003.25) == pytest.approx(8.25, abs=1e-9)
-    assert cm.to_pa(8.25) == pytest.approx(1003.25, abs=1e-9)
 
 
 def test_clock_map_envelope_removes_polling_lag():

@@ -150,9 +150,6 @@ class ClockMap:
     def to_clock(self, pa_time: float) -> float:
         return pa_time + self.offset
 
-    def to_pa(self, clock: float) -> float:
-        return clock - self.offset
-
 
 # --- the pure core -----------------------------------------------------------
 
