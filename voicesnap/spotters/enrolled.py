@@ -638,10 +638,10 @@ class EnrolledSpotter:
         return self._snr(channel, st, s, e) if e > s else None
 
     def tie_span(self, onset: float, end: float, word: str | None = None,
-                 channel: int | None = None, unnamed: bool = False) -> list[Detection]:
+                 unnamed: bool = False) -> list[Detection]:
         """Two players' overlapping calls in the buffered span [onset, end] s, or [] (see Voices.tie);
         ``unnamed``: a caller the tie cannot name is reported with no player (``_tie_detections``)."""
-        win = self._span_window(onset, end, channel)
+        win = self._span_window(onset, end, None)
         if win is None or not self.overlaps or not self.voices.players:
             return []
         channel, st, s, _e, lo, hi = win
@@ -719,7 +719,7 @@ class EnrolledSpotter:
         on, _end = self._refined(st, lo + att.start, lo + att.end + 1, self._threshold_db(st))
         return on / F.RATE
 
-    def call_in_span(self, onset: float, end: float, channel: int | None = None) -> Detection | None:
+    def call_in_span(self, onset: float, end: float) -> Detection | None:
         """The enrolled call that fits best inside [onset, end] s, if a player's is accepted there.
 
         For a stretch another engine heard but could not name (Vosk's "[unk]",
@@ -728,7 +728,7 @@ class EnrolledSpotter:
         (over the whole span the voiceprint is mostly the background). The
         detection gets its onset and end from the signal, like ``_match``.
         """
-        win = self._span_window(onset, end, channel)
+        win = self._span_window(onset, end, None)
         if win is None:
             return None
         # without the speaker encoder: a call inside babble is a mixture of voices to it
