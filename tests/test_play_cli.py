@@ -826,3 +826,17 @@ def test_silent_snap_on_one_mic_says_voice_commands_work_only_where_they_are_hea
     combined = play([*args, "--engine", "combined"], b"", data, timeout=180)
     out = combined.stdout.decode()
     assert combined.returncode == 0 and "snap keys, printed below (voice commands still work); " in out, out
+
+
+def test_verbosity_given_on_resume_is_the_one_used(data: Path, tmp_path: Path) -> None:
+    """`play --resume --verbosity ranks` printed and said each card with its player and suit, the session's
+    verbosity: the option was taken, then ignored unsaid (README: the verbosity may differ on resume)."""
+    folder = tmp_path / "v"
+    first = play(["--players", "Alice,Bob", "--engine", "none", "--text", "--quiet", "--seed", "3", "--pace", "5",
+                  "--record", str(folder)], b"\x1b", data)
+    assert first.returncode == 0, first.stderr.decode()
+    second = play(["--resume", "--record", str(folder), "--text", "--quiet", "--pace", "0.002", "--verbosity",
+                   "ranks"], b"", data, timeout=120)
+    assert second.returncode == 0, second.stderr.decode()
+    out = second.stdout.decode()
+    assert "\nJack\n" in out and "Bob, Jack of Diamonds" not in out, out[:1500]

@@ -787,6 +787,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.pace is not None:
             _check_pace(args.pace)
             settings = dataclasses.replace(settings, pace=args.pace)
+        # --verbosity on --resume is said as asked (the table read the session's, so it was ignored unsaid)
+        settings = dataclasses.replace(settings, verbosity=args.verbosity)
         if resumed.game is None and resumed.session.is_over():
             print(f"that session is over: {resumed.session.winner} won. Start a new one without --resume.")
             return 0
