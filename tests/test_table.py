@@ -21,7 +21,7 @@ from voicesnap.playback import SpeechEnded as _SpeechEnded
 from voicesnap.playback import SpeechStarted as _SpeechStarted
 from voicesnap.table import (
     PRIORITY_INFO, PRIORITY_RULING, Log, Notice, Output, Say, Stop, TableLoop, TableSession, TableStep, describe,
-    play_session, rebuild, status_text, view_of,
+    TableNote, play_session, rebuild, status_text, view_of,
 )
 from voicesnap.display import render
 
@@ -343,6 +343,90 @@ def test_a_reopened_microphone_is_back_only_once_it_delivers_sound() -> None:
     assert reports[1][0] == 8  # said with the first chunk of sound, after the reopened stream's 3 of zeros
     gap = (got[5].start - got[4].end) / 16000
     assert 2 * (0.3 + 0.05) - 0.05 <= gap <= took  # both stalls and both reopenings are on the clock
+
+
+def _table_mics(dead: dict[int, tuple[float, float]], seconds: float = 8.0, channels: int = 3,
+                at_end: Callable[[], None] = lambda: None) -> type:
+    """A source of ``channels`` mics (the fixture's real two-mic recording on 0 and 1, room noise on any more),
+    each channel in ``dead`` exact zeros from one time to another (s): a player's mic unplugged. ``at_end``
+    is called when its audio is all read."""
+    import soundfile as sf
+
+    mc2, rate = sf.read(Path(__file__).parent / "fixtures" / "audio" / "players" / "multichannel" / "mc2.wav",
+                        dtype="int16")
+    frames = int(seconds * rate)
+    table = np.random.default_rng(5).integers(-4, 5, (frames, channels)).astype(np.int16)
+    table[:, :2] = np.resize(mc2, (frames, 2))
+    for ch, (a, b) in dead.items():
+        table[int(a * rate):int(b * rate), ch] = 0
+
+    class Mic:
+        def open(self):  # noqa: ANN202
+            self.chunks = iter(ArraySource(table, rate))
+            return self
+
+        def read(self, timeout: float):  # noqa: ANN201
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                at_end()
+            return chunk
+
+        def stats(self) -> dict:
+            return {"overflows": 0, "dropped_frames": 0}
+
+        def close(self) -> None:
+            pass
+
+    return Mic
+
+
+def test_a_players_own_microphone_that_goes_silent_pauses_the_game_with_their_name() -> None:
+    """One mic per player, Bob's unplugged (its channel exact zeros, the others live): nothing was said,
+    and his calls, heard faintly on Alice's mic, were won by Alice (a QA game: three of Bob's snaps, all
+    ruled to her). Now the table is told, by Bob's name, and holds the cards until his mic is back; a
+    channel no player uses may be silent, and the whole input silent is the old notice."""
+    Mic = _table_mics({1: (1.0, 5.0), 2: (0.0, 8.0)})
+    reports: list[tuple[float, str]] = []
+    live = LiveInput(lambda: Mic().open(), lambda text: None, owners={0: "Alice", 1: "Bob"})
+    live.report = lambda text: reports.append((got[-1].end / 16000 if got else 0.0, text))
+    got: list = []
+    for chunk in live:
+        got.append(chunk)
+        if chunk.end >= 7.9 * 16000:
+            live.close()
+    assert [text.split(":")[0] for _, text in reports] == [LiveInput.LOST, LiveInput.BACK], reports
+    (lost_at, lost), (back_at, _) = reports
+    assert lost.startswith(f"{LiveInput.LOST}: Bob's microphone (channel 1) sends no sound at all") and \
+        "the game is paused" in lost and "plug it back in" in lost and "Alice" not in lost, lost
+    assert 2.9 <= lost_at <= 3.1 and 4.9 <= back_at <= 5.1, reports
+    # through a game: spoken and printed, and no card turned while Bob could not be heard
+    Mic = _table_mics({1: (1.0, 5.0)}, channels=2, at_end=lambda: live.close())
+    live = LiveInput(lambda: Mic().open(), lambda text: None, owners={0: "Alice", 1: "Bob"})
+    spoken: list[str] = []
+    printed: list[str] = []
+    log = _Log()
+    play_session(TableSession(players=("Alice", "Bob"), seed=3, pace=0.5), log, chunks=live, spotter=None,
+                 lines=printed.append, say=lambda text, priority, ev: spoken.append(text), tick=0.0)
+    notes = [r for r in log if isinstance(r, TableNote)]
+    held = next(n for n in notes if n.text.startswith(LiveInput.LOST))
+    freed = next(n for n in notes if n.text.startswith(LiveInput.BACK))
+    assert "Bob's microphone (channel 1)" in held.text and held.text in spoken and held.text in printed
+    flips = [r.t for r in log if isinstance(r, rules.Flipped)]
+    assert not [t for t in flips if held.now < t <= freed.now], (held, freed, flips)
+    assert [t for t in flips if t < held.now] and [t for t in flips if t > freed.now], (held, freed, flips)
+    # two players' mics silent at once: both named in one notice
+    Mic = _table_mics({0: (0.0, 8.0), 2: (0.0, 8.0)})
+    reports.clear()
+    got.clear()
+    live = LiveInput(lambda: Mic().open(), lambda text: None, owners={0: "Alice", 2: "Cara", 1: "Bob"})
+    live.report = lambda text: reports.append((0.0, text))
+    for chunk in live:
+        got.append(chunk)
+        if chunk.end >= 4.0 * 16000:
+            live.close()
+    assert len(reports) == 1 and reports[0][1].startswith(
+        f"{LiveInput.LOST}: Alice's microphone (channel 0) and Cara's microphone (channel 2) send no sound at all "
+        "(unplugged, muted or switched off?): the game is paused, as their calls"), reports
 
 
 def test_the_next_flip_does_not_wait_for_an_answer_the_next_answer_cut() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import threading
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -68,6 +68,7 @@ class LiveInput:
         watch: Any = None,
         watch_every: float = 2.0,
         meanwhile: str = "the game is paused",
+        owners: Mapping[int, str] | None = None,
     ) -> None:
         self.open_source = open_source
         self.meanwhile = meanwhile  # what the loss notices say happens until it is back (listen: no game)
@@ -80,6 +81,12 @@ class LiveInput:
         self.watch = watch
         self.watch_every = watch_every
         self.flat_frames = 0  # frames of it in a row so far
+        # One microphone per player (channel -> player): a channel of exact silence while the others carry
+        # sound is that player's mic unplugged or muted. Unsaid, their calls reached only the other mics,
+        # faintly, and were counted for those mics' players.
+        self.owners = dict(owners or {})
+        self._flat_channel: dict[int, int] = {}  # frames of exact silence in a row, per watched channel
+        self._dead: tuple[int, ...] = ()  # the watched channels the players were told are silent
         self.gone = False  # the players were told it is lost (by silence, stall or death) and not yet back
         self.closed = threading.Event()
         self.source: Any = None
@@ -112,14 +119,43 @@ class LiveInput:
     SILENT_TEXT = ("the microphone sends no sound at all (muted, switched off or unplugged?): {meanwhile}; "
                    "unmute it or plug it back in and it resumes by itself")
 
+    CHANNEL_SILENT_TEXT = ("{who} sends no sound at all (unplugged, muted or switched off?): {meanwhile}, as "
+                           "{whose} calls would reach only the other microphones and count for their players; "
+                           "plug it back in and it resumes by itself")
+
+    def _silent_channels(self, chunk: AudioChunk) -> tuple[int, ...]:
+        """The players' channels (``owners``) that have carried exact silence for ``silent`` seconds."""
+        if not self.owners or chunk.samples.size == 0:
+            return ()
+        columns = chunk.samples.reshape(chunk.frames, -1)
+        for ch in self.owners:
+            if ch < columns.shape[1]:
+                flat = bool(columns[:, ch].min() == columns[:, ch].max())
+                self._flat_channel[ch] = self._flat_channel.get(ch, 0) + chunk.frames if flat else 0
+        return tuple(ch for ch in sorted(self.owners) if self._flat_channel.get(ch, 0) >= self.silent * chunk.rate)
+
+    def _channels_text(self, dead: tuple[int, ...]) -> str:
+        """ "Bob's microphone (channel 1) sends no sound at all ...": each silent mic named by its player."""
+        names = [self.owners[ch] for ch in dead]
+        mics = [f"{self.owners[ch]}'s microphone (channel {ch})" for ch in dead]
+        who = mics[0] if len(mics) == 1 else ", ".join(mics[:-1]) + " and " + mics[-1]
+        whose = f"{names[0]}'s" if len(names) == 1 else "their"
+        return self.CHANNEL_SILENT_TEXT.format(who=who, whose=whose, meanwhile=self.meanwhile).replace(
+            " sends ", " send " if len(dead) > 1 else " sends ", 1)
+
     def _check_silence(self, chunk: AudioChunk) -> None:
-        """Exact digital silence (or one constant value) for ``silent`` seconds: nothing is there."""
+        """Exact digital silence (or one constant value) for ``silent`` seconds: nothing is there. With one
+        microphone per player, the same on one player's channel while the others carry sound."""
         samples = chunk.samples
         flat = samples.size > 0 and samples.min() == samples.max()  # a few microseconds a chunk
+        dead = self._silent_channels(chunk)
         if not flat:
             self.flat_frames = 0
-            if self.gone:
-                self.gone = False
+            if dead and dead != self._dead:  # (said again only when another mic goes silent too)
+                self.gone, self._dead = True, dead
+                self.report(f"{self.LOST}: {self._channels_text(dead)}")
+            elif not dead and self.gone:
+                self.gone, self._dead = False, ()
                 self.report(f"{self.BACK}: sound again, resuming")
             return
         self.flat_frames += chunk.frames

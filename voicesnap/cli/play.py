@@ -959,7 +959,8 @@ def _run(args: argparse.Namespace) -> int:
                 return MicSource(device=routed, channels=n_channels, option="--input", plan=plan).open()
 
             live = LiveInput(open_mic, lambda text: None,
-                             watch=source_watch(routed, args.input if routed == "pulse" else None))
+                             watch=source_watch(routed, args.input if routed == "pulse" else None),
+                             owners={ch: p for p, ch in channels.items()})
             chunks = live
         if args.record and chunks is not None:
             name = "audio.wav" if not args.resume else _resumed_audio_name(folder)
