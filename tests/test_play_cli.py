@@ -840,3 +840,26 @@ def test_verbosity_given_on_resume_is_the_one_used(data: Path, tmp_path: Path) -
     assert second.returncode == 0, second.stderr.decode()
     out = second.stdout.decode()
     assert "\nJack\n" in out and "Bob, Jack of Diamonds" not in out, out[:1500]
+
+
+def test_a_session_says_what_it_is_played_to_and_a_resume_says_the_games_won(data: Path, tmp_path: Path) -> None:
+    """A best of 3 began "Game 1. Alice deals", and one stopped in its second game (killed here: its log cut
+    after game 2's first flips) came back as "Resuming game 2. Alice 26 cards, ...": a player by ear was never
+    told what the session is played to, nor, on coming back, who had won the games before."""
+    folder = tmp_path / "bo3"
+    first = play(["--players", "Alice,Bob", "--engine", "none", "--text", "--quiet", "--seed", "4", "--pace", "0.001",
+                  "--session", "best-of-3", "--record", str(folder)], b"", data, timeout=120)
+    assert first.returncode == 0, first.stderr.decode()
+    assert "Best of 3 games. Game 1. Alice deals; Bob goes first." in first.stdout.decode()
+    assert "Best of 3 games. Game 2." not in first.stdout.decode()  # (once a sitting)
+    log = folder / "log.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    second = [i for i, line in enumerate(lines) if '"game-started"' in line][1]
+    log.write_text("".join(lines[:second + 8]))  # killed a few cards into game 2
+    scored = [json.loads(line) for line in lines[:second] if '"game-scored"' in line][0]
+    resumed = play(["--resume", "--record", str(folder), "--text", "--quiet", "--pace", "0.001"], b"", data,
+                   timeout=120)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    said = resumed.stdout.decode()
+    won = ", ".join(f"{p} {n}" for p, n in zip(("Alice", "Bob"), scored["scores"]))
+    assert f"Resuming game 2. Games won: {won}. Best of 3: first to 2 wins the session. " in said, said[:1500]

@@ -1452,6 +1452,12 @@ def play_session(
         # The variant's rule, once a sitting (the first game said here, fresh or resumed): the players chose
         # Slapjack, but a player by ear was never told that "slap" is a call, nor when
         calls = f" {rule}" if rule and not told else ""
+        # A session of more than one game, once a sitting: what it is played to, and on a resume the games won
+        # so far (a player by ear who came back to a best of 3 heard only "Resuming game 2", never the score)
+        sitting = ""
+        if not told and session.format.n > 1:
+            sitting = (f"{score_text(session)} " if resumed is not None
+                       else f"{session.format.words().capitalize()}. ")
         told = True
         # Animal Snap: each player's own noise, said (a player playing by ear has no keys line to read)
         calls += (" Calls: " + ", ".join(f"{p} {own[p]}" for p in game.players if p in own) + "."
@@ -1471,9 +1477,9 @@ def play_session(
             dealer, first = game.players[game.dealer], game.players[game.active]
             # Speed Snap has no first player: "Bob goes first" told a player by ear to wait for Bob
             opening = "everyone turns a card at once" if game.whose_turn() is None else f"{first} goes first"
-            output([Say(f"Game {session.games + 1}. {dealer} deals; {opening}.{calls}", PRIORITY_RULING)])
+            output([Say(f"{sitting}Game {session.games + 1}. {dealer} deals; {opening}.{calls}", PRIORITY_RULING)])
         elif resumed is not None and game is resumed.game:
-            output([Say(f"Resuming game {session.games + 1}. {status_text(game)}{calls}", PRIORITY_RULING)])
+            output([Say(f"Resuming game {session.games + 1}. {sitting}{status_text(game)}{calls}", PRIORITY_RULING)])
         table = Table(loop, output, chunks=it, spotter=spotter, tap=tap, wall=wall, tick=tick, hook=hook,
                       tracker=tracker)
         clock_box.append(lambda t=table: (t.heard if it is not None else wall()) + offset)  # type: ignore[misc]
