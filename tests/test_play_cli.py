@@ -317,6 +317,8 @@ def test_a_channel_or_an_engine_that_cannot_hear_the_input_file_stops_play(data:
     done = play([*keyed, "--channels", "A=0", "--session", "best-of-1"], b"", data, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
     assert "no microphone for B in --channels: their calls need the keyboard" in done.stdout.decode()
+    # which mic is whose, printed before the first card (it was never said)
+    assert "; microphones: A on channel 0\n" in done.stdout.decode(), done.stdout.decode()[:600]
 
 
 def test_a_second_game_started_in_the_same_second_gets_its_own_folder(tmp_path: Path,
@@ -863,3 +865,12 @@ def test_a_session_says_what_it_is_played_to_and_a_resume_says_the_games_won(dat
     said = resumed.stdout.decode()
     won = ", ".join(f"{p} {n}" for p, n in zip(("Alice", "Bob"), scored["scores"]))
     assert f"Resuming game 2. Games won: {won}. Best of 3: first to 2 wins the session. " in said, said[:1500]
+
+
+def test_the_engine_in_words_says_what_strict_calls_do() -> None:
+    """`play --strict-calls` began "calls heard by Vosk, the keyword model and strict"."""
+    from voicesnap.table import engine_words
+
+    assert engine_words("vosk+keyword+strict") == ("Vosk and the keyword model, each call checked against its "
+                                                   "player's enrolled voice")
+    assert engine_words("vosk+keyword") == "Vosk and the keyword model"

@@ -636,7 +636,7 @@ def test_sound_server_sources_are_listed_and_listen_takes_one_by_name(devices: d
     env = {k: v for k, v in devices.items() if k != "PULSE_SOURCE"}  # the name alone must reach the mic
     listed = subprocess.run([sys.executable, "-m", "voicesnap", "devices"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=60)
-    assert listed.returncode == 0 and f"        {MIC}.monitor\n" in listed.stdout, listed.stdout + listed.stderr
+    assert listed.returncode == 0 and f"        {MIC}.monitor  [1 channel]\n" in listed.stdout, listed.stdout + listed.stderr
     heard = tmp_path / "heard.wav"
     got = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "listen",
                           "--device", f"{MIC}.monitor", "--seconds", "2", "--record", str(heard)], cwd=ROOT, env=env,
@@ -657,10 +657,16 @@ def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp
                               "--players", "A,B", "--input", monitor, "--channels", "A=0,B=2", "--engine", "keyword",
                               "--quiet", "--text", "--no-keyboard"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=120)
+        # where the channels a table can give are to be found: `voicesnap devices` listed the name alone
+        listed = subprocess.run([sys.executable, "-m", "voicesnap", "devices"], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=60).stdout
+    assert f"        {monitor}  [2 channels, numbered 0 to 1 for --channels]\n" in listed, listed
     if "keyword model" in got.stderr and "voicesnap models download keyword" in got.stderr:
         pytest.skip("no keyword model to hear per-player mics with")
     assert got.returncode == 2, got.stdout + got.stderr
-    assert "--channels gives B channel 2, and the input has 2 channels: 0, 1" in got.stderr
+    assert ("--channels gives B channel 2, and the input has 2 channels: 0, 1; choose an input with 3 or more "
+            "(--input; voicesnap devices lists each input's channels), or give each player a channel it has"
+            in got.stderr), got.stderr
 
 
 def test_listen_names_each_call_by_its_players_own_channel_on_a_live_two_channel_source(devices: dict,

@@ -1264,9 +1264,12 @@ def engine_words(engine: str) -> str:
     by their voice"; "vosk+slams" -> "Vosk and table slams". An unknown part is given as it is."""
     parts = engine.split("+")
     voices = "combined" in parts
-    heard = [_ENGINE_WORDS.get(p, p) for p in (["vosk"] if voices else []) + [p for p in parts if p != "combined"]]
+    strict = "strict" in parts  # (play --strict-calls: it read "heard by Vosk, the keyword model and strict")
+    heard = [_ENGINE_WORDS.get(p, p) for p in (["vosk"] if voices else []) + [p for p in parts
+                                                                            if p not in ("combined", "strict")]]
     said = heard[0] if len(heard) == 1 else ", ".join(heard[:-1]) + " and " + heard[-1]
-    return said + (", each caller known by their voice" if voices else "")
+    return (said + (", each caller known by their voice" if voices else "")
+            + (", each call checked against its player's enrolled voice" if strict else ""))
 
 
 def call_words_text(game: Any, slams: bool = True) -> str:

@@ -10,6 +10,7 @@ import json
 import sys
 
 from ..errors import UserError
+from ..text import counted
 
 NO_DEVICE_FIX = (
     "PortAudio sees no audio device. Plug in a microphone/headset, or start a sound server: "
@@ -129,14 +130,30 @@ def pulse_names(devices: list[dict]) -> dict[str, list[str]]:
     return names
 
 
+def source_channels(names: list[str]) -> dict[str, int]:
+    """Each sound-server source's own channel count (from its sample spec), for ``--channels``: the list
+    showed only names, and ALSA's "pulse" device's "32 ch", so a table setting up a mic per player could not
+    tell which input had how many mics."""
+    import re
+
+    counts: dict[str, int] = {}
+    for cols in _pactl_short("sources") or []:
+        found = re.search(r"(\d+)ch", cols[3]) if len(cols) >= 4 else None
+        if found and cols[1] in names:
+            counts[cols[1]] = int(found.group(1))
+    return counts
+
+
 def run(args: argparse.Namespace) -> int:
     devices, (default_in, default_out), apis = _query()
     inputs = [d for d in devices if d["max_input_channels"] > 0]
     outputs = [d for d in devices if d["max_output_channels"] > 0]
     pulse = pulse_names(devices)
+    channels = source_channels(pulse.get("sources", []))
     if args.json:
         print(json.dumps({"devices": devices, "default_input": default_in, "default_output": default_out,
                           "host_apis": apis, "pulse_sources": pulse.get("sources", []),
+                          "pulse_source_channels": channels,
                           "pulse_sinks": pulse.get("sinks", [])}, indent=2, default=str))
     else:
         for title, group, default, key in (("inputs", inputs, default_in, "max_input_channels"),
@@ -153,7 +170,11 @@ def run(args: argparse.Namespace) -> int:
             if pulse.get(kind):
                 print(f"{title} (by name, through the 'pulse' device):")
                 for name in pulse[kind]:
-                    print(f"        {name}")
+                    n = channels.get(name) if kind == "sources" else None
+                    # (a channel's number, as play's --channels and enroll's --channel take it)
+                    mics = "" if n is None else f"  [{counted(n, 'channel')}" + (
+                        f", numbered 0 to {n - 1} for --channels]" if n > 1 else "]")
+                    print(f"        {name}{mics}")
         if inputs or outputs:
             print("* = default; pick another by number or name: --input / --output in play, --device in listen "
                   "and enroll", file=sys.stderr)

@@ -897,7 +897,11 @@ def _run(args: argparse.Namespace) -> int:
         if has is not None and has < n_channels:
             raise UserError(f"{'the session' if args.resume else '--channels'} gives "
                             f"{max(channels, key=lambda p: channels[p])} channel {n_channels - 1}, and "
-                            f"{args.input_file or 'the input'} has {counted(has, 'channel')}: {', '.join(map(str, range(has)))}")
+                            f"{args.input_file or 'the input'} has {counted(has, 'channel')}: {', '.join(map(str, range(has)))}"
+                            + ("" if from_file is not None else
+                               f"; choose an input with {n_channels} or more (--input; voicesnap devices lists each "
+                               "input's channels)" + ("" if args.resume else
+                                                      ", or give each player a channel it has")))
         unheard = [p for p in players if p not in channels]
         if unheard and args.no_keyboard:  # (they were told to use the keyboard, which was off: never heard)
             raise UserError(f"no microphone for {', '.join(unheard)} in --channels and --no-keyboard: they could "
@@ -991,7 +995,10 @@ def _run(args: argparse.Namespace) -> int:
     # the variant and format by name, as read aloud: their ids ("single-pile, best-of-1") were spelt out
     print(f"voicesnap: {listed(players)}; {variants.get(settings.variant).title}, "
           f"{parse_format(settings.format).words()}; "
-          f"calls {'heard by ' + engine_words(engine_name) if spotter is not None else 'by keyboard'}")
+          f"calls {'heard by ' + engine_words(engine_name) if spotter is not None else 'by keyboard'}"
+          # which mic is whose, to check before the first card (a mic on the wrong channel names the wrong caller)
+          + (f"; microphones: {listed([f'{p} on channel {c}' for p, c in channels.items()])}"
+             if channels and spotter is not None else ""))
     if spotter is not None and not hears_commands(engine_name):
         # a player who relies on hearing the game asks for it by voice: say that no one is listening for that
         from .. import models
