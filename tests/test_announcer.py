@@ -522,6 +522,25 @@ def test_the_end_command_s_farewell_cuts_the_help_still_being_said(cache):
         assert ended[bye_id].completed
 
 
+def test_a_session_won_is_not_said_twice() -> None:
+    """A best of 3's end was said as "Alice wins the session after 2 games. Scores: Alice 2, Bob 0." and then
+    again, 4 s later, "Alice wins the session." (a QA game's log). The farewell is said only where the
+    session's end was not (a session ended some other way, and the stopped ones)."""
+    from voicesnap.cli.play import _say_farewell
+    from voicesnap.session import SessionOver
+    from voicesnap.table import SessionResult
+
+    over = SessionOver(9.0, "Alice", (2, 0), 2, False)
+    said: list[str] = []
+    _say_farewell(lambda text, priority, ev: said.append(text),
+                  SessionResult("over", "Alice", 2, [("Alice wins the session after 2 games. Scores: Alice 2, Bob 0.",
+                                                      over)]))
+    assert said == []
+    _say_farewell(lambda text, priority, ev: said.append(text), SessionResult("over", "Alice", 2, []))
+    _say_farewell(lambda text, priority, ev: said.append(text), SessionResult("interrupted", None, 1, []))
+    assert said[0] == "Alice wins the session." and said[1].startswith("Game stopped."), said
+
+
 def test_hush_drops_waiting_rulings_so_the_stop_is_said_at_once(cache):
     """Rulings are never cancelled in play; after a flood of calls, a game stopped by Ctrl-C went on
     saying them for 20 s, and the stop's own words, queued behind, were never heard (a QA tester's

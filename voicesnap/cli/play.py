@@ -1111,9 +1111,12 @@ def _say_farewell(say: Any, result: SessionResult) -> None:
     """Say how the session ended (said, not only printed: a player may be playing by ear). Stopped by
     Ctrl-C, what was still to be said is stale and is dropped first; ended by the end command, the
     farewell is that command's answer and cuts an answer still being said (the help is 16 s long)."""
+    from ..session import SessionOver
     from ..table import PRIORITY_RULING, Say
 
     farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
+    if any(isinstance(ev, SessionOver) for _, ev in result.said):  # its winner and scores were just said:
+        farewell = ""  # a second "Alice wins the session." after "Alice wins the session after 2 games. ..."
     if result.reason == "interrupted":
         _hush(say)
     if say is not None and farewell:
