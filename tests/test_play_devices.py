@@ -648,7 +648,7 @@ def test_sound_server_sources_are_listed_and_listen_takes_one_by_name(devices: d
 
 def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp_path: Path) -> None:
     """`--channels B=2` on a two-channel source started a game: the server upmixed, channel 2 was exact
-    silence, and B could never call (a QA tester's live game)."""
+    silence, and B could never call (a QA tester's live game); `enroll --channel 2` likewise."""
     from virtual_mic import virtual_mic
 
     with virtual_mic(TABLE2, channels=2, channel_map="front-left,front-right", env=devices) as monitor:
@@ -660,6 +660,12 @@ def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp
         # where the channels a table can give are to be found: `voicesnap devices` listed the name alone
         listed = subprocess.run([sys.executable, "-m", "voicesnap", "devices"], cwd=ROOT, env=env,
                                 capture_output=True, text=True, timeout=60).stdout
+        # enroll the same: it recorded three takes of the upmix's silence, then blamed a muted microphone
+        enrolling = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "enroll",
+                                    "B", "--channel", "2", "--device", monitor, "--silent", "--no-speech"], cwd=ROOT,
+                                   env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert enrolling.returncode == 2 and (f"--channel 2, and the microphone ({monitor}) has 2 channels: 0, 1; give "
+                                          "the player's own channel" in enrolling.stderr), enrolling.stderr
     assert f"        {monitor}  [2 channels, numbered 0 to 1 for --channels]\n" in listed, listed
     if "keyword model" in got.stderr and "voicesnap models download keyword" in got.stderr:
         pytest.skip("no keyword model to hear per-player mics with")

@@ -279,6 +279,17 @@ def _microphone(args: argparse.Namespace) -> np.ndarray:
     # what PortAudio opens (a PulseAudio source name too, as play's --input takes it); args.device, as the
     # player typed it, is what messages name
     args.input_device = route(args.device, "input")
+    if args.channel is not None:
+        from .devices import input_channels
+
+        # a sound-server source upmixes: a channel past its own records exact silence, and three takes of
+        # it ended "the microphone is muted, off or not the one you speak into" (play refuses it up front)
+        has = input_channels(args.input_device)
+        if has is not None and args.channel >= has:
+            raise UserError(f"--channel {args.channel}, and the microphone ({args.device or 'the default input'}) "
+                            f"has {counted(has, 'channel')}: {', '.join(map(str, range(has)))}; give the player's "
+                            "own channel (voicesnap devices lists each input's channels), or choose another "
+                            "input with --device")
     from ..pulse import channel_plan
 
     # a sound-server source: the player's channel counted as the source counts its mics, as in play
