@@ -874,3 +874,22 @@ def test_the_engine_in_words_says_what_strict_calls_do() -> None:
     assert engine_words("vosk+keyword+strict") == ("Vosk and the keyword model, each call checked against its "
                                                    "player's enrolled voice")
     assert engine_words("vosk+keyword") == "Vosk and the keyword model"
+
+
+def test_players_enrolled_on_their_own_mics_are_told_of_channels_when_play_hears_one_mix(data: Path) -> None:
+    """Alice and Bob enrolled on their own mic channels (`enroll --channel`), and `play` without --channels
+    heard every mic as one mix, each caller by voice, unsaid: the table thought it had a mic per player."""
+    takes = ROOT / "tests" / "fixtures" / "audio" / "players" / "enroll"
+    for name, channel in (("alice", 0), ("bob", 1)):
+        assert main(["enroll", name, "--channel", str(channel), "--silent", "--from-files",
+                     *map(str, sorted(takes.glob(f"{name}_*.wav")))]) == 0
+    wav = str(ROOT / "tests" / "fixtures" / "audio" / "players" / "multichannel" / "mc2.wav")  # alice 0, bob 1
+    got = play(["--players", "alice,bob", "--input-file", wav, "--quiet", "--text", "--no-keyboard", "--seed", "1"],
+               b"", data, timeout=120)
+    out = got.stdout.decode()
+    assert got.returncode == 0, got.stderr.decode()
+    assert ("alice and bob enrolled on their own microphone channels; this game hears every microphone as one, "
+            "each caller known by voice: for a microphone per player, stop and add --channels alice=0,bob=1") in out, out
+    mics = play(["--players", "alice,bob", "--input-file", wav, "--quiet", "--text", "--no-keyboard", "--seed", "1",
+                 "--channels", "alice=0,bob=1"], b"", data, timeout=120)
+    assert mics.returncode == 0 and "own microphone channels" not in mics.stdout.decode(), mics.stdout.decode()

@@ -866,6 +866,15 @@ def _run(args: argparse.Namespace) -> int:
         if missing:
             print(f"no voice profile for {', '.join(missing)}: their calls need the keyboard "
                   "(or enroll later: " + "; ".join(f"voicesnap enroll {shlex.quote(m)}" for m in missing) + ")")
+        if not args.resume:
+            own = {seat: prof.channel for seat, prof in seat_profiles(root, players).items()
+                   if getattr(prof, "channel", None) is not None}
+            if len(own) >= 2 and len(set(own.values())) == len(own):
+                # enrolled each on their own mic, and played on one mix of them all unsaid
+                mapping = ",".join(f"{p}={own[p]}" for p in players if p in own)
+                print(f"{listed(list(own))} enrolled on their own microphone channels; this game hears every "
+                      f"microphone as one, each caller known by voice: for a microphone per player, stop and add "
+                      f"--channels {mapping}")
     pool_flag: list[Any] = []
     listen = args.engine != "none"
     spotter, engine_name = (None, "none")
