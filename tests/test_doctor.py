@@ -162,3 +162,30 @@ def test_a_missing_model_says_each_way_to_it_once(check: Callable[[Path], doctor
     assert not got.ok and not got.needed and got.detail.startswith(f"not installed in {tmp_path / 'models'}: ")
     assert said.count("voicesnap models download") == 1 and said.count("voicesnap models install") == 1, said
     assert said.count(variable) == 1 and "details" not in said and "enrolled calls only" not in said, said
+
+
+def test_players_on_their_own_mics_are_listed_with_the_channels_the_default_input_has(
+        _tmp_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doctor said nothing of players enrolled on their own mic channel: a table setting up a mic per
+    player learnt that the input had too few channels only when play refused. Now it lists them, the
+    --channels that plays them so, and whom the default input cannot hear."""
+    from voicesnap import voices
+    from voicesnap.cli import devices
+
+    from voicefixtures import profile
+
+    assert doctor.check_channels(_tmp_data) == []  # nobody enrolled on a channel: nothing to say
+    for name, channel in (("alice", 0), ("bob", 1), ("cara", 2)):
+        voices.save_profile(replace(profile(name), channel=channel), str(_tmp_data))
+    # the sound server's answer to `pactl list short sources`, as devices reads it
+    monkeypatch.setattr(devices, "_pactl_short", lambda kind: [
+        ["0", "table.monitor", "module-null-sink.c", "s16le 2ch 16000Hz", "RUNNING"]])
+    monkeypatch.setenv("PULSE_SOURCE", "table.monitor")
+    (check,) = doctor.check_channels(_tmp_data)
+    assert not check.ok and not check.needed, check
+    assert check.detail == ("alice on channel 0, bob on channel 1 and cara on channel 2, and the default microphone "
+                            "(table.monitor) has 2 channels: cara cannot be heard on it"), check
+    assert "--input NAME (voicesnap devices lists each input's channels)" in check.fix, check
+    monkeypatch.setenv("PULSE_SOURCE", "elsewhere")  # a source whose channels cannot be known
+    (check,) = doctor.check_channels(_tmp_data)
+    assert check.ok and check.detail.endswith("play them so with --channels alice=0,bob=1,cara=2"), check

@@ -277,11 +277,66 @@ def check_source_watch() -> Check:
                  "the one in use (voicesnap devices)", needed=False)
 
 
+def default_source() -> str | None:
+    """The sound-server source play hears by default (PULSE_SOURCE, else the server's default), or None."""
+    import os
+    import shutil
+    import subprocess
+
+    if os.environ.get("PULSE_SOURCE"):
+        return os.environ["PULSE_SOURCE"]
+    if shutil.which("pactl") is None:
+        return None
+    try:
+        got = subprocess.run(["pactl", "get-default-source"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return got.stdout.strip() or None if got.returncode == 0 else None
+
+
+def check_channels(root: Path) -> list[Check]:
+    """Players enrolled on their own mic channel (``enroll --channel``): which, the --channels that plays
+    them so, and whether the default input has that many channels (the doctor said nothing of them, so a
+    table setting up a mic per player learnt of a missing channel only from play's refusal)."""
+    from .devices import _pactl_short
+    from .. import voices
+
+    own: dict[str, int] = {}
+    for entry in voices.list_players(str(root)):
+        name = getattr(entry, "name", entry)
+        try:
+            channel = getattr(voices.load_profile(name, str(root)), "channel", None)
+        except Exception:  # noqa: BLE001 (unreadable: check_profiles says so)
+            continue
+        if isinstance(channel, int):
+            own[name] = channel
+    if not own:
+        return []
+    mics = listed(f"{n} on channel {c}" for n, c in own.items())
+    play = "--channels " + ",".join(f"{n}={c}" for n, c in own.items())
+    source = default_source()
+    has = None
+    for cols in _pactl_short("sources") or []:
+        if source and len(cols) >= 4 and cols[1] == source and "ch" in cols[3]:
+            has = int(cols[3].split("ch")[0].split()[-1])
+    if has is None:
+        return [Check("player microphones", True, f"{mics}; play them so with {play}", needed=False)]
+    past = [n for n, c in own.items() if c >= has]
+    if past:
+        return [Check("player microphones", False, f"{mics}, and the default microphone ({source}) has "
+                      f"{counted(has, 'channel')}: {listed(past)} cannot be heard on it",
+                      "give play an input with more channels: --input NAME (voicesnap devices lists each input's "
+                      f"channels), or enroll {listed(past)} again with their channel on this one "
+                      f"(voicesnap enroll NAME --channel N)", needed=False)]
+    return [Check("player microphones", True, f"{mics}; the default microphone ({source}) has "
+                  f"{counted(has, 'channel')}: play them with {play}", needed=False)]
+
+
 def run_checks(root: Path) -> list[Check]:
     steps: list[Callable[[], Check | list[Check]]] = [
         check_portaudio, check_espeak, check_pyttsx3,
         lambda: check_vosk_model(root), lambda: check_keyword(root), lambda: check_encoder(root),
-        lambda: check_profiles(root), check_devices, check_source_watch,
+        lambda: check_profiles(root), check_devices, lambda: check_channels(root), check_source_watch,
     ]
     results: list[Check] = []
     for step in steps:
