@@ -103,3 +103,17 @@ def test_single_pile_snaps_title_shows_the_card_under_the_top_and_a_match() -> N
             assert ("= match" in title) == flipped[-1].match, title  # as the engine judges it
             seen[flipped[-1].match] += 1
     assert seen[True] and seen[False]  # both cases shown on this deal
+
+
+def test_a_long_notice_is_wrapped_whole_with_its_way_out() -> None:
+    """A lost mic's notice was cut at the line's end, "... sends no sound at all (unplu…": its way out
+    ("plug it back in and it resumes by itself") never reached the screen."""
+    from voicesnap.live import LiveInput
+
+    notice = (f"{LiveInput.LOST}: Bob's microphone (channel 1) sends no sound at all (unplugged, muted or switched "
+              "off?): the game is paused; plug it back in and it resumes by itself")
+    lines = render(_view(notice=notice), width=80)
+    assert all(cells(line) <= 80 for line in lines)
+    shown = [line for line in lines if line.startswith(("!! ", "   ")) and "pool:" not in line and "- " not in line]
+    assert " ".join(line[3:] for line in shown[:3]).startswith(notice), lines
+    assert lines[1].startswith("!! input device lost") and "\u2026" not in "".join(shown[:3]), lines

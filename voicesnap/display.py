@@ -133,8 +133,11 @@ def render(view: TableView, width: int = 80, ascii_only: bool = False) -> list[s
         return _clip(text, width, ell)
 
     lines = [fit(f"{view.title}  [{view.clock:7.1f} s]")]
-    if view.notice:
-        lines.append(fit(f"!! {view.notice}"))
+    if view.notice:  # wrapped, not cut: a lost mic's notice ends with the way out ("plug it back in ...")
+        import textwrap
+
+        lines += [fit(("!! " if i == 0 else "   ") + part)
+                  for i, part in enumerate(textwrap.wrap(view.notice, width - 3, break_on_hyphens=False))]
     name_w = min(14, max([4, *(cells(p.name) for p in view.players)]))
     header = f"   {'player':<{name_w}}  {'down':>4}  {'up':>3}  {'shows':<5}  wins"
     lines.append(fit(header))
