@@ -673,6 +673,17 @@ def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp
     assert ("--channels gives B channel 2, and the input has 2 channels: 0, 1; choose an input with 3 or more "
             "(--input; voicesnap devices lists each input's channels), or give each player a channel it has"
             in got.stderr), got.stderr
+    # no --input: the server's default source, whose channels were never asked; a mono one was opened as two,
+    # the server copied it into both, and every call was both players' (a tie)
+    default = json.loads(_pactl("--format=json", "info", env=env))["default_source_name"]
+    counts = {cols[1]: cols[3] for cols in (line.split("\t") for line in _pactl("list", "short", "sources",
+                                                                                   env=env).splitlines())}
+    if " 1ch " in f" {counts.get(default, '')} ":
+        mono = subprocess.run([sys.executable, "-m", "voicesnap", "--data-dir", str(tmp_path / "data"), "play",
+                               "--players", "A,B", "--channels", "A=0,B=1", "--engine", "keyword", "--quiet", "--text",
+                               "--no-keyboard"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert mono.returncode == 2 and "--channels gives B channel 1, and the input has 1 channel: 0" in mono.stderr, \
+            mono.stdout + mono.stderr
 
 
 def test_listen_names_each_call_by_its_players_own_channel_on_a_live_two_channel_source(devices: dict,

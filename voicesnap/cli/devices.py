@@ -78,12 +78,20 @@ def route(value: str | None, kind: str) -> int | str | None:
 
 def input_channels(routed: int | str | None) -> int | None:
     """How many channels the input ``route`` gave has, where that can be known: a sound-server source
-    (PULSE_SOURCE, from its sample spec), or a PortAudio device other than ALSA's "pulse"/"default"
-    (those open any count, upmixing: a --channels entry past the source's own read exact silence)."""
+    (PULSE_SOURCE, else the server's default source, from its sample spec), or a PortAudio device other
+    than ALSA's "pulse"/"default" (those open any count, upmixing: a --channels entry past the source's own
+    read exact silence, or, on a mono source, a copy of its one channel)."""
     import os
     import re
+    import shutil
 
-    source = os.environ.get("PULSE_SOURCE") if routed in (None, "pulse", "default") else None
+    source = None
+    if routed in (None, "pulse", "default"):
+        # the server's default source when none is named: a mono default mic was opened as two channels,
+        # the server copied it into both, and every call on "Alice=0,Bob=1" was both players' (a tie)
+        from ..pulse import _default_source, pactl_json
+
+        source = os.environ.get("PULSE_SOURCE") or (_default_source(pactl_json) if shutil.which("pactl") else None)
     if source:
         for cols in _pactl_short("sources") or []:
             if len(cols) >= 4 and cols[1] == source:

@@ -277,23 +277,6 @@ def check_source_watch() -> Check:
                  "the one in use (voicesnap devices)", needed=False)
 
 
-def default_source() -> str | None:
-    """The sound-server source play hears by default (PULSE_SOURCE, else the server's default), or None."""
-    import os
-    import shutil
-    import subprocess
-
-    if os.environ.get("PULSE_SOURCE"):
-        return os.environ["PULSE_SOURCE"]
-    if shutil.which("pactl") is None:
-        return None
-    try:
-        got = subprocess.run(["pactl", "get-default-source"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return got.stdout.strip() or None if got.returncode == 0 else None
-
-
 def check_channels(root: Path) -> list[Check]:
     """Players enrolled on their own mic channel (``enroll --channel``): which, the --channels that plays
     them so, and whether the default input has that many channels (the doctor said nothing of them, so a
@@ -314,7 +297,9 @@ def check_channels(root: Path) -> list[Check]:
         return []
     mics = listed(f"{n} on channel {c}" for n, c in own.items())
     play = "--channels " + ",".join(f"{n}={c}" for n, c in own.items())
-    source = default_source()
+    from ..pulse import _default_source, pactl_json
+
+    source = os.environ.get("PULSE_SOURCE") or (_default_source(pactl_json) if shutil.which("pactl") else None)
     has = None
     for cols in _pactl_short("sources") or []:
         if source and len(cols) >= 4 and cols[1] == source and "ch" in cols[3]:
@@ -324,7 +309,7 @@ def check_channels(root: Path) -> list[Check]:
     past = [n for n, c in own.items() if c >= has]
     if past:
         return [Check("player microphones", False, f"{mics}, and the default microphone ({source}) has "
-                      f"{counted(has, 'channel')}: {listed(past)} cannot be heard on it",
+                      f"{counted(has, 'channel')}, none for {listed(past)}",
                       "give play an input with more channels: --input NAME (voicesnap devices lists each input's "
                       f"channels), or enroll {listed(past)} again with their channel on this one "
                       f"(voicesnap enroll NAME --channel N)", needed=False)]
