@@ -944,6 +944,14 @@ def test_a_microphone_driven_past_full_scale_is_reported_with_the_fix_once_per_h
     both = np.concatenate([clean[: len(clipped)], clipped[: len(clean)]], axis=1)
     said2 = [r for r in _reports_over(both) if r.startswith(LiveInput.CLIPPING)]
     assert len(said2) == 1 and "on channel 1:" in said2[0]
+    # one mic per player: the channel's player named with it
+    reports: list[str] = []
+    live = LiveInput(_replay_mic(both), reports.append, stall=0.2, retry=0.05, owners={0: "Alice", 1: "Bob"})
+    for chunk in live:
+        if chunk.end >= len(both):
+            live.close()
+    said3 = [r for r in reports if r.startswith(LiveInput.CLIPPING)]
+    assert len(said3) == 1 and said3[0].startswith(f"{LiveInput.CLIPPING} on channel 1 (Bob's): shouted"), said3
 
 
 def test_ctrl_c_waits_for_the_end_of_a_deferred_block_then_is_raised_or_dropped() -> None:

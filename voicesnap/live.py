@@ -179,7 +179,9 @@ class LiveInput:
         if len(loud) == 0 or (self._clip_said is not None and now - self._clip_said < self.CLIP_REPEAT):
             return
         self._clip_said = now
-        where = ": " if len(hits) == 1 else f" on channel {', '.join(str(int(c)) for c in loud)}: "
+        # each channel with its player's name where there is one: "channel 0" told a player by ear nothing
+        where = ": " if len(hits) == 1 else " on channel " + ", ".join(
+            f"{int(c)} ({self.owners[int(c)]}'s)" if int(c) in self.owners else str(int(c)) for c in loud) + ": "
         self.report(self.CLIPPING + self.CLIP_TEXT.format(where=where))
 
     def _check_overflow(self) -> None:
