@@ -1514,3 +1514,12 @@ def test_a_word_that_is_no_call_in_this_game_is_said_at_every_verbosity() -> Non
     ref = Referee(variants.create("animal", ["Ann", "Ben"], 1))
     ignored = ref.submit(Call("Ann", "snap", 0.5)) + ref.advance(5.0) + ref.close()
     assert any(isinstance(ev, rules.CallIgnored) and ev.reason.startswith(rules.NOT_A_CALL) for ev in ignored), ignored
+
+
+def test_listen_names_a_players_silent_mic_as_play_does() -> None:
+    """`listen --channels` (the check before a game) said nothing of a player's mic sending no sound."""
+    from voicesnap.cli import listen
+
+    mic = listen._live_mic(None, 2, {0: "Alice", 1: "Bob"})  # (nothing is opened until it is read)
+    said = mic._channels_text((1,))
+    assert said.startswith("Bob's microphone (channel 1) sends no sound at all") and "a game would pause" in said, said

@@ -69,6 +69,7 @@ class LiveInput:
         watch_every: float = 2.0,
         meanwhile: str = "the game is paused",
         owners: Mapping[int, str] | None = None,
+        channel_meanwhile: str | None = None,
     ) -> None:
         self.open_source = open_source
         self.meanwhile = meanwhile  # what the loss notices say happens until it is back (listen: no game)
@@ -85,6 +86,7 @@ class LiveInput:
         # sound is that player's mic unplugged or muted. Unsaid, their calls reached only the other mics,
         # faintly, and were counted for those mics' players.
         self.owners = dict(owners or {})
+        self.channel_meanwhile = channel_meanwhile or meanwhile  # what a player's silent mic means meanwhile
         self._flat_channel: dict[int, int] = {}  # frames of exact silence in a row, per watched channel
         self._dead: tuple[int, ...] = ()  # the watched channels the players were told are silent
         self.gone = False  # the players were told it is lost (by silence, stall or death) and not yet back
@@ -140,7 +142,7 @@ class LiveInput:
         mics = [f"{self.owners[ch]}'s microphone (channel {ch})" for ch in dead]
         who = mics[0] if len(mics) == 1 else ", ".join(mics[:-1]) + " and " + mics[-1]
         whose = f"{names[0]}'s" if len(names) == 1 else "their"
-        return self.CHANNEL_SILENT_TEXT.format(who=who, whose=whose, meanwhile=self.meanwhile).replace(
+        return self.CHANNEL_SILENT_TEXT.format(who=who, whose=whose, meanwhile=self.channel_meanwhile).replace(
             " sends ", " send " if len(dead) > 1 else " sends ", 1)
 
     def _check_silence(self, chunk: AudioChunk) -> None:

@@ -103,7 +103,7 @@ def _variant(args: argparse.Namespace) -> str:
     return variants.get(args.variant).variant if args.variant else "classic"
 
 
-def _live_mic(device: int | str | None, channels: int) -> Any:
+def _live_mic(device: int | str | None, channels: int, owners: dict[int, str] | None = None) -> Any:
     """The microphone as play hears it (voicesnap.live.LiveInput): a device that goes away, or goes
     silent, is said on stderr and reopened, rather than leaving listen waiting without a word."""
     from ..audio import MicSource
@@ -119,7 +119,9 @@ def _live_mic(device: int | str | None, channels: int) -> Any:
     def report(text: str) -> None:
         print(f"voicesnap listen: {text}", file=sys.stderr, flush=True)
 
-    return LiveInput(open_mic, report, meanwhile="nothing is heard until it is back")
+    # (a player's mic silent while the others carry sound, named as play names it: the check before a game)
+    return LiveInput(open_mic, report, meanwhile="nothing is heard until it is back", owners=owners,
+                     channel_meanwhile="a game would pause")
 
 
 def _profiles(args: argparse.Namespace) -> list[Any]:
@@ -352,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
                 far = max(mapping, key=lambda p: mapping[p])
                 raise UserError(f"--channels gives {far} channel {mapping[far]}, and the input has "
                                 f"{counted(has, 'channel')}: {', '.join(map(str, range(has)))}")
-        mic = _live_mic(device, n_open)
+        mic = _live_mic(device, n_open, {c: p for p, c in mapping.items()} if mapping else None)
         channels = n_open
         source = mic
     if args.channel is not None and not 0 <= args.channel < channels:
