@@ -710,3 +710,12 @@ def test_a_call_both_sides_heard_but_ruled_apart_says_what_each_ruled() -> None:
     # a call the other side heard and made nothing of says that
     rows = {row["ruling"]: row["why"] for row in compare(live, [call])}
     assert rows["pool-won"].endswith("at the same moment) and made no ruling of it"), rows
+
+
+def test_a_replay_with_no_ruling_says_so_in_words() -> None:
+    """A recorded game nobody called in was summed up as "0 of 0 rulings agree" (a QA table's per-player
+    mic session, each of its stretches and the whole)."""
+    from voicesnap.cli import replay
+
+    assert replay._agreeing(0, 0) == "no ruling to compare: nobody called in the game or the replay"
+    assert replay._agreeing(1, 1) == "1 of 1 ruling agrees" and replay._agreeing(3, 5) == "3 of 5 rulings agree"

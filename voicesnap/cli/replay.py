@@ -551,7 +551,10 @@ def _not_a_game(folder: Path, root: Path) -> str:
 
 
 def _agreeing(agree: int, total: int) -> str:
-    """"5 of 5 rulings agree", "1 of 1 ruling agrees", "1 of 5 rulings agrees", each in its number."""
+    """"5 of 5 rulings agree", "1 of 1 ruling agrees", "1 of 5 rulings agrees", each in its number; "no
+    ruling to compare: nobody called in the game or the replay" where there is none ("0 of 0 rulings agree")."""
+    if total == 0:
+        return "no ruling to compare: nobody called in the game or the replay"
     return f"{agree} of {counted(total, 'ruling')} {'agrees' if agree == 1 else 'agree'}"
 
 
