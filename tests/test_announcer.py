@@ -539,6 +539,10 @@ def test_a_session_won_is_not_said_twice() -> None:
     _say_farewell(lambda text, priority, ev: said.append(text), SessionResult("over", "Alice", 2, []))
     _say_farewell(lambda text, priority, ev: said.append(text), SessionResult("interrupted", None, 1, []))
     assert said[0] == "Alice wins the session." and said[1].startswith("Game stopped."), said
+    # a game kept with --record resumes only with that folder: said, as it is printed
+    _say_farewell(lambda text, priority, ev: said.append(text), SessionResult("interrupted", None, 1, []), recorded=True)
+    assert said[2] == ("Game stopped. To continue it, run voicesnap play with the resume option and the same record "
+                       "folder."), said
 
 
 def test_hush_drops_waiting_rulings_so_the_stop_is_said_at_once(cache):

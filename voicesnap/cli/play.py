@@ -1035,7 +1035,7 @@ def _run(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:  # between two games of a session (in one, the table stops it)
                 result = SessionResult("interrupted", None, 0, [])
             _print_end(result, folder, args.record, printed=text)  # at once: the last words below take seconds
-            _say_farewell(say, result)
+            _say_farewell(say, result, recorded=bool(args.record))
             began = time.monotonic()  # let the last words finish (20 s at most), and log when they started
             try:
                 while say is not None and time.monotonic() < began + LAST_WORDS_S:
@@ -1116,7 +1116,7 @@ def _stop_on_hangup() -> Any:
     return lambda: [signal.signal(k, h) for k, h in before.items()]
 
 
-def _say_farewell(say: Any, result: SessionResult) -> None:
+def _say_farewell(say: Any, result: SessionResult, recorded: bool = False) -> None:
     """Say how the session ended (said, not only printed: a player may be playing by ear). Stopped by
     Ctrl-C, what was still to be said is stale and is dropped first; ended by the end command, the
     farewell is that command's answer and cuts an answer still being said (the help is 16 s long)."""
@@ -1126,6 +1126,8 @@ def _say_farewell(say: Any, result: SessionResult) -> None:
     farewell = f"{result.winner} wins the session." if result.winner else FAREWELL.get(result.reason, "")
     if any(isinstance(ev, SessionOver) for _, ev in result.said):  # its winner and scores were just said:
         farewell = ""  # a second "Alice wins the session." after "Alice wins the session after 2 games. ..."
+    if recorded and farewell.endswith(" with the resume option."):  # (--resume alone finds only the games folder)
+        farewell = farewell.removesuffix(".") + " and the same record folder."
     if result.reason == "interrupted":
         _hush(say)
     if say is not None and farewell:
