@@ -893,3 +893,21 @@ def test_players_enrolled_on_their_own_mics_are_told_of_channels_when_play_hears
     mics = play(["--players", "alice,bob", "--input-file", wav, "--quiet", "--text", "--no-keyboard", "--seed", "1",
                  "--channels", "alice=0,bob=1"], b"", data, timeout=120)
     assert mics.returncode == 0 and "own microphone channels" not in mics.stdout.decode(), mics.stdout.decode()
+
+
+def test_a_player_without_a_mic_at_a_table_of_mics_is_told_their_keys_aloud(data: Path) -> None:
+    """`--channels A=0` with B at the table: "no microphone for B ... their calls need the keyboard" was
+    printed, never said, so B, playing by ear, shouted "snap" at nobody and never heard which keys were theirs."""
+    wav = str(ROOT / "tests" / "fixtures" / "audio" / "players" / "multichannel" / "mc2.wav")
+    got = play(["--players", "A,B,C", "--input-file", wav, "--channels", "A=0", "--text", "--quiet", "--seed", "1",
+                "--engine", "keyword"], b"", data, timeout=120)
+    out = got.stdout.decode()
+    if "keyword model" in got.stderr.decode():
+        pytest.skip("no keyword model to hear per-player mics with")
+    assert got.returncode == 0, got.stderr.decode()
+    # the opening, which is spoken: every announcement is printed as it is said with --text
+    assert ("Game 1. A deals; B goes first. B and C have no microphone and call by key: B w for snap, s for snap "
+            "pool; C e for snap, d for snap pool.") in out, out[:1200]
+    one = play(["--players", "A,B", "--input-file", wav, "--channels", "A=0", "--text", "--quiet", "--seed", "1",
+                "--engine", "keyword"], b"", data, timeout=120).stdout.decode()
+    assert "B has no microphone and calls by key: w for snap, s for snap pool." in one, one[:1200]

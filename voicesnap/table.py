@@ -44,6 +44,7 @@ from .tablelog import (
     LISTENING_FAILED, TableEnd, TableNote, TableResumed, TableSession, TableStart, TableStep,
 )
 from .vocabulary import COMMAND_PREFIX, command_phrases
+from .text import listed
 
 __all__ = [
     "Say", "Log", "Stop", "Notice", "Setting", "Action",
@@ -1455,6 +1456,15 @@ def play_session(
         # The variant's rule, once a sitting (the first game said here, fresh or resumed): the players chose
         # Slapjack, but a player by ear was never told that "slap" is a call, nor when
         calls = f" {rule}" if rule and not told else ""
+        keyed = [p for p in game.players if settings.channels and p not in settings.channels]
+        if keyed and heard and keyboard is not None and not told:
+            # a mic per player but not for these: printed before the game, and now said (a player by ear was
+            # never told that their shout is heard by nobody, nor which keys are theirs)
+            seats = dict(zip(game.players, Keymap(game.players, snap_words=own,
+                                                  calls=key_calls(game)).call_keys().split("; ")))
+            calls += (f" {keyed[0]} has no microphone and calls by key: {seats[keyed[0]].removeprefix(keyed[0] + ' ')}."
+                      if len(keyed) == 1 else f" {listed(keyed)} have no microphone and call by key: "
+                      + "; ".join(seats[p] for p in keyed) + ".")
         # A session of more than one game, once a sitting: what it is played to, and on a resume the games won
         # so far (a player by ear who came back to a best of 3 heard only "Resuming game 2", never the score)
         sitting = ""
