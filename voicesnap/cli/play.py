@@ -310,8 +310,9 @@ def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tu
         profiles = profiles or _profiles(root, players, variant)
         missing = [p for p in channels if p not in {prof.name for prof in profiles}]
         if missing:
+            how = "; ".join(f"voicesnap enroll {shlex.quote(p)} --channel {channels[p]}" for p in missing)
             raise UserError(f"--strict-calls checks each call against its player's enrollment: enroll "
-                            f"{', '.join(missing)} first (voicesnap enroll NAME), or play without --strict-calls")
+                            f"{listed(missing)} first ({how}), or play without --strict-calls")
         return OwnWordCheck(spotter, EnrolledSpotter(profiles)), name + STRICT
     if getattr(args, "strict_calls", False) and not channels:
         raise UserError("--strict-calls is for one microphone per player (--channels Alice=0,Bob=1): on one "
