@@ -55,7 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "is installed")
     parser.add_argument("--input", help="input device (number or name; see voicesnap devices)")
     parser.add_argument("--output", help="output device for the announcer")
-    parser.add_argument("--channels", help="one microphone per player: Alice=0,Bob=1 (input channel numbers)")
+    parser.add_argument("--channels", help="one microphone per player: Alice=0,Bob=1 (input channel numbers, "
+                        "counted from 0; voicesnap devices lists each input's channels)")
     parser.add_argument("--strict-calls", action="store_true",
                         help="with --channels: a call counts only if the player's enrollment also hears their call "
                              "in it (far fewer false calls from table talk, more calls missed in loud noise)")
