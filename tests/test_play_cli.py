@@ -125,7 +125,10 @@ def test_keyboard_play_end_game_then_resume_to_the_end(data: Path, tmp_path: Pat
     (["--players", "A,B", "--pace", "-1"], "--pace"),
     (["--players", "A,B", "--channels", "A=0,Zed=1", "--engine", "none"], "not in --players"),
     (["--players", "Ann,Ben", "--channels", "ann=0,ANN=1", "--engine", "none"], "--channels names Ann twice"),
-    (["--players", "A,B", "--channels", "A=0,B=0", "--engine", "none"], "same input channel"),
+    (["--players", "A,B", "--channels", "A=0,B=0", "--engine", "none"], "--channels gives A and B the same input "
+                                                                         "channel, 0; give each their own"),
+    (["--players", "A,B", "--channels", "A=0,B=1,", "--engine", "none"], "--channels A=0,B=1, has an empty entry "
+                                                                          "between commas"),
     (["--resume"], "no session to resume"),
     # with the way out (it said only "no game log at /nonexistent/log.jsonl")
     (["--resume", "--record", "/nonexistent"], "--record /nonexistent holds no game to resume (no log.jsonl there): "

@@ -123,6 +123,9 @@ def parse_channels(text: str | None, players: tuple[str, ...]) -> dict[str, int]
         return {}
     out: dict[str, int] = {}
     for part in text.split(","):
+        if not part.strip():  # (it said "entry ''", read aloud as two quotes; --players refuses the same so)
+            raise UserError(f"--channels {text} has an empty entry between commas; give each player as "
+                            "player=channel, e.g. Alice=0,Bob=1")
         name, sep, number = part.partition("=")
         name = name.strip()
         if not sep or not number.strip().isdigit():
@@ -134,8 +137,10 @@ def parse_channels(text: str | None, players: tuple[str, ...]) -> dict[str, int]
         if seat in out:
             raise UserError(f"--channels names {seat} twice; give each player one channel")
         out[seat] = int(number)
-    if len(set(out.values())) != len(out):
-        raise UserError("--channels gives two players the same input channel; give each their own")
+    shared = next((ch for ch in out.values() if list(out.values()).count(ch) > 1), None)
+    if shared is not None:  # (named: with six players "two players" left the table to find which)
+        raise UserError(f"--channels gives {listed([p for p, ch in out.items() if ch == shared])} the same input "
+                        f"channel, {shared}; give each their own")
     return out
 
 
