@@ -24,8 +24,9 @@ bench/bench_announcer.py on the fixture corpus, figures in docs/announcer.md):
 6. State: a command that makes no sense now (resume while playing, flip while
    paused) is answered ("Not paused."), never acted on.
 
-Layers 3-5 are ``CommandGate``, run by bench/bench_announcer.py and the tests; the play loop does
-not run it (``TableLoop.step`` acts on each command phrase the spotter reports).
+Layers 4 and 5 are ``CommandGate``, which a game runs on what its spotter hears
+(``spotters.command_gate.CommandGated``); there layer 3 is the echo canceller's own check (a
+detection that is mostly removed echo is the game's own speech: ``echo.EchoCancelled``).
 
 Every command also has a keyboard key (``KEYMAP``), used by voicesnap.keyboard.
 """
@@ -141,16 +142,23 @@ class CommandGate:
     ``speaking(t)`` says whether the announcer's own audio was playing at
     clock time ``t``. ``audio(start, end)`` returns
     the input samples between two clock times (or None when no longer
-    held). ``counts`` records why detections were rejected, for the
+    held); ``echo(start, end)``, what the echo canceller removed from them
+    (None: no canceller ran). ``counts`` records why detections were rejected, for the
     benchmark and ``voicesnap listen``.
     """
 
     speaking: Callable[[float], bool] | None = None
     audio: Callable[[float, float], Any] | None = None
+    echo: Callable[[float, float], Any] | None = None
     refractory: float = 1.0
     min_confidence: float = 0.0
     lead_in: float = 0.25  # seconds before the onset that must be quiet
     lead_in_db: float = 10.0  # how much quieter than the command
+    # With ``echo``: a lead-in is the game's own speech when the canceller removed at least ECHO_DB (re the
+    # lead-in's level) over it and the ECHO_TAIL before it (commands laid over the announcer: see
+    # docs/announcer.md, "The command gate in a game").
+    echo_tail: float = 0.3
+    echo_db: float = -10.0
     counts: dict[str, int] = field(default_factory=dict)
     _last: dict[str, float] = field(default_factory=dict)
 
@@ -158,24 +166,29 @@ class CommandGate:
         self.counts[why] = self.counts.get(why, 0) + 1
 
     def accept(self, det: Detection) -> Command | None:
+        return self.judge(det)[0]
+
+    def judge(self, det: Detection) -> tuple[Command | None, str | None]:
+        """The command ``det`` gives, or None and why not (one of ``counts``' keys; None: no command phrase)."""
         cmd = from_detection(det)
         if cmd is None:
-            return None
+            return None, None
+        why = None
         if det.confidence < self.min_confidence:
-            self._count("low confidence")
-            return None
-        if self.speaking is not None and det.player is None and self.speaking(det.onset):
-            self._count("echo")
-            return None
-        if self.audio is not None and not self._quiet_before(det, self.audio):
-            self._count("mid-sentence")
-            return None
-        last = self._last.get(cmd.name)
-        if last is not None and 0 <= det.onset - last < self.refractory:
-            self._count("repeat")
-            return None
+            why = "low confidence"
+        elif self.speaking is not None and det.player is None and self.speaking(det.onset):
+            why = "echo"
+        elif self.audio is not None and not self._quiet_before(det, self.audio):
+            why = "mid-sentence"
+        else:
+            last = self._last.get(cmd.name)
+            if last is not None and 0 <= det.onset - last < self.refractory:
+                why = "repeat"
+        if why is not None:
+            self._count(why)
+            return None, why
         self._last[cmd.name] = det.onset
-        return cmd
+        return cmd, None
 
     def _quiet_before(self, det: Detection, audio: Callable[[float, float], Any]) -> bool:
         """``audio``: ``self.audio`` (not None)."""
@@ -185,8 +198,15 @@ class CommandGate:
         word = audio(det.onset, max(det.end, det.onset + 0.2))
         if before is None or word is None or len(before) == 0 or len(word) == 0:
             return True  # audio no longer held: do not block on missing evidence
+
         def rms(x: Any) -> float:
             return float(np.sqrt(np.mean(np.square(np.asarray(x, dtype=np.float64))))) + 1e-9
+        removed = (self.echo(det.onset - self.lead_in - self.echo_tail, det.onset - 0.02)
+                   if self.echo is not None else None)
+        if removed is not None and len(removed) and 20 * np.log10(rms(removed) / rms(before)) > self.echo_db:
+            # the game's own speech was there (or just before: its tail in the room), and what is left of
+            # it is no player's sentence: "dealer pause" said as the announcer spoke is not refused for it
+            return True
         # 20 ms frames: the loudest part of the lead-in against the word's typical level
         b = np.asarray(before, dtype=np.float64).reshape(-1)
         frame = max(1, len(b) // max(1, int(round((self.lead_in - 0.02) / 0.02))))

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..text import counted
+from ..vocabulary import COMMAND_PREFIX
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -381,6 +382,10 @@ def run(args: argparse.Namespace) -> int:
             spotters = _keyword_spotters(args, wanted)
         else:
             spotters = _vosk_spotters(args, wanted)
+        if args.engine in ("vosk", "combined"):  # the command gate, as in a game (play's build_spotter)
+            from ..spotters.command_gate import CommandGated
+
+            spotters = [CommandGated(s) for s in spotters]
     early = _early_sound(source.samples, source.rate) if args.file else None
     if early is not None and _hears_by_keyword(args.engine, spotters):
         print(f"warning: {args.file}: its first sound begins {early:.2f} s in, and the keyword model can miss a "
@@ -411,7 +416,8 @@ def run(args: argparse.Namespace) -> int:
         for r in items:
             if view and args.channel is not None:
                 r = dataclasses.replace(r, channel=args.channel)
-            print(events.dumps(r) if args.json else f"{'(not a call)':<16} {r.explain()}", flush=True)
+            label = "(not a command)" if r.word.startswith(COMMAND_PREFIX + " ") else "(not a call)"
+            print(events.dumps(r) if args.json else f"{label:<16} {r.explain()}", flush=True)
 
     heard = 0.0
     chunks = iter(source)  # (the microphone opens with the first chunk asked for)

@@ -250,6 +250,19 @@ SLAMS = "+slam"  # an engine name's ending (or, alone, "slam"): Silent Snap's sl
 def build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tuple[str, ...],
                   channels: dict[str, int], pool_flag: list[Any], variant: str,
                   pool_exists: Callable[[], bool] | None = None) -> tuple[Any, str]:
+    """The keyword spotter for this table, and the engine's name (or None, "none"); see _build_spotter.
+    One that hears voice commands has the command gate on them (``spotters.command_gate``): the table acts
+    on every command phrase it is given, and table talk ("who is the dealer now") was taken for one."""
+    from ..spotters.command_gate import CommandGated
+    from ..table import hears_commands
+
+    spotter, name = _build_spotter(engine, args, root, players, channels, pool_flag, variant, pool_exists)
+    return (CommandGated(spotter) if spotter is not None and hears_commands(name) else spotter), name
+
+
+def _build_spotter(engine: str, args: argparse.Namespace, root: Path, players: tuple[str, ...],
+                   channels: dict[str, int], pool_flag: list[Any], variant: str,
+                   pool_exists: Callable[[], bool] | None = None) -> tuple[Any, str]:
     """The keyword spotter for this table, and the engine's name (or None, "none").
 
     ``pool_exists``: whether "snap" may yet be "snap pool"; by default the game's open pool claim

@@ -56,8 +56,11 @@ class Refusal:
     taken_for: str = "another word"
 
     def explain(self) -> str:
+        from ..vocabulary import COMMAND_PREFIX
+
         like = f"{self.player}'s '{self.word}'" if self.player else f"'{self.word}'"
-        verdict = f"was taken for {self.taken_for}" if self.taken_for else "was not taken for a call"
+        what = "a command" if self.word.startswith(COMMAND_PREFIX + " ") else "a call"
+        verdict = f"was taken for {self.taken_for}" if self.taken_for else f"was not taken for {what}"
         return f"a sound at {self.onset:.2f}-{self.end:.2f} s like {like} {verdict}: {self.reason}"
 
 
