@@ -666,6 +666,7 @@ def test_channels_past_a_sound_server_sources_own_are_refused(devices: dict, tmp
                                    env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert enrolling.returncode == 2 and (f"--channel 2, and the microphone ({monitor}) has 2 channels: 0, 1; give "
                                           "the player's own channel" in enrolling.stderr), enrolling.stderr
+    assert "This takes about" not in enrolling.stdout, enrolling.stdout  # (it said how long, then refused)
     assert f"        {monitor}  [2 channels, numbered 0 to 1 for --channels]\n" in listed, listed
     if "keyword model" in got.stderr and "voicesnap models download keyword" in got.stderr:
         pytest.skip("no keyword model to hear per-player mics with")

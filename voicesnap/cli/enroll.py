@@ -365,7 +365,8 @@ def _device_failed(exc: Exception, args: argparse.Namespace, kept: int) -> UserE
 
 
 def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple[str, ...],
-          only_contrast: bool = False) -> tuple[list, np.ndarray]:
+          only_contrast: bool = False, speech: bool = False) -> tuple[list, np.ndarray]:
+    """The takes, recorded after beeps (``speech``: a speech sample follows, said in how long it takes)."""
     beep = _microphone(args)  # first: its message when sounddevice or the device is missing
     import sounddevice as sd
 
@@ -373,6 +374,8 @@ def _live(args: argparse.Namespace, word: str, pool: str | None, contrast: tuple
 
     plan = [] if only_contrast else [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
     plan += [(w, args.contrast_takes) for w in contrast]
+    if not only_contrast:  # a first-time player by ear did not know whether it was a minute or ten
+        say_prompt(_how_long(sum(n for _, n in plan), len(plan), speech), args.silent)
     takes: list[V.Take] = []
     for phrase, count in plan:
         if phrase in contrast:
@@ -612,16 +615,13 @@ def _enroll(args: argparse.Namespace, name: str, existed: bool) -> int:
     from .. import encoder as E
 
     enc = None if args.no_speech else E.load_encoder()
-    if not args.from_files:  # a first-time player by ear did not know whether it was a minute or ten
-        takes_in_all = args.takes + (args.pool_takes if pool else 0) + args.contrast_takes * len(contrast)
-        say_prompt(_how_long(takes_in_all, 1 + bool(pool) + len(contrast), enc is not None), args.silent)
     if args.from_files:
         takes = _from_files(args, word, pool, contrast)
         if any(_is_speech(p) for p in args.from_files) and enc is None:
             print("  the speech sample is not used: " + ("--no-speech" if args.no_speech else
                   "no speaker encoder is installed (voicesnap models download encoder, then enroll again)"))
     else:
-        takes, beep = _live(args, word, pool, contrast)
+        takes, beep = _live(args, word, pool, contrast, speech=enc is not None)
 
     kept = _consistent(takes, [word] + ([pool] if pool else []) + list(contrast))
     need = [(word, args.takes)] + ([(pool, args.pool_takes)] if pool else [])
