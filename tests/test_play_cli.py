@@ -379,6 +379,8 @@ def test_a_best_of_three_session_plays_to_a_winner_and_the_winner_deals(data: Pa
     for prev, nxt in zip(scored, started[1:]):  # the winner of a game deals the next
         assert nxt.players[nxt.dealer] == prev.winner
     assert f"{over[0].winner} wins the session" in out
+    # the table's title in words ("voicesnap classic, game 1 (best-of-3)" was ids a screen reader spells out)
+    assert "voicesnap: Classic Snap, game 2 of a session of best of 3 games" in out and "best-of-3" not in out, out[:600]
     # printed once, in the announcer's words (the display lists no session's end of its own)
     assert out.count("wins the session") == 1
     assert f"{over[0].winner} wins the session after {over[0].games} games. Scores: " in out

@@ -1403,7 +1403,9 @@ def play_session(
                                 settings.tie_window, settings.decision_window)
             per = getattr(spotter, "spotters", None)  # one spotter per microphone channel (ChannelSpotters)
             tracker = BurstTracker(sorted(per) if isinstance(per, dict) else None)  # else every input channel
-        title = f"voicesnap {settings.variant}, game {session.games + 1} ({settings.format})"
+        # in words, as it is read: "voicesnap classic, game 1 (best-of-3)" was ids a screen reader spells out
+        title = f"voicesnap: {game.title}, game {session.games + 1}" + (
+            f" of a session of {session.format.words()}" if session.format.n > 1 else "")
         out_box: list[Output] = []
 
         keys: list[str] = []  # the keys, shown under the table while a keyboard is read
