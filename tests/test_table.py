@@ -272,6 +272,16 @@ def test_the_display_of_a_live_game_fits_80_columns() -> None:
         view_of(game), ascii_only=True)) for p in shown)
 
 
+class _StandInMic:
+    """What LiveInput asks of every stand-in for MicSource besides ``read``."""
+
+    def stats(self) -> dict:
+        return {"overflows": 0, "dropped_frames": 0}
+
+    def close(self) -> None:
+        pass
+
+
 def _scripted_mic(script: Callable[[int], str]) -> type:
     """A stand-in for MicSource whose k-th opening (from 1) behaves as ``script(k)`` says: "fails"
     (5 chunks of a room's noise, then nothing: unplugged), "nothing", "zeros then sound" (3 chunks of
@@ -280,7 +290,7 @@ def _scripted_mic(script: Callable[[int], str]) -> type:
 
     from voicesnap.audio import AudioChunk
 
-    class Mic:
+    class Mic(_StandInMic):
         opened = 0
 
         def __init__(self) -> None:
@@ -297,12 +307,6 @@ def _scripted_mic(script: Callable[[int], str]) -> type:
             flat = self.kind == "zeros then sound" and self.n <= 3
             room = np.random.default_rng(self.n).integers(-3, 4, (320, 1)).astype(np.int16)  # a real mic's floor
             return AudioChunk(16000, 2, 1, (self.n - 1) * 320, room * 0 if flat else room)
-
-        def stats(self) -> dict:
-            return {"overflows": 0, "dropped_frames": 0}
-
-        def close(self) -> None:
-            pass
 
     return Mic
 
@@ -360,7 +364,7 @@ def _table_mics(dead: dict[int, tuple[float, float]], seconds: float = 8.0, chan
     for ch, (a, b) in dead.items():
         table[int(a * rate):int(b * rate), ch] = 0
 
-    class Mic:
+    class Mic(_StandInMic):
         def open(self):  # noqa: ANN202
             self.chunks = iter(ArraySource(table, rate))
             return self
@@ -370,12 +374,6 @@ def _table_mics(dead: dict[int, tuple[float, float]], seconds: float = 8.0, chan
             if chunk is None:
                 at_end()
             return chunk
-
-        def stats(self) -> dict:
-            return {"overflows": 0, "dropped_frames": 0}
-
-        def close(self) -> None:
-            pass
 
     return Mic
 
