@@ -92,7 +92,9 @@ def _device_latency(cache, n: int) -> list[float] | None:
             pb.poll()
             first = pb._dac[0][1] if pb._dac else None
             t_handle = pb.stream_time
-            ann.handle([Flipped(0.0, 0, "alice", Card(rank=Rank.EIGHT, suit=Suit.HEARTS), i + 1, False, False)])
+            # each flip at its own time: cards turned at one moment are one flip to the announcer (Speed Snap),
+            # said in turn, so flips all at 0.0 queued behind each other and read 150 ms here, not ~10
+            ann.handle([Flipped(float(i), 0, "alice", Card(rank=Rank.EIGHT, suit=Suit.HEARTS), i + 1, False, False)])
             deadline = time.perf_counter() + 2
             started = None
             while started is None and time.perf_counter() < deadline:
