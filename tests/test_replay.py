@@ -198,12 +198,24 @@ def test_replay_says_each_ruling_in_words(recorded, capsys) -> None:
     names joined by a comma, "s" for seconds. Now a line of words, with its unit and card counts."""
     folder, data, model, script = recorded
     assert main(["--data-dir", str(data), "replay", str(folder), "--model", model]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    text = capsys.readouterr().out.splitlines()
+    rows = [line for line in text if line.startswith("  ") and not line.startswith("    ")]
     assert rows == ["  same: at 3.1 seconds, alice won 2 cards",
                     "  same: at 7.6 seconds, tie between alice and cara, the pool then had 2 cards",
                     "  same: at 9.1 seconds, wrong call by cara, the pool then had 3 cards",
                     "  same: at 13.6 seconds, bob won 4 cards",
                     "  same: at 18.1 seconds, bob won the pool, 3 cards"], rows
+    # and why each was ruled, from the log: who called, when, who else within the tie window, the flip
+    # ("why did cara not win that pile?" had no answer but the log)
+    because = [line for line in text if line.startswith("    because: ")]
+    assert len(because) == 5, text
+    assert because[1].startswith("    because: alice called 'snap' at 7.6 seconds; cara called 'snap' 30 milliseconds "
+                                 "later, within the tie window (0.1 seconds); the call answered flip 5, "), because
+    assert because[1].endswith(": a match; so neither won: a tie sends the cards in play to the pool"), because
+    assert because[3].startswith("    because: bob called 'snap' at 13.6 seconds; no one else called within the tie "
+                                 "window (0.1 seconds); the call answered flip 9, "), because
+    assert because[3].endswith(": a match; so bob, first to call, won the 4 cards in play"), because
+    assert ": no match; so the referee ruled a wrong call: cara paid 1 " in because[2], because
 
 
 def test_a_session_without_audio_says_how_to_record_one(tmp_path: Path, capsys) -> None:
@@ -333,7 +345,7 @@ def test_a_call_missing_from_a_resumed_stretchs_audio_is_explained_on_its_clock(
     samples[a: a + rate, bob] = 0
     write_wav(copy / "audio-resumed-1.wav", samples, rate)
     assert main(["--data-dir", str(data), "replay", str(copy), "--model", model]) == 1
-    text = capsys.readouterr().out.splitlines()
+    text = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("    because: ")]
     assert "stretch 1 of 2 (audio.wav): 5 of 5 rulings agree" in text, text
     assert "stretch 2 of 2 (audio-resumed-1.wav): 3 of 5 rulings agree" in text, text
     diff = next(i for i, line in enumerate(text) if line.startswith("  different: "))
@@ -400,10 +412,19 @@ def test_replay_json_gives_each_stretchs_reason_when_none_can_be_rejudged(record
     assert f"{gone / 'audio-resumed-1.wav'} is missing" in got["stretches"][1]["error"], got["stretches"]
     assert "no stretch of the game could be re-judged" in printed.err, printed.err
 
-    # the text: the reason on stderr, and nothing on stdout, as before
+    # each stretch's rulings as its log gives them, with why (a player disputing one had nothing to read)
+    assert [(round(r["t"], 1), r["ruling"], r["stretch"]) for r in got["stretches"][1]["logged"]][:1] == [
+        (3.1, "snap-won", 2)], got["stretches"]
+    assert got["stretches"][0]["logged"][0]["because"].startswith("alice called 'snap' at 3.1 seconds;")
+
+    # the text: the reason on stderr, and each stretch's logged rulings on stdout
     assert main(["--data-dir", str(data), "replay", str(gone), "--model", model]) == 2
     printed = capsys.readouterr()
-    assert printed.out == "" and "no stretch of the game could be re-judged" in printed.err, printed
+    assert "no stretch of the game could be re-judged" in printed.err, printed
+    out = printed.out.splitlines()
+    assert out[0] == "stretch 1 of 2 (audio.wav)'s 5 rulings, as the log gives them (not re-judged):", out
+    assert out[1] == "  at 3.1 seconds, alice won 2 cards" and out[2].startswith("    because: alice called"), out
+    assert "stretch 2 of 2 (audio-resumed-1.wav)'s 5 rulings, as the log gives them (not re-judged):" in out, out
 
 
 def test_a_single_ruling_is_counted_in_the_singular(recorded, resumed, capsys, tmp_path: Path) -> None:
@@ -719,3 +740,115 @@ def test_a_replay_with_no_ruling_says_so_in_words() -> None:
 
     assert replay._agreeing(0, 0) == "no ruling to compare: nobody called in the game or the replay"
     assert replay._agreeing(1, 1) == "1 of 1 ruling agrees" and replay._agreeing(3, 5) == "3 of 5 rulings agree"
+
+
+def _two_player_track(path: Path, length: float, shouts: list[tuple[str, float]]) -> Path:
+    """alice's and bob's microphones (one channel each), quiet but for their held-out "snap"s at ``shouts``."""
+    import numpy as np
+
+    from table_script import RATE, takes
+
+    n = int(length * RATE)
+    track = np.random.default_rng(1).normal(0, 32768 * 10 ** (-80 / 20), (n, 2))
+    for k, (player, t) in enumerate(shouts):
+        clip = takes(player, "snap")[k % 3].astype(float)
+        a = int(t * RATE)
+        track[a:a + len(clip), ("alice", "bob").index(player)] += clip[: n - a]
+    write_wav(path, np.clip(track, -32768, 32767).astype(np.int16), RATE)
+    return path
+
+
+@pytest.fixture(scope="module")
+def games(recorded, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A best-of-3 session heard from a 70 s two-microphone recording at a fast pace: game 1 (wrong calls at 3
+    and 6 s) ends near 30 s, and game 2 (wrong calls at 30, 33 and 50 s) is cut off when the recording ends;
+    then `play --resume` on the same recording: alice's snap at 3 s wins a pile in game 2, and game 3 follows."""
+    folder, data, model, script = recorded
+    base = tmp_path_factory.mktemp("games")
+    mic = _two_player_track(base / "mic.wav", 70, [("alice", 3), ("bob", 6), ("alice", 30), ("bob", 33),
+                                                   ("alice", 50)])
+    session = base / "session"
+    common = ["--input-file", str(mic), "--quiet", "--text", "--no-keyboard", "--record", str(session)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--data-dir", str(data), "play", "--players", "alice,bob", "--seed", "7", "--pace", "0.08",
+                     "--channels", "alice=0,bob=1", "--engine", "vosk", "--model", model, "--session", "best-of-3",
+                     *common]) == 0
+        assert main(["--data-dir", str(data), "play", "--resume", "--model", model, *common]) == 0
+    return session
+
+
+def test_a_sessions_replay_says_each_rulings_game(recorded, games, capsys) -> None:
+    """A best-of-3 session's replay listed its rulings with no word of which game each was in (two "at 3
+    seconds" rulings, one in game 1, one in game 2 after the resume) and summed up "the whole game"."""
+    folder, data, model, script = recorded
+    assert main(["--data-dir", str(data), "replay", str(games), "--model", model]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].startswith(f"replay of {games} (the session was resumed once, so it has 2 stretches"), text
+    rows = [line for line in text if line.startswith("  same: ")]
+    assert [line.split(", ")[0:2] for line in rows] == [
+        ["  same: game 1", "at 3 seconds"], ["  same: game 1", "at 6 seconds"], ["  same: game 2", "at 30 seconds"],
+        ["  same: game 2", "at 33 seconds"], ["  same: game 2", "at 50 seconds"],  # stretch 1
+        ["  same: game 2", "at 3 seconds"], ["  same: game 2", "at 6 seconds"]], text  # stretch 2, resumed in game 2
+    assert text[-1] == f"replay of {games}, the whole session: 7 of 7 rulings agree", text
+
+
+def test_a_replays_numbers_are_the_logs(recorded, games, capsys) -> None:
+    """Every compared ruling's game, time, players and count is the log's own, every logged ruling is
+    compared, and every record of the log reads back as written (gamelog.read, then written again)."""
+    from voicesnap import events
+    from voicesnap.tablelog import TableResumed
+
+    folder, data, model, script = recorded
+    code, got = rejudge(games, data, model, capsys)
+    assert code == 0
+    lines = (games / "log.jsonl").read_text().splitlines()
+    records = gamelog.read(games / "log.jsonl")
+    for number, record in records:
+        assert json.loads(events.dumps(record)) == json.loads(lines[number - 1]), number
+    want, game, stretch, offset = [], 0, 1, 0.0
+    for _, r in records:
+        if isinstance(r, rules.GameStarted):
+            game += 1
+        elif isinstance(r, TableResumed):
+            stretch, offset = stretch + 1, r.offset
+        elif isinstance(r, rules.RULINGS):
+            who = ",".join(getattr(r, "players", ())) or r.player
+            count = str(getattr(r, "cards", getattr(r, "pool", "")))
+            want.append((stretch, game, round(r.t - offset, 4), r.EVENT_TYPE, who, count))
+    assert [(r["stretch"], r["game"], r["t"], r["ruling"], r["who"], r["live"]) for r in got["rulings"]] == want
+    won = next(r for r in got["rulings"] if r["ruling"] == "snap-won")
+    assert won["calls"] == [{"player": "alice", "word": "snap", "onset": won["t"], "by": "voice",
+                             "within_tie_window": True}], won
+    assert won["because"].startswith("alice called 'snap' at 3 seconds; no one else called within the tie window "
+                                     "(0.1 seconds); the call answered flip "), won
+
+
+def test_a_keyboard_sessions_replay_gives_its_logged_rulings_and_why(tmp_path: Path, capsys) -> None:
+    """A keyboard game has no audio to re-judge, and replay said only that: a player disputing one of its
+    rulings got nothing. Now the log's rulings come, each with its game and why it was made."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    folder = tmp_path / "kb"
+    env = dict(os.environ, VOICESNAP_DATA_DIR=str(tmp_path / "d"))
+    subprocess.run([sys.executable, "-m", "voicesnap", "play", "--players", "alice,bob", "--engine", "none",
+                    "--quiet", "--text", "--seed", "4", "--pace", "0.001", "--session", "first-to-2", "--record",
+                    str(folder)], input=b"qs", env=env, capture_output=True, timeout=60, check=True)
+    assert main(["--data-dir", str(tmp_path / "d"), "replay", str(folder)]) == 2
+    printed = capsys.readouterr()
+    assert "played by keyboard only, so there is no audio to re-judge" in printed.err, printed
+    # (both keys pressed before the first flip; their times are the machine's, a millisecond or so in)
+    assert re.sub(r"at 0\.\d+ seconds", "at T seconds", printed.out).splitlines() == [
+        "the session's 2 rulings, as the log gives them (not re-judged):",
+        "  game 1, at T seconds, wrong call by alice, the pool then had 1 card",
+        "    because: alice called 'snap' by keyboard at T seconds; no card had been turned yet in this game; so "
+        "the referee ruled a wrong call: alice paid 1 face-down card into the pool",
+        "  game 1, at T seconds, wrong call by bob, the pool then had 2 cards",
+        "    because: bob called 'snap pool' by keyboard at T seconds; no card had been turned yet in this game; "
+        "so the referee ruled a wrong call: bob paid 1 face-down card into the pool"], printed.out
+    assert main(["--data-dir", str(tmp_path / "d"), "replay", str(folder), "--json"]) == 2
+    got = json.loads(capsys.readouterr().out)
+    assert [(r["game"], r["ruling"], r["who"], r["calls"][0]["by"]) for r in got["logged"]] == [
+        (1, "wrong-call", "alice", "keyboard"), (1, "wrong-call", "bob", "keyboard")], got

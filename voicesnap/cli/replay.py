@@ -39,21 +39,29 @@ class Ruling:
     kind: str  # the event's wire name: snap-won, tie-to-pool, wrong-call, pool-won, call-ignored, ...
     who: str
     detail: str
+    game: int = 1  # which game of the session it belongs to (a session of several games rules in each)
+    at: int = dataclasses.field(default=-1, compare=False)  # its index in the records it came from
 
     def key(self) -> tuple[str, str]:
         return self.kind, self.who
 
 
-def _rulings(records: list[Any], offset: float = 0.0) -> list[Ruling]:
-    """Each ruling in ``records``, its time on the stretch's own clock (the referee's less ``offset``)."""
-    from ..rules import RULINGS
+def _rulings(records: list[Any], offset: float = 0.0, first_game: int = 0) -> list[Ruling]:
+    """Each ruling in ``records``, its time on the stretch's own clock (the referee's less ``offset``), and
+    its game: ``first_game`` games began before these records (a resumed stretch's), one more with each
+    game-started record among them."""
+    from ..rules import RULINGS, GameStarted
 
     out = []
-    for r in records:
-        if isinstance(r, RULINGS):
+    game = first_game
+    for i, r in enumerate(records):
+        if isinstance(r, GameStarted):
+            game += 1
+        elif isinstance(r, RULINGS):
             who = ",".join(getattr(r, "players", ())) or getattr(r, "player", "")
             detail = getattr(r, "reason", "") or str(getattr(r, "cards", getattr(r, "pool", "")))
-            out.append(Ruling(round(r.t - offset, 4), getattr(r, "EVENT_TYPE"), who, detail))  # set by @event
+            out.append(Ruling(round(r.t - offset, 4), getattr(r, "EVENT_TYPE"), who, detail,  # set by @event
+                              max(game, 1), i))
     return out
 
 
@@ -64,11 +72,13 @@ def _calls(records: list[Any]) -> list[Any]:
 
 
 def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
-            offset: float = 0.0) -> list[dict[str, Any]]:
+            offset: float = 0.0, first_game: int = 0, settings: TableSession | None = None) -> list[dict[str, Any]]:
     """Pair live and re-judged rulings; explain each one that has no partner (``unprofiled``: players the
     replay cannot tell by voice, having no profile in the data folder now). Times are on the stretch's own
-    clock, its recording's (``offset``: a resumed stretch's, referee time less its audio clock)."""
-    a, b = _rulings(live, offset), _rulings(again, offset)
+    clock, its recording's (``offset``: a resumed stretch's, referee time less its audio clock). Each row
+    names its game (``first_game``: games begun before the stretch); with ``settings``, each also says
+    why it was ruled (``because``, ``calls``: see ``because``)."""
+    a, b = _rulings(live, offset, first_game), _rulings(again, offset, first_game)
     used: set[int] = set()
     rows: list[dict[str, Any]] = []
     for r in a:
@@ -81,21 +91,107 @@ def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
             used.add(match)
             q = b[match]
             same = abs(q.t - r.t) <= CLOSE and q.detail == r.detail
-            rows.append({"t": r.t, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": q.detail,
-                         "agree": same, "why": "" if same else _why_shift(r, q)})
+            rows.append({"t": r.t, "game": r.game, "ruling": r.kind, "who": r.who, "live": r.detail,
+                         "replay": q.detail, "agree": same, "why": "" if same else _why_shift(r, q),
+                         **_explained(r, live, settings, offset)})
         else:
-            rows.append({"t": r.t, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": None,
-                         "agree": False, "why": _why_missing(r, live, again, "game", "replay", unprofiled, offset)})
+            rows.append({"t": r.t, "game": r.game, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": None,
+                         "agree": False, "why": _why_missing(r, live, again, "game", "replay", unprofiled, offset),
+                         **_explained(r, live, settings, offset)})
     for j, q in enumerate(b):
         if j not in used:
-            rows.append({"t": q.t, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
-                         "agree": False, "why": _why_missing(q, again, live, "replay", "game", (), offset)})
+            rows.append({"t": q.t, "game": q.game, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
+                         "agree": False, "why": _why_missing(q, again, live, "replay", "game", (), offset),
+                         **_explained(q, again, settings, offset)})
     rows.sort(key=lambda row: row["t"])
     for k, row in enumerate(rows):  # its card counts differ, most likely as an earlier ruling moved cards: say so
         first = next((e for e in rows[:k] if not e["agree"] and e["t"] < row["t"]), None)
         if row["why"] == RULED_DIFFERENTLY and first is not None:
             row["why"] += f" (an earlier ruling, at {_seconds(first['t'])}, already differed)"
     return rows
+
+
+def _explained(r: Ruling, records: list[Any], settings: TableSession | None, offset: float) -> dict[str, Any]:
+    """A row's ``because`` and ``calls`` (see ``because``), from the side that made the ruling."""
+    if settings is None:
+        return {}
+    words, calls = because(records, r.at, settings, offset)
+    return {"because": words, "calls": calls}
+
+
+def because(records: list[Any], at: int, settings: TableSession,
+            offset: float = 0.0) -> tuple[str, list[dict[str, Any]]]:
+    """Why the referee made the ruling ``records[at]``, in words a player disputing it can check, and
+    the calls it weighed: who called what, when on the recording's clock (the referee's less ``offset``),
+    who else called within the tie window, which flip the call answered, and what was ruled. A player
+    asking "why did bob win that pile?" found only "same: bob won 4 cards": the referee's reasons were in
+    the log alone. ``calls``: each call heard from ``tie_window`` before the ruling to a decision window
+    after it, as {player, word, onset (the recording's clock), by ("voice" or "keyboard"), within_tie_window}."""
+    from ..rules import Flipped, GameStarted, WrongCall
+
+    ruling = records[at]
+    t = ruling.t - offset
+    who = tuple(getattr(ruling, "players", ())) or (getattr(ruling, "player", ""),)
+    tie, window = settings.tie_window, settings.decision_window
+    near = [c for c in _calls(records) if c.onset is not None and t - tie - 1e-6 <= c.onset <= t + window + 1e-6]
+    calls = [{"player": c.player, "word": c.word, "onset": round(c.onset, 4),
+              "by": "keyboard" if c.engine == "keyboard" else "voice",
+              "within_tie_window": abs(c.onset - t) <= tie + 1e-6} for c in near]
+    own = min((c for c in near if c.player == who[0]), key=lambda c: abs(c.onset - t), default=None)
+
+    def said(c: Any) -> str:
+        return f"{c.word!r}{' by keyboard' if c.engine == 'keyboard' else ''}"
+
+    if own is None:  # (a ruling made on no logged call: the log holds no table steps, say)
+        parts = []
+    else:
+        parts = [f"{own.player} called {said(own)} at {_seconds(own.onset)}"]
+    others = [c for c in near if c is not own]
+    if isinstance(ruling, WrongCall):
+        others = []  # each call is judged alone: no tie on a wrong call
+    for c in others:
+        dt = (c.onset - (own.onset if own is not None else t)) * 1000
+        inside = abs(c.onset - t) <= tie + 1e-6
+        parts.append(f"{c.player} called {said(c)} {_later(dt)}, "
+                     f"{'within' if inside else 'outside'} the tie window ({_seconds(tie)})")
+    if own is not None and not others and not isinstance(ruling, WrongCall):
+        parts.append(f"no one else called within the tie window ({_seconds(tie)})")
+    serial = getattr(ruling, "flip", None)
+    if serial is not None:
+        flip = None
+        for r in reversed(records[:at]):
+            if isinstance(r, GameStarted):
+                break
+            if isinstance(r, Flipped) and r.flip == serial:
+                flip = r
+                break
+        if serial == 0:
+            parts.append("no card had been turned yet in this game")
+        elif flip is not None:
+            what = ("a match" if flip.match else "a match for the pool's top card" if flip.pool_match
+                    else "no match")
+            parts.append(f"the call answered flip {serial}, {flip.player}'s {flip.card.spoken}: {what}")
+    parts.append(f"so {_verdict(ruling)}")
+    return "; ".join(parts), calls
+
+
+def _verdict(ruling: Any) -> str:
+    """What the referee did, in words that do not repeat the ruling's own line."""
+    from ..rules import PoolWon, SnapWon, TieToPool, WrongCall
+
+    if isinstance(ruling, SnapWon):
+        return f"{ruling.player}, first to call, won the {counted(ruling.cards, 'card')} in play"
+    if isinstance(ruling, TieToPool):
+        return "neither won: a tie sends the cards in play to the pool"
+    if isinstance(ruling, WrongCall):
+        paid = [counted(n, f"{side} card") for n, side in ((ruling.from_pile, "face-up"),
+                                                             (ruling.from_stack, "face-down")) if n]
+        return f"the referee ruled a wrong call: {ruling.player} paid {listed(paid) or 'no card'} into the pool"
+    if isinstance(ruling, PoolWon):
+        return f"{ruling.player}, first to claim it, won the pool"
+    return "the referee ruled: " + ruling_words(getattr(ruling, "EVENT_TYPE"),
+                                                ",".join(getattr(ruling, "players", ())) or getattr(ruling, "player", ""),
+                                                getattr(ruling, "reason", ""))
 
 
 def _seconds(t: float) -> str:
@@ -515,18 +611,25 @@ def run(args: argparse.Namespace) -> int:
                 live, again = rejudge_stretch(folder, root, settings, parts[0], args.engine, args.model, notes,
                                               unprofiled)
             except UserError as exc:
+                # what the game ruled, and why, from its log: a keyboard game, or one whose recording is
+                # gone, left a player disputing a ruling with only the reason replay could not re-judge it
+                logged = logged_rows(parts[0].records, settings)
                 if args.json:  # the JSON still comes, as for a resumed game's stretches (it printed none)
-                    print(json.dumps({"rulings": [], "agree": 0, "total": 0, "notes": [], "error": str(exc)},
-                                     indent=2))
+                    print(json.dumps({"rulings": [], "agree": 0, "total": 0, "notes": [], "error": str(exc),
+                                      "logged": logged}, indent=2))
+                else:
+                    several = _several_games(settings)
+                    _print_logged(logged, several, "the session" if several else "the game")
                 raise
         else:
             done = _rejudge_stretches(folder, root, settings, parts, args.engine, args.model)
+            several = _several_games(settings)
     except KeyboardInterrupt:
         print(f"voicesnap replay: stopped before the end of {folder}'s audio; no rulings compared", file=sys.stderr)
         return 130
     if len(parts) > 1:
-        return _report_stretches(folder, done, args.json)
-    rows = compare(live, again, unprofiled)
+        return _report_stretches(folder, done, args.json, several)
+    rows = compare(live, again, unprofiled, settings=settings)
     agree = sum(1 for r in rows if r["agree"])
     if args.json:
         print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows), "notes": notes}, indent=2))
@@ -534,7 +637,7 @@ def run(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"({note})")
         print(f"replay of {folder}: {_agreeing(agree, len(rows))}")
-        _print_rows(rows)
+        _print_rows(rows, _several_games(settings))
     return 0 if agree == len(rows) else 1
 
 
@@ -558,14 +661,40 @@ def _agreeing(agree: int, total: int) -> str:
     return f"{agree} of {counted(total, 'ruling')} {'agrees' if agree == 1 else 'agree'}"
 
 
-def _print_rows(rows: list[dict[str, Any]]) -> None:
-    """One line of words per ruling, then why it differs: it printed "DIFF  7.600 s  tie-to-pool
-    alice,cara  live: 2  replay: None", the event's wire name and a bare number read out as they were."""
+def logged_rows(records: list[Any], settings: TableSession, offset: float = 0.0,
+                first_game: int = 0) -> list[dict[str, Any]]:
+    """Each ruling the log holds, with its game and why it was made (``because``, ``calls``), for a stretch
+    that could not be re-judged."""
+    return [{"t": r.t, "game": r.game, "ruling": r.kind, "who": r.who, "live": r.detail,
+             **_explained(r, records, settings, offset)} for r in _rulings(records, offset, first_game)]
+
+
+def _print_logged(rows: list[dict[str, Any]], games: bool, whose: str = "the game") -> None:
+    """The log's rulings, each with why, where they could not be re-judged."""
+    if not rows:
+        return
+    print(f"{whose}'s {counted(len(rows), 'ruling')}, as the log gives them (not re-judged):")
+    for r in rows:
+        game = f"game {r['game']}, " if games else ""
+        print(f"  {game}at {_seconds(r['t'])}, {ruling_words(r['ruling'], r['who'], r['live'])}")
+        print(f"    because: {r['because']}")
+
+
+def _several_games(settings: TableSession) -> bool:
+    """A session played to more than one game (best of 3, first to 2): its rulings say their game."""
+    return settings.format != "best-of-1"
+
+
+def _print_rows(rows: list[dict[str, Any]], games: bool = False) -> None:
+    """One line of words per ruling (with ``games``, its game first: "game 2, at 30 seconds"), then why it
+    was ruled, then why it differs: it printed "DIFF  7.600 s  tie-to-pool alice,cara  live: 2  replay:
+    None", the event's wire name and a bare number read out as they were."""
     for r in rows:
         def said(detail: str) -> str:
             return ruling_words(r["ruling"], r["who"], detail)
 
-        line = f"  {'same' if r['agree'] else 'different'}: at {_seconds(r['t'])}, "
+        game = f"game {r['game']}, " if games else ""
+        line = f"  {'same' if r['agree'] else 'different'}: {game}at {_seconds(r['t'])}, "
         if r["agree"] or r["live"] == r["replay"]:
             line += said(r["live"])
         elif r["replay"] is None:
@@ -575,8 +704,10 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
         else:
             line += f"the game ruled: {said(r['live'])}; the replay: {said(r['replay'])}"
         print(line)
-        if r["why"]:
+        if r["why"]:  # (the difference first: it is what the player reads the line for)
             print(f"    why: {r['why']}")
+        if r.get("because"):
+            print(f"    because: {r['because']}")
 
 
 @dataclass
@@ -587,22 +718,28 @@ class _Done:
     rows: list[dict[str, Any]]
     notes: list[str]
     error: str = ""
+    logged: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # its log's rulings, when not re-judged
 
 
 def _rejudge_stretches(folder: Path, root: Path, settings: TableSession, parts: list[Stretch], engine: str,
                        model: str | None) -> list[_Done]:
     """Every stretch of a resumed session, each from its own recording; one that cannot be re-judged (its
     recording missing or damaged) is said and the others go on."""
+    from ..rules import GameStarted
+
     done = []
     for part in parts:
         notes: list[str] = []
         unprofiled: list[str] = []
+        begun = sum(1 for r in part.before if isinstance(r, GameStarted))  # games begun before this stretch
         try:
             live, again = rejudge_stretch(folder, root, settings, part, engine, model, notes, unprofiled)
         except UserError as exc:  # (its notes say how it was being re-judged: it was not, so only the reason)
-            done.append(_Done(part, [], [], str(exc)))
+            logged = [{**row, "stretch": part.number}
+                      for row in logged_rows(part.records, settings, part.offset, begun)]
+            done.append(_Done(part, [], [], str(exc), logged))
             continue
-        rows = compare(live, again, unprofiled, part.offset)
+        rows = compare(live, again, unprofiled, part.offset, begun, settings)
         done.append(_Done(part, [{**row, "stretch": part.number} for row in rows], notes))
     return done
 
@@ -619,12 +756,14 @@ def _times(n: int) -> str:
     return "once" if n == 1 else "twice" if n == 2 else f"{n} times"
 
 
-def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
-    """Each stretch's rulings and agreement, then the whole game's; exit 0 only when every stretch was
-    re-judged and every ruling agrees. None could be: the reason, as a UserError (exit 2), after the JSON
-    that gives each stretch's with ``as_json``."""
+def _report_stretches(folder: Path, done: list[_Done], as_json: bool, games: bool = False) -> int:
+    """Each stretch's rulings and agreement, then the whole game's (with ``games``, the whole session's,
+    each ruling naming its game: a best of 3 was summed up as "the whole game"); exit 0 only when every
+    stretch was re-judged and every ruling agrees. None could be: the reason, as a UserError (exit 2),
+    after the JSON that gives each stretch's with ``as_json``."""
     n = len(done)
-    about = (f"the game was resumed {_times(n - 1)}, so it has {n} stretches, each with its own recording: each "
+    what = "session" if games else "game"
+    about = (f"the {what} was resumed {_times(n - 1)}, so it has {n} stretches, each with its own recording: each "
              "is re-judged from its own, and its times are counted from the start of that recording")
     rows = [row for d in done for row in d.rows]
     agree = sum(1 for r in rows if r["agree"])
@@ -637,8 +776,11 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
     if as_json:
         print(json.dumps({"rulings": rows, "agree": agree, "total": len(rows), "notes": notes, "stretches": [
             {"stretch": d.stretch.number, "audio": d.stretch.audio, "agree": sum(1 for r in d.rows if r["agree"]),
-             "total": len(d.rows), "notes": d.notes, "error": d.error} for d in done]}, indent=2))
-    if len(failed) == n:  # the reason on stderr, and nothing else in text, as before resumes were replayed
+             "total": len(d.rows), "notes": d.notes, "error": d.error, "logged": d.logged} for d in done]}, indent=2))
+    if len(failed) == n:  # the reason on stderr, and the log's rulings in text
+        if not as_json:
+            for d in done:
+                _print_logged(d.logged, games, f"{d.stretch.name} ({d.stretch.audio or 'no recording'})")
         raise UserError(_none_rejudged(done))
     if not as_json:
         print(f"replay of {folder} ({about})")
@@ -651,11 +793,12 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool) -> int:
             if d.error:
                 # (the folder is said once, above and in the last line: a long path per stretch is a long listen)
                 print(f"{d.stretch.name} ({d.stretch.audio or 'no recording'}): not re-judged, because {d.error}")
+                _print_logged(d.logged, games, d.stretch.name)
                 continue
             own = sum(1 for r in d.rows if r["agree"])
             print(f"{d.stretch.name} ({d.stretch.audio}): {_agreeing(own, len(d.rows))}")
-            _print_rows(d.rows)
-        whole = f"replay of {folder}, the whole game: {_agreeing(agree, len(rows))}"
+            _print_rows(d.rows, games)
+        whole = f"replay of {folder}, the whole {what}: {_agreeing(agree, len(rows))}"
         if failed:
             names = ", ".join(d.stretch.name for d in failed)
             whole += (f" in the {counted(n - len(failed), 'stretch', 'stretches')} of {n} re-judged; "
