@@ -852,3 +852,30 @@ def test_a_keyboard_sessions_replay_gives_its_logged_rulings_and_why(tmp_path: P
     got = json.loads(capsys.readouterr().out)
     assert [(r["game"], r["ruling"], r["who"], r["calls"][0]["by"]) for r in got["logged"]] == [
         (1, "wrong-call", "alice", "keyboard"), (1, "wrong-call", "bob", "keyboard")], got
+
+
+def test_a_game_still_being_played_keeps_its_recording(recorded, capsys, tmp_path: Path) -> None:
+    """`replay` (or `play --resume`) in a second terminal while the game went on "recovered" the recording the
+    game was still writing: moved a copy of it into place and deleted it, so the game ended with "...tmp.wav ->
+    audio.wav: No such file or directory" (exit 2) and its audio held only what was there at the replay. Now the
+    recording is left to the game, replay says the game is still being played (with the rulings its log has so
+    far, each with why), and resume refuses."""
+    from voicesnap.files import AtomicSoundFile
+
+    folder, data, model, script = recorded
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "log.jsonl").write_bytes((folder / "log.jsonl").read_bytes())
+    samples, rate = read_wav(folder / "audio.wav")
+    recording = AtomicSoundFile(live / "audio.wav", rate, samples.shape[1])  # as the game records it
+    recording.write(samples[: rate * 10])
+    assert main(["--data-dir", str(data), "replay", str(live), "--model", model]) == 2
+    printed = capsys.readouterr()
+    assert f"the game in {live} is still being played (its recording audio.wav is still being written)" in printed.err
+    assert "recovered" not in printed.err and printed.out.startswith("the game's 5 rulings, as the log gives them"), printed
+    assert main(["--data-dir", str(data), "play", "--resume", "--record", str(live), "--model", model]) == 2
+    assert "is still being played" in capsys.readouterr().err
+    assert recording.tmp.is_file() and not (live / "audio.wav").exists()
+    recording.write(samples[rate * 10:])
+    recording.finish()  # the game goes on to its end, and its whole recording is kept
+    assert read_wav(live / "audio.wav")[0].shape == samples.shape

@@ -123,7 +123,11 @@ class AtomicSoundFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=f".tmp.{format.lower()}",
                                    dir=self.path.parent)
-        os.close(fd)
+        # held until the file is finished: it tells recover_sound_files (replay, play --resume in another
+        # terminal) that a game is still recording here, not a killed one's leftover (the kernel lets go
+        # of it when the process dies)
+        self._lock = fd
+        _lock(fd)
         self.tmp = Path(tmp)
         self._file = sf.SoundFile(tmp, "w", samplerate=rate, channels=channels, subtype="PCM_16", format=format)
 
@@ -134,11 +138,51 @@ class AtomicSoundFile:
         """Close the file and move it into place; returns ``path``."""
         self._file.close()
         os.replace(self.tmp, self.path)
+        self._unlock()
         return self.path
 
     def discard(self) -> None:
         self._file.close()
         self.tmp.unlink(missing_ok=True)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
+
+def _lock(fd: int, wait: bool = True) -> bool:
+    """An exclusive lock on the open file ``fd``; without ``wait``, False at once if another holds it.
+    (Where there is no flock, every file reads as free, as before.)"""
+    try:
+        import fcntl
+    except ImportError:  # (not a POSIX system)
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True  # a file system without locks: as before
+    return True
+
+
+def still_recording(tmp: Path) -> bool:
+    """Whether a live game is still writing the temporary recording ``tmp`` (AtomicSoundFile's lock)."""
+    try:
+        fd = os.open(tmp, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return not _lock(fd, wait=False)
+    finally:
+        os.close(fd)
+
+
+def recordings_in_progress(folder: str | os.PathLike[str]) -> list[str]:
+    """The recordings (their final names: "audio.wav") a game still running is writing in ``folder``."""
+    return sorted(tmp.name[1:].rsplit(".", 3)[0] for tmp in Path(folder).glob(".*.tmp.*") if still_recording(tmp))
 
 
 def recover_sound_files(folder: str | os.PathLike[str], tell: Callable[[str], None] | None = None) -> list[Path]:
@@ -146,7 +190,8 @@ def recover_sound_files(folder: str | os.PathLike[str], tell: Callable[[str], No
     ``.audio.wav.x1y2.tmp.wav`` becomes ``audio.wav`` when there is none, so a killed game's audio
     can still be replayed. libsndfile reads such a file to its end (its header's sizes were never
     written); it is copied whole under the right header. Returns the files recovered; ``tell``
-    is told of each."""
+    is told of each. A recording a game still running is writing is left alone: replay in a second
+    terminal took it from under the game, which then lost its audio and ended in an error."""
     import soundfile as sf
 
     got: list[Path] = []
@@ -154,7 +199,7 @@ def recover_sound_files(folder: str | os.PathLike[str], tell: Callable[[str], No
         name = tmp.name[1:].rsplit(".", 3)[0]  # ".audio.wav.x1y2.tmp.wav" -> "audio.wav"
         target = tmp.with_name(name)
         kind = tmp.suffix[1:].upper()
-        if target.exists() or kind not in ("WAV", "FLAC"):
+        if target.exists() or kind not in ("WAV", "FLAC") or still_recording(tmp):
             continue
         try:
             if kind == "WAV":

@@ -796,8 +796,12 @@ def _run(args: argparse.Namespace) -> int:
         if args.record and not (folder / "log.jsonl").is_file():  # (it said "no game log at DIR/log.jsonl")
             raise UserError(f"--record {folder} holds no game to resume (no log.jsonl there): give the folder "
                             "a game was played with --record, or leave --record out to resume the last game")
-        from ..files import recover_sound_files
+        from ..files import recordings_in_progress, recover_sound_files
 
+        busy = recordings_in_progress(folder)
+        if busy:  # a second game on the same log and recording would interleave both
+            raise UserError(f"the game in {folder} is still being played (its recording {busy[0]} is still being "
+                            "written): resume it once that game has ended or been stopped")
         recover_sound_files(folder, tell=print)  # what a killed game was recording, kept for replay
         records = [ev for _, ev in gamelog.read(folder / "log.jsonl", torn_tail=True,
                                                 notice=lambda text: print(f"({text})"))]

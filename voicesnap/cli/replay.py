@@ -414,6 +414,11 @@ def rejudge_stretch(folder: Path, root: Path, settings: TableSession, stretch: S
                         "voicesnap from before 2026-12-07 named no resumed stretch's own recording), so its "
                         "own cannot be told apart")
     if not audio.is_file():
+        from ..files import recordings_in_progress
+
+        if audio.name in recordings_in_progress(folder):  # (recover_sound_files left it to the game)
+            raise UserError(f"the game in {folder} is still being played (its recording {audio.name} is still "
+                            "being written): replay it once the game has ended or been stopped")
         raise UserError(f"{audio} is missing: the game's log names it as its recording; put the file back in "
                         f"{folder} to replay the game")
     flips = [r.now + offset for r in live if isinstance(r, TableStep) and r.kind == "flip"]  # on the referee's clock
