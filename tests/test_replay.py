@@ -879,3 +879,20 @@ def test_a_game_still_being_played_keeps_its_recording(recorded, capsys, tmp_pat
     recording.write(samples[rate * 10:])
     recording.finish()  # the game goes on to its end, and its whole recording is kept
     assert read_wav(live / "audio.wav")[0].shape == samples.shape
+
+
+def test_a_stretchs_own_note_names_its_stretch(recorded, games, capsys, tmp_path: Path) -> None:
+    """A note only one stretch gives ("audio.wav ends at ...", "the log stops at ...") was printed bare
+    between the stretches, its time on a clock the player had to guess; a note every stretch gives (the
+    speech gate) is still said once, bare."""
+    import shutil
+
+    folder, data, model, script = recorded
+    cut = tmp_path / "cut"
+    shutil.copytree(games, cut)
+    samples, rate = read_wav(cut / "audio.wav")
+    write_wav(cut / "audio.wav", samples[: rate * 20], rate)
+    main(["--data-dir", str(data), "replay", str(cut), "--model", model])
+    text = capsys.readouterr().out.splitlines()
+    assert "(speech gate: on, as in the game)" in text, text
+    assert any(line.startswith("(stretch 1 of 2: audio.wav ends at 20 seconds, before what the game heard") for line in text), text

@@ -217,7 +217,7 @@ def test_a_stretch_whose_reference_cannot_be_read_is_not_said_to_use_it(game, re
 
     assert main(["--data-dir", str(data), "replay", str(bad), "--model", model]) == 1
     out = capsys.readouterr().out
-    assert "(echo cancellation: on, with the recorded reference (reference.flac), as in the game)" in out, out
+    assert "(stretch 1 of 2: echo cancellation: on, with the recorded reference (reference.flac), as in the game)" in out, out
     assert "echo cancellation: on, with the recorded reference (reference-resumed-1.flac)" not in out, out
     assert f"stretch 2 of 2 (audio-resumed-1.wav): not re-judged, because {ref} cannot be read" in out, out
 

@@ -678,7 +678,8 @@ def _print_logged(rows: list[dict[str, Any]], games: bool, whose: str = "the gam
     """The log's rulings, each with why, where they could not be re-judged."""
     if not rows:
         return
-    print(f"{whose}'s {counted(len(rows), 'ruling')}, as the log gives them (not re-judged):")
+    print(f"{whose}'s {counted(len(rows), 'ruling')}, as the log gives {'it' if len(rows) == 1 else 'them'} "
+          "(not re-judged):")
     for r in rows:
         game = f"game {r['game']}, " if games else ""
         print(f"  {game}at {_seconds(r['t'])}, {ruling_words(r['ruling'], r['who'], r['live'])}")
@@ -794,7 +795,10 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool, games: boo
             for note in d.notes:
                 if note not in said:
                     said.append(note)
-                    print(f"({note})")
+                    # one stretch's own note names it: "the log stops at 39.72 seconds" before stretch 2's
+                    # line read as stretch 1's, on the other recording's clock
+                    common = all(note in e.notes for e in done)
+                    print(f"({note})" if common else f"({d.stretch.name}: {note})")
             if d.error:
                 # (the folder is said once, above and in the last line: a long path per stretch is a long listen)
                 print(f"{d.stretch.name} ({d.stretch.audio or 'no recording'}): not re-judged, because {d.error}")
