@@ -896,3 +896,21 @@ def test_a_stretchs_own_note_names_its_stretch(recorded, games, capsys, tmp_path
     text = capsys.readouterr().out.splitlines()
     assert "(speech gate: on, as in the game)" in text, text
     assert any(line.startswith("(stretch 1 of 2: audio.wav ends at 20 seconds, before what the game heard") for line in text), text
+
+
+def test_a_ruling_with_no_logged_call_says_the_verdict_alone() -> None:
+    """A ruling the log holds no call for (a pool tie whose flip is not in these records, an ignored call)
+    explained itself as "so the referee ruled: ...", a "so" that followed nothing; the calls weighed come
+    with the tie window's verdict on each."""
+    from voicesnap.cli.replay import because
+
+    settings = TableSession(players=("a", "b"), seed=1)
+    records = [TableStep("call", 5.0, player="a", word="snap pool", onset=5.0),
+               TableStep("call", 5.05, player="b", word="snap pool", onset=5.05),
+               rules.PoolTied(t=5.0, players=("a", "b"), flip=3),
+               rules.CallIgnored(t=6.0, player="b", kind="snap", reason="not a call in this game")]
+    words, calls = because(records, 2, settings)
+    assert words == ("a called 'snap pool' at 5 seconds; b called 'snap pool' 50 milliseconds later, within the "
+                     "tie window (0.1 seconds); so the referee ruled: tie for the pool between a and b"), words
+    assert [(c["player"], c["within_tie_window"]) for c in calls] == [("a", True), ("b", True)]
+    assert because(records, 3, settings)[0] == "the referee ruled: b's call ignored: not a call in this game"

@@ -171,7 +171,7 @@ def because(records: list[Any], at: int, settings: TableSession,
             what = ("a match" if flip.match else "a match for the pool's top card" if flip.pool_match
                     else "no match")
             parts.append(f"the call answered flip {serial}, {flip.player}'s {flip.card.spoken}: {what}")
-    parts.append(f"so {_verdict(ruling)}")
+    parts.append(f"so {_verdict(ruling)}" if parts else _verdict(ruling))  # (no call logged: the verdict alone)
     return "; ".join(parts), calls
 
 
