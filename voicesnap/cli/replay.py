@@ -793,12 +793,13 @@ def _report_stretches(folder: Path, done: list[_Done], as_json: bool, games: boo
         said: list[str] = [about]
         for d in done:
             for note in d.notes:
-                if note not in said:
-                    said.append(note)
-                    # one stretch's own note names it: "the log stops at 39.72 seconds" before stretch 2's
-                    # line read as stretch 1's, on the other recording's clock
-                    common = all(note in e.notes for e in done)
-                    print(f"({note})" if common else f"({d.stretch.name}: {note})")
+                # one stretch's own note names it: "the log stops at 39.72 seconds" before stretch 2's
+                # line read as stretch 1's, on the other recording's clock
+                common = all(note in e.notes for e in done)
+                line = f"({note})" if common else f"({d.stretch.name}: {note})"
+                if line not in said:
+                    said.append(line)
+                    print(line)
             if d.error:
                 # (the folder is said once, above and in the last line: a long path per stretch is a long listen)
                 print(f"{d.stretch.name} ({d.stretch.audio or 'no recording'}): not re-judged, because {d.error}")
