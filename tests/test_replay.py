@@ -914,3 +914,15 @@ def test_a_ruling_with_no_logged_call_says_the_verdict_alone() -> None:
                      "tie window (0.1 seconds); so the referee ruled: tie for the pool between a and b"), words
     assert [(c["player"], c["within_tie_window"]) for c in calls] == [("a", True), ("b", True)]
     assert because(records, 3, settings)[0] == "the referee ruled: b's call ignored: not a call in this game"
+
+
+def test_a_note_some_stretches_give_is_said_for_each_of_them(tmp_path: Path, capsys) -> None:
+    """A note two stretches of three gave was said once, named for the first: the second's went unsaid."""
+    from voicesnap.cli.replay import Stretch, _Done, _report_stretches
+
+    def done(k: int, notes: list[str]) -> _Done:
+        return _Done(Stretch(k, 3, f"a{k}.wav", 0.0, [], []), [], notes)
+
+    _report_stretches(tmp_path, [done(1, ["gate", "cut"]), done(2, ["gate", "cut"]), done(3, ["gate"])], False)
+    text = capsys.readouterr().out.splitlines()
+    assert text.count("(gate)") == 1 and "(stretch 1 of 3: cut)" in text and "(stretch 2 of 3: cut)" in text, text
