@@ -926,3 +926,18 @@ def test_a_note_some_stretches_give_is_said_for_each_of_them(tmp_path: Path, cap
     _report_stretches(tmp_path, [done(1, ["gate", "cut"]), done(2, ["gate", "cut"]), done(3, ["gate"])], False)
     text = capsys.readouterr().out.splitlines()
     assert text.count("(gate)") == 1 and "(stretch 1 of 3: cut)" in text and "(stretch 2 of 3: cut)" in text, text
+
+
+def test_a_call_on_the_card_shown_at_a_resume_names_that_flip() -> None:
+    """The first call after a `--resume`, on the card the game was stopped at, explained itself without the
+    flip it answered: that flip is in the log before the stretch."""
+    from voicesnap.cards import standard_deck
+    from voicesnap.cli.replay import because
+
+    settings = TableSession(players=("a", "b"), seed=1)
+    seven = next(c for c in standard_deck() if c.spoken == "Seven of Hearts")
+    before = [rules.Flipped(t=4.0, seat=1, player="b", card=seven, flip=9, match=True, pool_match=False)]
+    records = [TableStep("call", 0.3, player="a", word="snap", onset=0.3),
+               rules.SnapWon(t=5.3, player="a", kind="snap", piles=(0, 1), counts=(2, 2), cards=4, flip=9)]
+    words, _ = because(records, 1, settings, offset=5.0, before=before)
+    assert "the call answered flip 9, b's Seven of Hearts: a match" in words, words

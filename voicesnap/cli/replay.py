@@ -72,12 +72,14 @@ def _calls(records: list[Any]) -> list[Any]:
 
 
 def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
-            offset: float = 0.0, first_game: int = 0, settings: TableSession | None = None) -> list[dict[str, Any]]:
+            offset: float = 0.0, first_game: int = 0, settings: TableSession | None = None,
+            before: list[Any] | None = None) -> list[dict[str, Any]]:
     """Pair live and re-judged rulings; explain each one that has no partner (``unprofiled``: players the
     replay cannot tell by voice, having no profile in the data folder now). Times are on the stretch's own
     clock, its recording's (``offset``: a resumed stretch's, referee time less its audio clock). Each row
     names its game (``first_game``: games begun before the stretch); with ``settings``, each also says
-    why it was ruled (``because``, ``calls``: see ``because``)."""
+    why it was ruled (``because``, ``calls``: see ``because``; ``before``: the log before the stretch, where
+    the flip a resumed stretch's first call answered may lie)."""
     a, b = _rulings(live, offset, first_game), _rulings(again, offset, first_game)
     used: set[int] = set()
     rows: list[dict[str, Any]] = []
@@ -93,16 +95,16 @@ def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
             same = abs(q.t - r.t) <= CLOSE and q.detail == r.detail
             rows.append({"t": r.t, "game": r.game, "ruling": r.kind, "who": r.who, "live": r.detail,
                          "replay": q.detail, "agree": same, "why": "" if same else _why_shift(r, q),
-                         **_explained(r, live, settings, offset)})
+                         **_explained(r, live, settings, offset, before)})
         else:
             rows.append({"t": r.t, "game": r.game, "ruling": r.kind, "who": r.who, "live": r.detail, "replay": None,
                          "agree": False, "why": _why_missing(r, live, again, "game", "replay", unprofiled, offset),
-                         **_explained(r, live, settings, offset)})
+                         **_explained(r, live, settings, offset, before)})
     for j, q in enumerate(b):
         if j not in used:
             rows.append({"t": q.t, "game": q.game, "ruling": q.kind, "who": q.who, "live": None, "replay": q.detail,
                          "agree": False, "why": _why_missing(q, again, live, "replay", "game", (), offset),
-                         **_explained(q, again, settings, offset)})
+                         **_explained(q, again, settings, offset, before)})
     rows.sort(key=lambda row: row["t"])
     for k, row in enumerate(rows):  # its card counts differ, most likely as an earlier ruling moved cards: say so
         first = next((e for e in rows[:k] if not e["agree"] and e["t"] < row["t"]), None)
@@ -111,16 +113,17 @@ def compare(live: list[Any], again: list[Any], unprofiled: Collection[str] = (),
     return rows
 
 
-def _explained(r: Ruling, records: list[Any], settings: TableSession | None, offset: float) -> dict[str, Any]:
+def _explained(r: Ruling, records: list[Any], settings: TableSession | None, offset: float,
+               before: list[Any] | None = None) -> dict[str, Any]:
     """A row's ``because`` and ``calls`` (see ``because``), from the side that made the ruling."""
     if settings is None:
         return {}
-    words, calls = because(records, r.at, settings, offset)
+    words, calls = because(records, r.at, settings, offset, before or [])
     return {"because": words, "calls": calls}
 
 
-def because(records: list[Any], at: int, settings: TableSession,
-            offset: float = 0.0) -> tuple[str, list[dict[str, Any]]]:
+def because(records: list[Any], at: int, settings: TableSession, offset: float = 0.0,
+            before: list[Any] | None = None) -> tuple[str, list[dict[str, Any]]]:
     """Why the referee made the ruling ``records[at]``, in words a player disputing it can check, and
     the calls it weighed: who called what, when on the recording's clock (the referee's less ``offset``),
     who else called within the tie window, which flip the call answered, and what was ruled. A player
@@ -159,7 +162,8 @@ def because(records: list[Any], at: int, settings: TableSession,
     serial = getattr(ruling, "flip", None)
     if serial is not None:
         flip = None
-        for r in reversed(records[:at]):
+        # (its game's flips so far: back to its game-started record, through the log before a resumed stretch)
+        for r in reversed([*(before or []), *records[:at]]):
             if isinstance(r, GameStarted):
                 break
             if isinstance(r, Flipped) and r.flip == serial:
@@ -667,11 +671,11 @@ def _agreeing(agree: int, total: int) -> str:
 
 
 def logged_rows(records: list[Any], settings: TableSession, offset: float = 0.0,
-                first_game: int = 0) -> list[dict[str, Any]]:
+                first_game: int = 0, before: list[Any] | None = None) -> list[dict[str, Any]]:
     """Each ruling the log holds, with its game and why it was made (``because``, ``calls``), for a stretch
     that could not be re-judged."""
     return [{"t": r.t, "game": r.game, "ruling": r.kind, "who": r.who, "live": r.detail,
-             **_explained(r, records, settings, offset)} for r in _rulings(records, offset, first_game)]
+             **_explained(r, records, settings, offset, before)} for r in _rulings(records, offset, first_game)]
 
 
 def _print_logged(rows: list[dict[str, Any]], games: bool, whose: str = "the game") -> None:
@@ -742,10 +746,10 @@ def _rejudge_stretches(folder: Path, root: Path, settings: TableSession, parts: 
             live, again = rejudge_stretch(folder, root, settings, part, engine, model, notes, unprofiled)
         except UserError as exc:  # (its notes say how it was being re-judged: it was not, so only the reason)
             logged = [{**row, "stretch": part.number}
-                      for row in logged_rows(part.records, settings, part.offset, begun)]
+                      for row in logged_rows(part.records, settings, part.offset, begun, part.before)]
             done.append(_Done(part, [], [], str(exc), logged))
             continue
-        rows = compare(live, again, unprofiled, part.offset, begun, settings)
+        rows = compare(live, again, unprofiled, part.offset, begun, settings, part.before)
         done.append(_Done(part, [{**row, "stretch": part.number} for row in rows], notes))
     return done
 
