@@ -760,13 +760,14 @@ def _two_player_track(path: Path, length: float, shouts: list[tuple[str, float]]
 
 @pytest.fixture(scope="module")
 def games(recorded, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A best-of-3 session heard from a 70 s two-microphone recording at a fast pace: game 1 (wrong calls at 3
-    and 6 s) ends near 30 s, and game 2 (wrong calls at 30, 33 and 50 s) is cut off when the recording ends;
-    then `play --resume` on the same recording: alice's snap at 3 s wins a pile in game 2, and game 3 follows."""
+    """A best-of-3 session heard from a 42 s two-microphone recording at a fast pace: game 1 (wrong calls at 3
+    and 6 s) ends near 30 s, and game 2 (wrong calls at 35 and 38 s) is cut off when the recording ends; then
+    `play --resume` on the same recording: game 2 goes on (wrong calls at 3 and 6 s on its clock) and ends the
+    session. (No call falls in the second between two games: a call there is charged to the next game before
+    its first card, at an onset that differs from run to run by some 20 ms, so its replay may not agree.)"""
     folder, data, model, script = recorded
     base = tmp_path_factory.mktemp("games")
-    mic = _two_player_track(base / "mic.wav", 70, [("alice", 3), ("bob", 6), ("alice", 30), ("bob", 33),
-                                                   ("alice", 50)])
+    mic = _two_player_track(base / "mic.wav", 42, [("alice", 3), ("bob", 6), ("alice", 35), ("bob", 38)])
     session = base / "session"
     common = ["--input-file", str(mic), "--quiet", "--text", "--no-keyboard", "--record", str(session)]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -786,10 +787,10 @@ def test_a_sessions_replay_says_each_rulings_game(recorded, games, capsys) -> No
     assert text[0].startswith(f"replay of {games} (the session was resumed once, so it has 2 stretches"), text
     rows = [line for line in text if line.startswith("  same: ")]
     assert [line.split(", ")[0:2] for line in rows] == [
-        ["  same: game 1", "at 3 seconds"], ["  same: game 1", "at 6 seconds"], ["  same: game 2", "at 30 seconds"],
-        ["  same: game 2", "at 33 seconds"], ["  same: game 2", "at 50 seconds"],  # stretch 1
+        ["  same: game 1", "at 3 seconds"], ["  same: game 1", "at 6 seconds"], ["  same: game 2", "at 35 seconds"],
+        ["  same: game 2", "at 38 seconds"],  # stretch 1
         ["  same: game 2", "at 3 seconds"], ["  same: game 2", "at 6 seconds"]], text  # stretch 2, resumed in game 2
-    assert text[-1] == f"replay of {games}, the whole session: 7 of 7 rulings agree", text
+    assert text[-1] == f"replay of {games}, the whole session: 6 of 6 rulings agree", text
 
 
 def test_a_replays_numbers_are_the_logs(recorded, games, capsys) -> None:
@@ -816,11 +817,11 @@ def test_a_replays_numbers_are_the_logs(recorded, games, capsys) -> None:
             count = str(getattr(r, "cards", getattr(r, "pool", "")))
             want.append((stretch, game, round(r.t - offset, 4), r.EVENT_TYPE, who, count))
     assert [(r["stretch"], r["game"], r["t"], r["ruling"], r["who"], r["live"]) for r in got["rulings"]] == want
-    won = next(r for r in got["rulings"] if r["ruling"] == "snap-won")
-    assert won["calls"] == [{"player": "alice", "word": "snap", "onset": won["t"], "by": "voice",
-                             "within_tie_window": True}], won
-    assert won["because"].startswith("alice called 'snap' at 3 seconds; no one else called within the tie window "
-                                     "(0.1 seconds); the call answered flip "), won
+    wrong = got["rulings"][2]  # alice's in game 2
+    assert wrong["calls"] == [{"player": "alice", "word": "snap", "onset": wrong["t"], "by": "voice",
+                               "within_tie_window": True}], wrong
+    assert wrong["because"].startswith("alice called 'snap' at 35 seconds; the call answered flip "), wrong
+    assert ": no match; so the referee ruled a wrong call: alice paid " in wrong["because"], wrong
 
 
 def test_a_keyboard_sessions_replay_gives_its_logged_rulings_and_why(tmp_path: Path, capsys) -> None:
