@@ -182,7 +182,12 @@ def still_recording(tmp: Path) -> bool:
 
 def recordings_in_progress(folder: str | os.PathLike[str]) -> list[str]:
     """The recordings (their final names: "audio.wav") a game still running is writing in ``folder``."""
-    return sorted(tmp.name[1:].rsplit(".", 3)[0] for tmp in Path(folder).glob(".*.tmp.*") if still_recording(tmp))
+    return sorted(_final_name(tmp) for tmp in Path(folder).glob(".*.tmp.*") if still_recording(tmp))
+
+
+def _final_name(tmp: Path) -> str:
+    """The name AtomicSoundFile's temporary ``tmp`` takes when finished: ".audio.wav.x1y2.tmp.wav" -> "audio.wav"."""
+    return tmp.name[1:].rsplit(".", 3)[0]
 
 
 def recover_sound_files(folder: str | os.PathLike[str], tell: Callable[[str], None] | None = None) -> list[Path]:
@@ -196,7 +201,7 @@ def recover_sound_files(folder: str | os.PathLike[str], tell: Callable[[str], No
 
     got: list[Path] = []
     for tmp in sorted(Path(folder).glob(".*.tmp.*"), key=lambda p: p.stat().st_mtime):
-        name = tmp.name[1:].rsplit(".", 3)[0]  # ".audio.wav.x1y2.tmp.wav" -> "audio.wav"
+        name = _final_name(tmp)
         target = tmp.with_name(name)
         kind = tmp.suffix[1:].upper()
         if target.exists() or kind not in ("WAV", "FLAC") or still_recording(tmp):

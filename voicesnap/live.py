@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 
 from .audio import AudioChunk
-from .text import counted
+from .text import counted, listed
 
 
 
@@ -139,8 +139,7 @@ class LiveInput:
     def _channels_text(self, dead: tuple[int, ...]) -> str:
         """ "Bob's microphone (channel 1) sends no sound at all ...": each silent mic named by its player."""
         names = [self.owners[ch] for ch in dead]
-        mics = [f"{self.owners[ch]}'s microphone (channel {ch})" for ch in dead]
-        who = mics[0] if len(mics) == 1 else ", ".join(mics[:-1]) + " and " + mics[-1]
+        who = listed(f"{self.owners[ch]}'s microphone (channel {ch})" for ch in dead)
         whose = f"{names[0]}'s" if len(names) == 1 else "their"
         return self.CHANNEL_SILENT_TEXT.format(who=who, whose=whose, meanwhile=self.channel_meanwhile).replace(
             " sends ", " send " if len(dead) > 1 else " sends ", 1)

@@ -273,9 +273,9 @@ def _early_sound(samples: np.ndarray, rate: int) -> float | None:
     scored it 0.42") or not heard at all, where the same take beginning 0.45 s in was heard. In a game the
     microphone is open long before anyone calls, so only a file meets this."""
     from .. import features as F
+    from ..audio import to_mono
 
-    head = samples[: int(rate * (KEYWORD_LEAD_S + 0.5))]
-    mono = head.mean(axis=1).astype(np.int16) if head.shape[1] > 1 else head[:, 0]
+    mono = to_mono(samples[: int(rate * (KEYWORD_LEAD_S + 0.5))])[:, 0]
     energy = F.frame_energy_db(F.frames(F.resample(mono, rate)))
     if energy.size == 0:
         return None
